@@ -1,0 +1,106 @@
+"""
+What a proxy started again must know of the log it appends to: pure logic over
+a function that reads the file at an offset.
+
+It reads backwards from the end only as far as the last whole line's
+C{open_from} says exchanges may still be open, so start-up costs the tail of a
+large log, not all of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from netlog.core.logline import END, OPEN, decodeLine
+
+#: How much of the file is read at a time, going backwards.
+CHUNK = 1 << 20
+
+ReadAt = Callable[[int, int], bytes]
+
+
+@dataclass
+class Recovered:
+    """
+    What the log holds at start-up.
+
+    @ivar lastNumber: the C{n} of the last usable whole line, 0 for none.
+    @ivar cut: the file does not end with a newline (a line was cut short).
+    @ivar unended: ids opened and never ended, in order.
+    """
+
+    lastNumber: int = 0
+    cut: bool = False
+    unended: list[int] = field(default_factory=list)
+
+
+def _linesBackwards(readAt: ReadAt, size: int):  # type: ignore[no-untyped-def]
+    """
+    Yield the file's whole lines, last first, each without its newline.
+    """
+    end = size
+    rest = b""
+    while end > 0:
+        start = max(0, end - CHUNK)
+        block = readAt(start, end - start) + rest
+        end = start
+        parts = block.split(b"\n")
+        # parts[0] may be the tail of a line that starts in an earlier block.
+        rest = parts[0]
+        for line in reversed(parts[1:]):
+            if line:
+                yield line
+    if rest:
+        yield rest
+
+
+def recover(readAt: ReadAt, size: int) -> Recovered:
+    """
+    Find the last line's number, whether the file ends cut, and which exchanges
+    are still open.
+    """
+    result = Recovered()
+    if size == 0:
+        return result
+    result.cut = readAt(size - 1, 1) != b"\n"
+    # A cut last line is not a whole line: skip everything after the last
+    # newline.
+    wholeSize = size
+    if result.cut:
+        tail = b""
+        pos = size
+        while pos > 0:
+            start = max(0, pos - CHUNK)
+            tail = readAt(start, pos - start)
+            idx = tail.rfind(b"\n")
+            if idx >= 0:
+                wholeSize = start + idx + 1
+                break
+            pos = start
+        else:
+            wholeSize = 0
+    stopBelow: int | None = None
+    ended: set[int] = set()
+    unended: list[int] = []
+    for line in _linesBackwards(readAt, wholeSize):
+        record = decodeLine(line)
+        if record is None:
+            continue
+        n = record["n"]
+        if result.lastNumber == 0:
+            result.lastNumber = n
+            openFrom = record.get("open_from")
+            stopBelow = openFrom if isinstance(openFrom, int) else 1
+        if stopBelow is not None and n < stopBelow:
+            break
+        exchangeId = record.get("id")
+        if not isinstance(exchangeId, int):
+            continue
+        if record.get("type") == END:
+            ended.add(exchangeId)
+        elif record.get("type") == OPEN and exchangeId not in ended:
+            unended.append(exchangeId)
+    unended.reverse()
+    result.unended = unended
+    return result

@@ -1,0 +1,1 @@
+"""netlog.har: the HAR export."""
