@@ -16,6 +16,9 @@ END = "end"
 REASON_RESTARTED = "the proxy restarted"
 #: The reason written for the exchanges still open at a clean stop.
 REASON_STOPPED = "the proxy stopped"
+#: The reason written for an exchange whose end line could not be kept while
+#: the log could not be written (written once it can be again).
+REASON_LOG_FAILED = "the log could not be written"
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
@@ -36,7 +39,10 @@ def encodeLine(
     for key, value in fields.items():
         if key not in record:
             record[key] = value
-    return _encoder.encode(record).encode("utf-8", "surrogatepass") + b"\n"
+    # A lone surrogate (from bytes decoded with surrogateescape) can't be
+    # UTF-8; written as its JSON escape (it only occurs inside strings) the
+    # line stays valid UTF-8 JSON and reads back to the same string.
+    return _encoder.encode(record).encode("utf-8", "backslashreplace") + b"\n"
 
 
 def decodeLine(line: bytes) -> dict[str, Any] | None:

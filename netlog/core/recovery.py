@@ -17,6 +17,10 @@ from netlog.core.logline import END, OPEN, decodeLine
 #: How much of the file is read at a time, going backwards.
 CHUNK = 1 << 20
 
+#: The longest cut tail that is read whole to see whether only its newline
+#: is missing (a longer one is left as a cut line).
+MAX_WHOLE_TAIL = 64 << 20
+
 ReadAt = Callable[[int, int], bytes]
 
 
@@ -26,7 +30,8 @@ class Recovered:
     What the log holds at start-up.
 
     @ivar lastNumber: the C{n} of the last usable whole line, 0 for none.
-    @ivar cut: the file does not end with a newline (a line was cut short).
+    @ivar cut: the file does not end with a newline (a line was cut short);
+        the writer ends it with a newline before its first line.
     @ivar unended: ids opened and never ended, in order.
     """
 
@@ -35,7 +40,7 @@ class Recovered:
     unended: list[int] = field(default_factory=list)
 
 
-def _linesBackwards(readAt: ReadAt, size: int):  # type: ignore[no-untyped-def]
+def linesBackwards(readAt: ReadAt, size: int):  # type: ignore[no-untyped-def]
     """
     Yield the file's whole lines, last first, each without its newline.
     """
@@ -80,10 +85,17 @@ def recover(readAt: ReadAt, size: int) -> Recovered:
             pos = start
         else:
             wholeSize = 0
+        # A line written whole but for its newline (a write cut just before
+        # it) is a line: it keeps its number, and the newline that ends the
+        # cut makes it whole.
+        if size - wholeSize <= MAX_WHOLE_TAIL:
+            tailRecord = decodeLine(readAt(wholeSize, size - wholeSize))
+            if tailRecord is not None:
+                wholeSize = size
     stopBelow: int | None = None
     ended: set[int] = set()
     unended: list[int] = []
-    for line in _linesBackwards(readAt, wholeSize):
+    for line in linesBackwards(readAt, wholeSize):
         record = decodeLine(line)
         if record is None:
             continue

@@ -8,17 +8,28 @@ single C{write}, before the next event is handled.
 from __future__ import annotations
 
 import errno
+import grp
 import heapq
 import os
+import pwd
 import signal
 import stat
+import threading
 import time
+from collections import deque
 from typing import Any, Callable
 
 from twisted.application.service import Service
 from twisted.logger import Logger
 
-from netlog.core.logline import END, OPEN, REASON_RESTARTED, REASON_STOPPED, encodeLine
+from netlog.core.logline import (
+    END,
+    OPEN,
+    REASON_LOG_FAILED,
+    REASON_RESTARTED,
+    REASON_STOPPED,
+    encodeLine,
+)
 from netlog.core.recovery import recover
 
 _log = Logger()
@@ -40,27 +51,89 @@ class UnsafeLogPath(Exception):
     """
 
 
+def _groupsOf(uid: int, gid: int | None) -> set[int]:
+    """
+    The groups a process running as C{uid} (and C{gid}) is in: the given
+    group, the user's own and its supplementary groups.
+    """
+    groups: set[int] = set()
+    if gid is not None:
+        groups.add(gid)
+    try:
+        entry = pwd.getpwuid(uid)
+    except KeyError:
+        return groups
+    groups.add(entry.pw_gid)
+    try:
+        groups.update(os.getgrouplist(entry.pw_name, entry.pw_gid))
+    except OSError:
+        groups.update(g.gr_gid for g in grp.getgrall() if entry.pw_name in g.gr_mem)
+    return groups
+
+
+def _writableBy(st: os.stat_result, uid: int, groups: set[int]) -> bool:
+    mode = st.st_mode
+    if st.st_uid == uid:
+        return bool(mode & stat.S_IWUSR)
+    if st.st_gid in groups:
+        return bool(mode & stat.S_IWGRP)
+    return bool(mode & stat.S_IWOTH)
+
+
 def _checkFolder(folder: str, uid: int | None, gid: int | None) -> None:
     """
     Refuse a folder that the user the proxy drops to could write, since that
-    user could then replace the log file.
+    user could then replace the log file; and likewise any folder above it
+    where that user could move the log's folder away (a sticky folder, like
+    C{/tmp}, lets it move only its own).
     """
     if uid is None or uid == 0:
         return
+    groups = _groupsOf(uid, gid)
     st = os.stat(folder)
-    mode = st.st_mode
-    writable = (
-        (st.st_uid == uid and mode & stat.S_IWUSR)
-        or (gid is not None and st.st_gid == gid and mode & stat.S_IWGRP)
-        or (mode & stat.S_IWOTH and not mode & stat.S_ISVTX)
-    )
-    if writable:
+    if _writableBy(st, uid, groups):
         raise UnsafeLogPath(
             f"the log's folder {folder} can be written by uid {uid}, the user the "
             f"proxy runs as, who could then replace the log; make it root's and "
             f"not writable by others (chown root:root {folder}; chmod 755 {folder}) "
-            f"or choose another --log"
+            f"or choose a --log in another folder"
         )
+    child, childSt = folder, st
+    parent = os.path.dirname(child)
+    while parent != child:
+        parentSt = os.stat(parent)
+        sticky = parentSt.st_mode & stat.S_ISVTX
+        if _writableBy(parentSt, uid, groups) and not (sticky and childSt.st_uid != uid):
+            raise UnsafeLogPath(
+                f"the folder {parent}, above the log's folder {folder}, can be "
+                f"written by uid {uid}, the user the proxy runs as, who could then "
+                f"move the log's folder away and put its own; make {parent} "
+                f"root's and not writable by others (chmod 755 {parent}), or "
+                f"choose a --log in another folder"
+            )
+        child, childSt = parent, parentSt
+        parent = os.path.dirname(child)
+
+
+def _makeFolders(folder: str) -> None:
+    """
+    Create C{folder} and any missing folder above it, each C{0755} whatever
+    the umask (a folder the umask left C{0700} would keep the unprivileged
+    user from reading the log).
+    """
+    missing = []
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, FOLDER_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(path, FOLDER_MODE)
 
 
 def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> int:
@@ -76,9 +149,7 @@ def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> in
     """
     path = os.path.abspath(path)
     folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        os.makedirs(folder, mode=FOLDER_MODE, exist_ok=True)
-        os.chmod(folder, FOLDER_MODE)
+    _makeFolders(folder)
     _checkFolder(folder, uid, gid)
     flags = (
         os.O_RDWR
@@ -110,6 +181,14 @@ def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> in
                 f"the log path {path} is not a regular file; remove it or "
                 f"choose another --log"
             )
+        if st.st_nlink != 1:
+            # Another name for the same file (a hard link) could be any file
+            # of root's; making it 0644 and root's would be a gift.
+            raise UnsafeLogPath(
+                f"the log file {path} has {st.st_nlink} names (hard links); "
+                f"netlog only writes a file with one: remove the other names "
+                f"or choose another --log"
+            )
         os.set_blocking(fd, True)
         os.fchmod(fd, FILE_MODE)
         if os.geteuid() == 0:
@@ -126,6 +205,21 @@ class LogWriter(Service):
 
     With no path, nothing is written: L{enabled} is false, and the proxies then
     count bodies without keeping them.
+
+    How numbering stays whole when a write fails (disk full, I/O error, the
+    file size limit): a line takes its number when the writer accepts it, and
+    accepted lines are held, in order, and written as soon as the file takes
+    them again (a retry every L{RETRY_INTERVAL} seconds on the reactor passed
+    in, and on every new line when there is none). The file therefore only
+    ever gets whole runs of numbers. When the held lines pass
+    L{MAX_PENDING_BYTES}, new lines are dropped I{without} taking a number:
+    L{open} returns 0 (and L{end} ignores 0), a dropped end line leaves its
+    exchange open and it gets an end line with C{"the log could not be
+    written"} once writing works again. A write cut short leaves part of a
+    line on the file; the rest is written first when writing resumes, or, if
+    the process dies first, the next start ends the cut line with a newline
+    and numbers on after the last whole line (the cut line's number is given
+    again: it never became a whole line).
 
     @ivar failedWrites: writes that failed (disk full, I/O error, size limit).
     @ivar droppedLines: lines given up because too many were held.
@@ -152,8 +246,10 @@ class LogWriter(Service):
         self._next = 1
         self._open: set[int] = set()
         self._openHeap: list[int] = []
-        self._pending: list[bytes] = []
+        self._pending: deque[bytes] = deque()
         self._pendingBytes = 0
+        self._lostEnds: set[int] = set()
+        self._failing: str | None = None
         self._retry: Any = None
         self._recovered = False
         self.failedWrites = 0
@@ -162,6 +258,20 @@ class LogWriter(Service):
     @property
     def enabled(self) -> bool:
         return self.path is not None or self._fd is not None
+
+    @property
+    def heldBytes(self) -> int:
+        """
+        Bytes of accepted lines not yet on the file.
+        """
+        return self._pendingBytes
+
+    @property
+    def nextNumber(self) -> int:
+        """
+        The number the next accepted line will take.
+        """
+        return self._next
 
     # -- service ------------------------------------------------------------
 
@@ -181,6 +291,13 @@ class LogWriter(Service):
         self._retry = None
         if self._fd is not None:
             self._flush()
+            if self._pending:
+                _log.error(
+                    "netlog stops with {held} lines it could not write to its log "
+                    "{path}; they are lost, the log's numbering stays whole",
+                    held=len(self._pending),
+                    path=self.path,
+                )
             os.close(self._fd)
             self._fd = None
         Service.stopService(self)
@@ -188,12 +305,12 @@ class LogWriter(Service):
     def _ensureOpen(self) -> None:
         if self._fd is None and self.path is not None:
             self._fd = openLogFile(self.path, self._uid, self._gid)
+        # A write past RLIMIT_FSIZE must fail with EFBIG, not kill the proxy.
+        if hasattr(signal, "SIGXFSZ") and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         if self._fd is not None and not self._recovered:
             self._recovered = True
             self._recover()
-        # A write past RLIMIT_FSIZE must fail with EFBIG, not kill the proxy.
-        if hasattr(signal, "SIGXFSZ"):
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
     def _recover(self) -> None:
         assert self._fd is not None
@@ -219,6 +336,17 @@ class LogWriter(Service):
             heapq.heappop(heap)
         return heap[0] if heap else self._next
 
+    def _encode(self, n: int, kind: str, exchangeId: int, fields: dict[str, Any]) -> bytes:
+        openFrom = self._openFrom()
+        now = self._clock()
+        try:
+            return encodeLine(n, kind, exchangeId, openFrom, now, fields)
+        except (TypeError, ValueError) as e:
+            # A field JSON can't hold is a bug in its writer; keep the line
+            # (and the numbering) and say what went wrong.
+            _log.failure("netlog could not encode a log line's fields")
+            return encodeLine(n, kind, exchangeId, openFrom, now, {"_unencodable": str(e)})
+
     def _emit(self, kind: str, exchangeId: int | None, fields: dict[str, Any]) -> int:
         """
         Number a line and write it; return its number, or 0 when it had to
@@ -228,6 +356,8 @@ class LogWriter(Service):
             return 0
         if self._pendingBytes > MAX_PENDING_BYTES:
             self.droppedLines += 1
+            if exchangeId is not None:
+                self._lostEnds.add(exchangeId)
             return 0
         n = self._next
         self._next += 1
@@ -237,10 +367,12 @@ class LogWriter(Service):
             heapq.heappush(self._openHeap, n)
         else:
             self._open.discard(exchangeId)
-        line = encodeLine(n, kind, exchangeId, self._openFrom(), self._clock(), fields)
+            self._lostEnds.discard(exchangeId)
+        line = self._encode(n, kind, exchangeId, fields)
         self._pending.append(line)
         self._pendingBytes += len(line)
-        self._flush()
+        if self._retry is None or not self._retry.active():
+            self._flush()
         return n
 
     def open(self, fields: dict[str, Any]) -> int:
@@ -275,11 +407,16 @@ class LogWriter(Service):
     # -- writing --------------------------------------------------------------
 
     def _flush(self) -> None:
+        """
+        Write the held lines, in order, until they are all on the file or a
+        write fails.
+        """
         fd = self._fd
         if fd is None:
             return
-        while self._pending:
-            data = self._pending[0]
+        pending = self._pending
+        while pending:
+            data = pending[0]
             try:
                 written = os.write(fd, data)
             except OSError as e:
@@ -287,21 +424,42 @@ class LogWriter(Service):
                 return
             self._pendingBytes -= written
             if written < len(data):
-                self._pending[0] = data[written:]
+                pending[0] = data[written:]
                 continue
-            self._pending.pop(0)
+            pending.popleft()
+        if self._failing is not None:
+            self._writesAgain()
 
     def _writeFailed(self, error: OSError) -> None:
         self.failedWrites += 1
-        _log.error(
-            "netlog could not write to its log {path}: {reason}; "
-            "{held} lines are held and will be written when it can",
-            path=self.path,
-            reason=os.strerror(error.errno) if error.errno else str(error),
-            held=len(self._pending),
-        )
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        if reason != self._failing:
+            _log.error(
+                "netlog could not write to its log {path}: {reason}; the lines "
+                "are held (up to {bound} bytes) and written when it can, in order; "
+                "past that, new lines are dropped",
+                path=self.path,
+                reason=reason,
+                errno=error.errno,
+                bound=MAX_PENDING_BYTES,
+            )
+        self._failing = reason
         if self._reactor is not None and (self._retry is None or not self._retry.active()):
             self._retry = self._reactor.callLater(RETRY_INTERVAL, self._retryWrite)
+
+    def _writesAgain(self) -> None:
+        _log.info(
+            "netlog writes its log {path} again; {failed} writes failed and "
+            "{dropped} lines were dropped so far",
+            path=self.path,
+            failed=self.failedWrites,
+            dropped=self.droppedLines,
+        )
+        self._failing = None
+        lost = sorted(self._lostEnds)
+        self._lostEnds.clear()
+        for exchangeId in lost:
+            self.end(exchangeId, {"_failed": {"reason": REASON_LOG_FAILED}})
 
     def _retryWrite(self) -> None:
         self._retry = None
