@@ -1,0 +1,784 @@
+"""
+The HAR 1.2 builder: log lines in, HAR entries out. Pure: no I/O of its own.
+
+How it streams
+==============
+
+HAR entries go out in the order their exchanges started (the order of the
+open lines), but an exchange's end line, which carries its answer and bodies,
+comes later, after any number of other lines. Two ways to join them:
+
+ 1. One forward pass that holds each open exchange until its end arrives and
+    emits entries in order as the oldest completes. Memory is bounded by the
+    exchanges opened since the oldest one still open; but a tunnel or a
+    WebSocket stays open for the whole session, and everything after it
+    (bodies of up to 1 MB each, since they are in the end lines) would be
+    held: memory grows with the log.
+
+ 2. Two passes (chosen): the first reads the log once, parsing only each
+    line's head (C{n}, C{type}, C{id}: they lead every line netlog writes, so
+    a regular expression reads them without parsing the JSON), and records
+    where each open line and each end line lies (L{LineIndex}: two machine
+    integers per line, in arrays). The second walks the open lines in order
+    and reads each one's end line at its offset. Memory is the largest entry
+    plus 16 bytes a line, whatever stays open; the end lines are read at most
+    twice, and the second read is almost always still in the page cache.
+
+So this module offers L{LineIndex} (fed C{(offset, line)} pairs in file
+order), L{joinEntries} (given the index and a C{readAt(offset, length)}
+function, yields entries in order), L{buildEntry} (one open line and its end
+line, parsed, to one HAR entry) and L{harHead}/L{harTail} (the bytes around
+the entries). The shell (L{netlog.har.export}) owns the file.
+
+A line the builder can't use (not JSON, cut short, an end with no open, a
+second end for an id, an open with an id that isn't its own number, or one
+whose fields are of the wrong types) is left out and counted in the log's
+C{_unreadable}; it never fails the export.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import ipaddress
+import json
+import re
+from array import array
+from datetime import datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable, Iterator
+from urllib.parse import parse_qsl, urljoin, urlsplit
+
+import netlog
+from netlog.core.decoding import (
+    REQUEST_LIMIT,
+    RESPONSE_LIMIT,
+    decodeContent,
+    decodeText,
+    isTextType,
+    parseCodings,
+    parseContentType,
+)
+
+HAR_VERSION = "1.2"
+#: The C{mimeType} of an answer that named none (as Chrome and Playwright write).
+UNKNOWN_MIME_TYPE = "x-unknown"
+
+_HEAD = re.compile(rb'\{"n":(\d{1,18}),"type":"(open|end)","id":(\d{1,18})[,}]')
+
+_entryEncoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# --- the index (first pass) -------------------------------------------------
+
+
+class LineIndex:
+    """
+    Where each open line and each end line lies in the log, by byte offset,
+    from one pass over its lines. Also counts the lines that can't be used
+    (see the module's docstring).
+    """
+
+    def __init__(self) -> None:
+        #: offsets and lengths of open lines, in file order
+        self.openOffsets = array("q")
+        self.openLengths = array("q")
+        #: the id of each open line, in file order
+        self.openIds = array("q")
+        # end lines by id: dense ids (the usual case: ids are line numbers)
+        # in arrays indexed by id - base, the rest in a dict.
+        self._base: int | None = None
+        self._endOffsets = array("q")
+        self._endLengths = array("q")
+        self._sparse: dict[int, tuple[int, int]] = {}
+        self._opened: set[int] = set()
+        #: more end lines for an id that had one (tried in turn if the first
+        #: can't be read)
+        self.extraEnds: dict[int, list[tuple[int, int]]] = {}
+        self.unreadable = 0
+        self.lines = 0
+
+    def add(self, offset: int, line: bytes) -> None:
+        """
+        Take the next line (with its newline, if it had one) at C{offset}.
+        """
+        self.lines += 1
+        if not line.endswith(b"\n"):
+            # the last line of the file, cut short (or still being written)
+            self.unreadable += 1
+            return
+        m = _HEAD.match(line)
+        if m is not None:
+            n, isOpen, exchangeId = int(m.group(1)), m.group(2) == b"open", int(m.group(3))
+        else:
+            try:
+                record = json.loads(line)
+                n, kind, exchangeId = record["n"], record["type"], record["id"]
+                if not (_isInt(n) and _isInt(exchangeId) and kind in ("open", "end")):
+                    raise TypeError
+                isOpen = kind == "open"
+            except (ValueError, TypeError, KeyError):
+                self.unreadable += 1
+                return
+        if isOpen:
+            if exchangeId != n or exchangeId in self._opened:
+                self.unreadable += 1
+                return
+            self._opened.add(exchangeId)
+            self.openOffsets.append(offset)
+            self.openLengths.append(len(line))
+            self.openIds.append(exchangeId)
+        else:
+            if exchangeId not in self._opened:
+                self.unreadable += 1
+                return
+            self._addEnd(exchangeId, offset, len(line))
+
+    def _addEnd(self, exchangeId: int, offset: int, length: int) -> None:
+        if self.endOf(exchangeId) is not None:
+            self.extraEnds.setdefault(exchangeId, []).append((offset, length))
+            return
+        if self._base is None:
+            self._base = exchangeId
+        slot = exchangeId - self._base
+        if 0 <= slot < len(self._endOffsets):
+            self._endOffsets[slot] = offset
+            self._endLengths[slot] = length
+        elif len(self._endOffsets) <= slot <= 2 * len(self._endOffsets) + 65536:
+            grow = slot + 1 - len(self._endOffsets)
+            self._endOffsets.extend([-1] * grow)
+            self._endLengths.extend([-1] * grow)
+            self._endOffsets[slot] = offset
+            self._endLengths[slot] = length
+        else:
+            self._sparse[exchangeId] = (offset, length)
+
+    def endOf(self, exchangeId: int) -> tuple[int, int] | None:
+        """
+        C{(offset, length)} of the first end line for C{exchangeId}, if any.
+        """
+        if self._base is not None:
+            slot = exchangeId - self._base
+            if 0 <= slot < len(self._endOffsets):
+                offset = self._endOffsets[slot]
+                if offset >= 0:
+                    return offset, self._endLengths[slot]
+        return self._sparse.get(exchangeId)
+
+    def endsOf(self, exchangeId: int) -> list[tuple[int, int]]:
+        """
+        Every end line for C{exchangeId}, in file order.
+        """
+        first = self.endOf(exchangeId)
+        if first is None:
+            return []
+        return [first, *self.extraEnds.get(exchangeId, ())]
+
+    def __len__(self) -> int:
+        return len(self.openIds)
+
+
+def _isInt(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+class JoinStats:
+    """
+    What the second pass couldn't use, added to the index's count.
+    """
+
+    def __init__(self) -> None:
+        self.unreadable = 0
+
+
+def joinEntries(
+    index: LineIndex, readAt: Callable[[int, int], bytes], stats: JoinStats | None = None
+) -> Iterator[dict[str, Any]]:
+    """
+    The HAR entries, in the order the exchanges started.
+
+    @param readAt: C{readAt(offset, length)} returns the log's bytes there.
+    @param stats: counts the lines found unusable on the way.
+    """
+    stats = stats if stats is not None else JoinStats()
+    for i in range(len(index.openIds)):
+        exchangeId = index.openIds[i]
+        ends = index.endsOf(exchangeId)
+        opened = _parse(readAt(index.openOffsets[i], index.openLengths[i]))
+        if opened is None:
+            stats.unreadable += 1 + len(ends)
+            continue
+        ended = None
+        for offset, length in ends:
+            if ended is None:
+                ended = _parse(readAt(offset, length))
+                if ended is None:
+                    stats.unreadable += 1
+            else:
+                # a second end for the same id (never written by netlog)
+                stats.unreadable += 1
+        try:
+            yield buildEntry(opened, ended)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError):
+            stats.unreadable += 1 + (1 if ended is not None else 0)
+
+
+def entriesFromLines(lines: list[bytes], stats: JoinStats | None = None) -> tuple[list[dict[str, Any]], int]:
+    """
+    Every entry of a log given whole, in memory, and the count of lines that
+    couldn't be used: for tests and small logs.
+    """
+    index = LineIndex()
+    blob = bytearray()
+    for line in lines:
+        index.add(len(blob), line)
+        blob += line
+    data = bytes(blob)
+    stats = stats if stats is not None else JoinStats()
+    entries = list(joinEntries(index, lambda o, n: data[o : o + n], stats))
+    return entries, index.unreadable + stats.unreadable
+
+
+# --- the log around the entries ----------------------------------------------
+
+
+def harHead() -> bytes:
+    """
+    The HAR's bytes before its first entry.
+    """
+    creator = _entryEncoder.encode({"name": "netlog", "version": netlog.__version__})
+    return ('{"log":{"version":"%s","creator":%s,"entries":[' % (HAR_VERSION, creator)).encode("utf-8")
+
+
+def harTail(unreadable: int) -> bytes:
+    """
+    The HAR's bytes after its last entry.
+    """
+    return ('],"_unreadable":%d}}\n' % unreadable).encode("utf-8")
+
+
+def encodeEntry(entry: dict[str, Any]) -> bytes:
+    """
+    One entry as UTF-8 JSON (lone surrogates, which JSON can't carry to a
+    strict reader, become U+FFFD).
+    """
+    return _entryEncoder.encode(entry).encode("utf-8", "replace")
+
+
+# --- one entry -----------------------------------------------------------------
+
+
+def isoTime(seconds: float) -> str:
+    """
+    ISO 8601 in UTC with milliseconds, as HAR writes times.
+    """
+    t = datetime.fromtimestamp(seconds, timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000)
+
+
+def _num(v: object) -> float | None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    return None
+
+
+def _int(v: object, default: int = -1) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def _pairs(headers: object) -> list[dict[str, str]]:
+    out = []
+    if isinstance(headers, list):
+        for pair in headers:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2:
+                out.append({"name": str(pair[0]), "value": str(pair[1])})
+    return out
+
+
+def _header(headers: list[dict[str, str]], name: str) -> str | None:
+    for h in headers:
+        if h["name"].lower() == name:
+            return h["value"]
+    return None
+
+
+def _requestCookies(headers: list[dict[str, str]]) -> list[dict[str, Any]]:
+    cookies = []
+    for h in headers:
+        if h["name"].lower() != "cookie":
+            continue
+        for piece in h["value"].split(";"):
+            piece = piece.strip()
+            if not piece:
+                continue
+            name, eq, value = piece.partition("=")
+            cookies.append({"name": name.strip(), "value": value.strip() if eq else ""})
+    return cookies
+
+
+def responseCookie(header: str, received: float | None) -> dict[str, Any] | None:
+    """
+    One C{Set-Cookie} value as a HAR cookie: the value as sent, C{expires} in
+    ISO 8601 (C{Max-Age} turned into an absolute time from C{received}, and
+    winning over C{Expires} as RFC 6265 says).
+    """
+    parts = header.split(";")
+    name, eq, value = parts[0].partition("=")
+    if not eq:
+        return None
+    cookie: dict[str, Any] = {"name": name.strip(), "value": value.strip()}
+    expires: str | None = None
+    maxAge: str | None = None
+    for attr in parts[1:]:
+        key, _, val = attr.partition("=")
+        key = key.strip().lower()
+        val = val.strip()
+        if key == "path":
+            cookie["path"] = val
+        elif key == "domain":
+            cookie["domain"] = val
+        elif key == "expires":
+            expires = _httpDate(val)
+        elif key == "max-age":
+            if re.fullmatch(r"-?\d+", val) and received is not None:
+                seconds = int(val)
+                if seconds <= 0:
+                    maxAge = isoTime(0)
+                else:
+                    try:
+                        maxAge = isoTime(received + min(seconds, 400 * 86400 * 100))
+                    except (OverflowError, ValueError, OSError):
+                        maxAge = None
+        elif key == "httponly":
+            cookie["httpOnly"] = True
+        elif key == "secure":
+            cookie["secure"] = True
+        elif key == "samesite":
+            cookie["sameSite"] = val
+    if maxAge is not None:
+        cookie["expires"] = maxAge
+    elif expires is not None:
+        cookie["expires"] = expires
+    cookie.setdefault("httpOnly", False)
+    cookie.setdefault("secure", False)
+    return cookie
+
+
+def _httpDate(value: str) -> str | None:
+    try:
+        t = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if t is None:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    t = t.astimezone(timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000)
+
+
+def _queryString(url: str) -> list[dict[str, str]]:
+    query = urlsplit(url).query
+    if not query:
+        return []
+    return [{"name": k, "value": v} for k, v in parse_qsl(query, keep_blank_values=True)]
+
+
+def _bareHostUrl(method: str, url: str, server: dict[str, Any]) -> str:
+    """
+    The absolute URL of a request: as the log has it when absolute; a bare
+    host (a refusal's) becomes C{https://host:port/} for a CONNECT (port 443
+    when none was given), else C{http://host/}.
+    """
+    if "://" in url:
+        return url
+    authority = url.strip().strip("/") or str(server.get("host") or "")
+    if not authority:
+        return url
+    host, port = _splitAuthority(authority)
+    if port is None and _int(server.get("port"), 0) > 0 and not url.strip():
+        port = server["port"]
+    if method.upper() == "CONNECT":
+        return "https://%s:%d/" % (host, port or 443)
+    if port and port != 80:
+        return "http://%s:%d/" % (host, port)
+    return "http://%s/" % host
+
+
+def _splitAuthority(authority: str) -> tuple[str, int | None]:
+    if authority.startswith("["):
+        close = authority.find("]")
+        host, rest = authority[: close + 1], authority[close + 1 :]
+        port = rest[1:] if rest.startswith(":") else ""
+    else:
+        host, _, port = authority.rpartition(":") if authority.count(":") == 1 else (authority, "", "")
+    return host, int(port) if port.isdigit() else None
+
+
+def _serverAddress(server: dict[str, Any]) -> str | None:
+    address = server.get("address")
+    if not isinstance(address, str) or not address:
+        return None
+    candidate = address.strip("[]")
+    try:
+        return str(ipaddress.ip_address(candidate))
+    except ValueError:
+        pass
+    # "1.2.3.4:80" or "[::1]:80": keep the address alone
+    host, _ = _splitAuthority(address)
+    try:
+        return str(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return None
+
+
+def _timings(opened: dict[str, Any], ended: dict[str, Any] | None) -> tuple[dict[str, float], float]:
+    """
+    HAR's timings in milliseconds from the log's times, and their sum. Each
+    phase runs from the previous time that happened to its own; a phase whose
+    end never happened is 0 (send, wait, receive) or -1 (connect).
+    """
+    started = _num(opened.get("started")) or _num(opened.get("time")) or 0.0
+    timings = {"blocked": -1.0, "dns": -1.0, "connect": -1.0, "send": 0.0, "wait": 0.0, "receive": 0.0, "ssl": -1.0}
+    if ended is None:
+        return timings, 0.0
+    times = ended.get("times") if isinstance(ended.get("times"), dict) else {}
+    last = started
+    connected = _num(times.get("connected"))
+    if connected is not None:
+        timings["connect"] = max(0.0, (connected - last) * 1000)
+        last = max(last, connected)
+    for name, key in (("send", "sent"), ("wait", "first_byte"), ("receive", "end")):
+        t = _num(times.get(key))
+        if key == "end" and t is None:
+            t = _num(ended.get("ended"))
+        if t is not None:
+            timings[name] = max(0.0, (t - last) * 1000)
+            last = max(last, t)
+    timings = {k: round(v, 3) for k, v in timings.items()}
+    total = round(sum(v for v in timings.values() if v > 0), 3)
+    return timings, total
+
+
+def _b64(data: object) -> bytes:
+    if not isinstance(data, str):
+        return b""
+    try:
+        return base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _multipartParams(body: bytes, boundary: str, charset: str) -> list[dict[str, str]]:
+    """
+    The parts of a C{multipart/form-data} body: C{name}, C{value} (text; left
+    out for a file that isn't text), C{fileName} and C{contentType}.
+    """
+    params: list[dict[str, str]] = []
+    delimiter = b"--" + boundary.encode("latin-1", "replace")
+    chunks = body.split(delimiter)
+    for chunk in chunks[1:]:
+        if chunk.startswith(b"--"):
+            break
+        if chunk.startswith(b"\r\n"):
+            chunk = chunk[2:]
+        elif chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        head, sep, content = chunk.partition(b"\r\n\r\n")
+        if not sep:
+            head, sep, content = chunk.partition(b"\n\n")
+            if not sep:
+                continue
+        if content.endswith(b"\r\n"):
+            content = content[:-2]
+        elif content.endswith(b"\n"):
+            content = content[:-1]
+        param: dict[str, str] = {}
+        contentType = None
+        for rawLine in re.split(rb"\r?\n", head):
+            line = rawLine.decode("utf-8", "replace")
+            key, _, value = line.partition(":")
+            key = key.strip().lower()
+            if key == "content-disposition":
+                name = re.search(r'(?:^|;)\s*name="((?:[^"\\]|\\.)*)"|(?:^|;)\s*name=([^;\s]+)', value)
+                if name:
+                    param["name"] = name.group(1) if name.group(1) is not None else name.group(2)
+                fileName = re.search(r'filename="((?:[^"\\]|\\.)*)"|filename=([^;\s]+)', value)
+                if fileName:
+                    param["fileName"] = fileName.group(1) if fileName.group(1) is not None else fileName.group(2)
+            elif key == "content-type":
+                contentType = value.strip()
+        if "name" not in param:
+            continue
+        if contentType is not None:
+            param["contentType"] = contentType
+        partType, partParams = parseContentType(contentType)
+        if "fileName" not in param or not partType or isTextType(partType):
+            try:
+                param["value"] = content.decode(partParams.get("charset", charset))
+            except (UnicodeDecodeError, LookupError):
+                if "fileName" not in param:
+                    param["value"] = content.decode("utf-8", "replace")
+        params.append(param)
+    return params
+
+
+def _postData(
+    headers: list[dict[str, str]], body: dict[str, Any]
+) -> dict[str, Any]:
+    contentType = _header(headers, "content-type") or ""
+    mediaType, params = parseContentType(contentType)
+    post: dict[str, Any] = {"mimeType": contentType}
+    raw = _b64(body.get("data"))
+    cut = bool(body.get("_truncated"))
+    if "data" not in body:
+        # the stand-in keeps the size only: no text to show
+        return post
+    decoded = decodeContent(raw, parseCodings(_header(headers, "content-encoding")), REQUEST_LIMIT, cut)
+    data = decoded.data
+    if decoded.undecoded is not None:
+        post["text"] = base64.b64encode(raw).decode("ascii")
+        post["_undecoded"] = {"coding": decoded.undecoded[0], "reason": decoded.undecoded[1]}
+        if cut:
+            post["_truncated"] = True
+        return post
+    if mediaType in ("application/x-www-form-urlencoded", "multipart/form-data", "application/json"):
+        text, lossless = decodeText(data, mediaType, {**params, "charset": params.get("charset", "utf-8")}, decoded.truncated)
+    else:
+        text, lossless = decodeText(data, mediaType, params, decoded.truncated)
+    post["text"] = text
+    if not lossless:
+        post["_base64"] = base64.b64encode(data).decode("ascii")
+    if mediaType == "application/x-www-form-urlencoded":
+        post["params"] = [{"name": k, "value": v} for k, v in parse_qsl(text, keep_blank_values=True)]
+    elif mediaType == "multipart/form-data" and params.get("boundary"):
+        post["params"] = _multipartParams(data, params["boundary"], params.get("charset", "utf-8"))
+    if decoded.truncated:
+        post["_truncated"] = True
+    return post
+
+
+def _content(headers: list[dict[str, str]], body: dict[str, Any]) -> dict[str, Any]:
+    contentType = _header(headers, "content-type")
+    mediaType, params = parseContentType(contentType)
+    content: dict[str, Any] = {"size": _int(body.get("size"), 0), "mimeType": contentType or UNKNOWN_MIME_TYPE}
+    sha = body.get("sha256")
+    if "data" not in body:
+        if isinstance(sha, str):
+            content["_sha256"] = sha
+        return content
+    raw = _b64(body.get("data"))
+    cut = bool(body.get("_truncated"))
+    codings = parseCodings(_header(headers, "content-encoding"))
+    decoded = decodeContent(raw, codings, RESPONSE_LIMIT, cut)
+    if decoded.undecoded is not None:
+        content["text"] = base64.b64encode(raw).decode("ascii")
+        content["encoding"] = "base64"
+        content["_undecoded"] = {"coding": decoded.undecoded[0], "reason": decoded.undecoded[1]}
+        if cut:
+            content["_truncated"] = True
+        return content
+    data = decoded.data
+    if not decoded.truncated:
+        content["size"] = len(data)
+        if codings:
+            content["compression"] = len(data) - _int(body.get("size"), len(raw))
+    if mediaType and not isTextType(mediaType):
+        # kept by the proxy, but not text: size and digest only
+        if not decoded.truncated:
+            content["_sha256"] = hashlib.sha256(data).hexdigest()
+        elif isinstance(sha, str):
+            content["_sha256"] = sha
+        if decoded.truncated:
+            content["_truncated"] = True
+        return content
+    text, lossless = decodeText(data, mediaType, params, decoded.truncated)
+    content["text"] = text
+    if not lossless:
+        content["_base64"] = base64.b64encode(data).decode("ascii")
+    if decoded.truncated:
+        content["_truncated"] = True
+    return content
+
+
+_NO_ANSWER: dict[str, Any] = {
+    "status": -1,
+    "statusText": "",
+    "httpVersion": "",
+    "cookies": [],
+    "headers": [],
+    "content": {"size": 0, "mimeType": UNKNOWN_MIME_TYPE},
+    "redirectURL": "",
+    "headersSize": -1,
+    "bodySize": -1,
+}
+
+
+def _noAnswer() -> dict[str, Any]:
+    answer = dict(_NO_ANSWER)
+    answer["cookies"] = []
+    answer["headers"] = []
+    answer["content"] = dict(_NO_ANSWER["content"])
+    return answer
+
+
+def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str, Any]:
+    """
+    One HAR entry from an exchange's open line and its end line (L{None}
+    while it is still open), both parsed.
+    """
+    request = opened.get("request")
+    request = request if isinstance(request, dict) else {}
+    server = opened.get("server")
+    server = server if isinstance(server, dict) else {}
+    isTunnel = opened.get("kind") == "tunnel"
+    method = request.get("method")
+    method = method if isinstance(method, str) and method else ("CONNECT" if isTunnel else "GET")
+    url = request.get("url")
+    url = url if isinstance(url, str) else ""
+    if isTunnel and not url:
+        url = "https://%s:%d/" % (server.get("host") or "", _int(server.get("port"), 443))
+    url = _bareHostUrl(method, url, server)
+    headers = _pairs(request.get("headers"))
+
+    started = _num(opened.get("started"))
+    if started is None:
+        started = _num(opened.get("time")) or 0.0
+
+    harRequest: dict[str, Any] = {
+        "method": method,
+        "url": url,
+        "httpVersion": request.get("version") if isinstance(request.get("version"), str) else "HTTP/1.1",
+        "cookies": _requestCookies(headers),
+        "headers": headers,
+        "queryString": _queryString(url),
+        "headersSize": _int(request.get("headers_size")),
+        "bodySize": -1 if ended is None else 0,
+    }
+    if ended is not None:
+        reqBody = ended.get("request_body")
+        if isinstance(reqBody, dict):
+            harRequest["bodySize"] = _int(reqBody.get("size"), 0)
+            if harRequest["bodySize"] > 0 or reqBody.get("data"):
+                harRequest["postData"] = _postData(headers, reqBody)
+
+    timings, total = _timings(opened, ended)
+    entry: dict[str, Any] = {
+        "startedDateTime": isoTime(started),
+        "time": total,
+        "request": harRequest,
+    }
+
+    answer = ended.get("response") if ended is not None else None
+    if isinstance(answer, dict):
+        entry["response"] = _response(answer, url, ended)
+    elif isTunnel and ended is not None and method == "CONNECT" and not (
+        ended.get("_failed") or ended.get("_refused")
+    ):
+        entry["response"] = {
+            "status": 200,
+            "statusText": "Connection established",
+            "httpVersion": harRequest["httpVersion"],
+            "cookies": [],
+            "headers": [],
+            "content": {"size": 0, "mimeType": UNKNOWN_MIME_TYPE},
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": 0,
+        }
+    else:
+        entry["response"] = _noAnswer()
+
+    entry["cache"] = {}
+    entry["timings"] = timings
+    address = _serverAddress(server)
+    if address is not None:
+        entry["serverIPAddress"] = address
+    if isinstance(opened.get("connection"), str):
+        entry["connection"] = opened["connection"]
+    entry["_id"] = opened.get("id")
+
+    if ended is None:
+        entry["_open"] = True
+    else:
+        failed = ended.get("_failed")
+        if isinstance(failed, dict):
+            entry["_failed"] = {"reason": str(failed.get("reason", ""))}
+        elif failed:
+            entry["_failed"] = {"reason": str(failed)}
+        refused = ended.get("_refused")
+        if isinstance(refused, dict):
+            entry["_refused"] = {"reason": str(refused.get("reason", "")), "status": _int(refused.get("status"))}
+        elif refused:
+            entry["_refused"] = {"reason": str(refused), "status": -1}
+        ws = ended.get("_websocket")
+        if isinstance(ws, dict):
+            entry["_websocket"] = {
+                k: _int(ws.get(k), 0) for k in ("messages_up", "messages_down", "bytes_up", "bytes_down")
+            }
+            if isinstance(ended.get("closed_by"), str):
+                entry["_websocket"]["closed_by"] = ended["closed_by"]
+    if isTunnel:
+        wire = ended.get("bytes") if ended is not None else None
+        wire = wire if isinstance(wire, dict) else {}
+        tunnel: dict[str, Any] = {
+            "host": str(server.get("host") or urlsplit(url).hostname or ""),
+            "port": _int(server.get("port"), urlsplit(url).port or 443),
+            "bytes_up": _int(wire.get("up"), 0) if ended is not None else None,
+            "bytes_down": _int(wire.get("down"), 0) if ended is not None else None,
+        }
+        if ended is not None and isinstance(ended.get("closed_by"), str):
+            tunnel["closed_by"] = ended["closed_by"]
+        entry["_tunnel"] = tunnel
+    if ended is not None and ended.get("_unparsed"):
+        wire = ended.get("bytes")
+        wire = wire if isinstance(wire, dict) else {}
+        entry["_unparsed"] = {"bytes_up": _int(wire.get("up"), 0), "bytes_down": _int(wire.get("down"), 0)}
+    return entry
+
+
+def _response(answer: dict[str, Any], url: str, ended: dict[str, Any]) -> dict[str, Any]:
+    headers = _pairs(answer.get("headers"))
+    times = ended.get("times") if isinstance(ended.get("times"), dict) else {}
+    received = _num(times.get("first_byte")) or _num(ended.get("ended")) or _num(ended.get("time"))
+    cookies = []
+    for h in headers:
+        if h["name"].lower() == "set-cookie":
+            cookie = responseCookie(h["value"], received)
+            if cookie is not None:
+                cookies.append(cookie)
+    location = _header(headers, "location")
+    redirectURL = ""
+    if location:
+        try:
+            redirectURL = urljoin(url, location.strip())
+        except ValueError:
+            redirectURL = location
+    body = answer.get("body")
+    body = body if isinstance(body, dict) else {}
+    status = _int(answer.get("status"))
+    harResponse: dict[str, Any] = {
+        "status": status,
+        "statusText": answer.get("reason") if isinstance(answer.get("reason"), str) else "",
+        "httpVersion": answer.get("version") if isinstance(answer.get("version"), str) else "HTTP/1.1",
+        "cookies": cookies,
+        "headers": headers,
+        "content": _content(headers, body) if body else {
+            "size": 0, "mimeType": _header(headers, "content-type") or UNKNOWN_MIME_TYPE},
+        "redirectURL": redirectURL,
+        "headersSize": _int(answer.get("headers_size")),
+        "bodySize": _int(body.get("size"), 0) if body else 0,
+    }
+    interim = ended.get("interim")
+    if isinstance(interim, list) and interim:
+        harResponse["_interim"] = [s for s in interim if _int(s, 0) > 0]
+    return harResponse

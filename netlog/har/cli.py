@@ -1,0 +1,99 @@
+"""
+C{netlog har LOG [-o network.har]}: export the log as HAR 1.2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import BinaryIO, TextIO
+
+from netlog.har.export import writeHar
+
+#: A log at least this large gets a progress bar (when stderr is a terminal).
+PROGRESS_MIN_BYTES = 32 * 1024 * 1024
+#: Seconds between progress bar redraws.
+PROGRESS_INTERVAL = 0.2
+_BAR_WIDTH = 30
+
+
+def addArguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("log", metavar="LOG", help="the network log (JSON lines)")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="where to write the HAR (default: standard output)"
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="progress bar on stderr: auto shows it for a large log when stderr is a terminal",
+    )
+
+
+class _Bar:
+    """
+    A one-line progress bar: the first pass (indexing) is the first half,
+    writing entries the second.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._last = 0.0
+
+    def __call__(self, indexed: int, written: int, size: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self._last < PROGRESS_INTERVAL and not (total and written == total):
+            return
+        self._last = now
+        if total:
+            fraction = 0.5 + 0.5 * written / total
+            label = f"{written}/{total} entries"
+        else:
+            fraction = 0.5 * indexed / size if size else 0.0
+            label = f"reading {indexed >> 20}/{size >> 20} MB"
+        filled = int(fraction * _BAR_WIDTH)
+        self._stream.write(f"\r[{'#' * filled}{'.' * (_BAR_WIDTH - filled)}] {fraction:4.0%} {label}  ")
+        self._stream.flush()
+
+    def done(self) -> None:
+        if self._last:
+            self._stream.write("\n")
+            self._stream.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        size = os.stat(args.log).st_size
+    except OSError as e:
+        print(f"netlog har: can't read the log {args.log}: {e.strerror}", file=sys.stderr)
+        return 1
+    show = args.progress == "always" or (
+        args.progress == "auto" and size >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
+    )
+    bar = _Bar(sys.stderr) if show else None
+    out: BinaryIO
+    try:
+        if args.output:
+            tmp = args.output + ".partial"
+            with open(tmp, "wb") as out:
+                result = writeHar(args.log, out, bar)
+            os.replace(tmp, args.output)
+        else:
+            result = writeHar(args.log, sys.stdout.buffer, bar)
+            sys.stdout.buffer.flush()
+    except OSError as e:
+        if bar:
+            bar.done()
+        print(f"netlog har: {e.filename or args.output or 'output'}: {e.strerror}", file=sys.stderr)
+        return 1
+    if bar:
+        bar.done()
+    if result.unreadable:
+        print(
+            f"netlog har: {result.entries} entries; {result.unreadable} lines could not be used "
+            f"(counted in _unreadable)",
+            file=sys.stderr,
+        )
+    return 0
