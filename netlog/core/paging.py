@@ -30,8 +30,10 @@ from netlog.core.recovery import linesBackwards
 DEFAULT_LIMIT = 1 << 20
 #: How much is read at a time while searching or scanning.
 BLOCK = 1 << 16
+#: How much a search step reads first (it reads more while a line is longer).
+PROBE = 1 << 12
 #: Below this many bytes between the search's bounds, scan forward instead.
-SCAN_WINDOW = 1 << 16
+SCAN_WINDOW = 1 << 14
 
 ReadAt = Callable[[int, int], bytes]
 
@@ -90,14 +92,17 @@ class Page:
 
 class _Lines:
     """
-    Whole lines of a file read forward from an offset, in blocks.
+    Whole lines of a file read forward from an offset, in blocks that start
+    at C{first} bytes and double while a line doesn't fit in one.
     """
 
-    def __init__(self, readAt: ReadAt, size: int, offset: int) -> None:
+    def __init__(self, readAt: ReadAt, size: int, offset: int, first: int = BLOCK) -> None:
         self._readAt = readAt
         self._size = size
         self._pos = offset
+        self._want = first
         self._buffer = b""
+        self._at = 0
         self._bufferStart = offset
 
     def next(self) -> tuple[int, int, bytes] | None:
@@ -105,20 +110,22 @@ class _Lines:
         The next whole line as (start, end past its newline, text without the
         newline); L{None} at the end of the whole lines.
         """
-        start = self._bufferStart
-        searchFrom = 0
         while True:
-            idx = self._buffer.find(b"\n", searchFrom)
+            idx = self._buffer.find(b"\n", self._at)
             if idx >= 0:
-                line = self._buffer[:idx]
-                self._buffer = self._buffer[idx + 1 :]
-                self._bufferStart = start + idx + 1
-                return start, start + idx + 1, line
+                start = self._bufferStart + self._at
+                line = self._buffer[self._at : idx]
+                self._at = idx + 1
+                return start, self._bufferStart + idx + 1, line
             if self._pos >= self._size:
                 return None
-            searchFrom = len(self._buffer)
-            want = min(max(BLOCK, len(self._buffer)), self._size - self._pos)
-            block = self._readAt(self._pos, want)
+            if self._at:
+                self._bufferStart += self._at
+                self._buffer = self._buffer[self._at :]
+                self._at = 0
+            elif self._buffer:
+                self._want *= 2
+            block = self._readAt(self._pos, min(self._want, self._size - self._pos))
             if not block:
                 # The file shrank under us: what is left isn't whole.
                 self._size = self._pos
@@ -135,14 +142,16 @@ def _lineStartAtOrAfter(readAt: ReadAt, size: int, offset: int) -> int:
     if offset == 0:
         return 0
     pos = offset - 1
+    want = PROBE
     while pos < size:
-        block = readAt(pos, min(BLOCK, size - pos))
+        block = readAt(pos, min(want, size - pos))
         if not block:
             return size
         idx = block.find(b"\n")
         if idx >= 0:
             return pos + idx + 1
         pos += len(block)
+        want = min(want * 2, BLOCK)
     return size
 
 
@@ -151,7 +160,7 @@ def _firstRecord(readAt: ReadAt, size: int, offset: int) -> tuple[int, int, int]
     The first netlog line starting at or after the line start C{offset}:
     (its start, its end, its C{n}); L{None} when there is none.
     """
-    lines = _Lines(readAt, size, offset)
+    lines = _Lines(readAt, size, offset, PROBE)
     while True:
         got = lines.next()
         if got is None:
@@ -205,7 +214,7 @@ def _lastRecordBefore(readAt: ReadAt, end: int) -> int | None:
     The C{n} of the last netlog line that ends at or before the line start
     C{end}, reading backwards; L{None} when there is none.
     """
-    for text in linesBackwards(readAt, end):
+    for text in linesBackwards(readAt, end, PROBE):
         record = decodeLine(text)
         if record is not None:
             return int(record["n"])
@@ -294,3 +303,13 @@ def _collect(readAt: ReadAt, size: int, start: int, after: int, limit: int) -> P
         result.next = n
         result.offset = lineEnd
     return result
+
+
+def _hintFits(readAt: ReadAt, hint: int, after: int) -> bool:
+    """
+    Whether C{hint} is a line start whose nearest netlog line before it is
+    numbered C{after}.
+    """
+    if readAt(hint - 1, 1) != b"\n":
+        return False
+    return _lastRecordBefore(readAt, hint) == after

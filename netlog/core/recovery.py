@@ -40,22 +40,38 @@ class Recovered:
     unended: list[int] = field(default_factory=list)
 
 
-def linesBackwards(readAt: ReadAt, size: int):  # type: ignore[no-untyped-def]
+def linesBackwards(readAt: ReadAt, size: int, first: int | None = None):  # type: ignore[no-untyped-def]
     """
     Yield the file's whole lines, last first, each without its newline.
+
+    @param first: bytes to read first; each read after doubles, up to
+        L{CHUNK}. (A caller that wants only the last line or two reads little.)
     """
     end = size
-    rest = b""
+    want = CHUNK if first is None else min(first, CHUNK)
+    pieces: list[bytes] = []
     while end > 0:
-        start = max(0, end - CHUNK)
-        block = readAt(start, end - start) + rest
+        start = max(0, end - want)
+        block = readAt(start, end - start)
         end = start
-        parts = block.split(b"\n")
-        # parts[0] may be the tail of a line that starts in an earlier block.
-        rest = parts[0]
-        for line in reversed(parts[1:]):
+        want = min(want * 2, CHUNK)
+        idx = block.rfind(b"\n")
+        if idx < 0:
+            # Inside one long line: keep it until its start is found.
+            pieces.append(block)
+            continue
+        parts = block[idx + 1 :]
+        rest = parts + b"".join(reversed(pieces))
+        pieces = []
+        if rest:
+            yield rest
+        lines = block[:idx].split(b"\n")
+        # lines[0] may be the tail of a line that starts in an earlier block.
+        pieces.append(lines[0])
+        for line in reversed(lines[1:]):
             if line:
                 yield line
+    rest = b"".join(reversed(pieces))
     if rest:
         yield rest
 
