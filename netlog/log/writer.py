@@ -251,6 +251,7 @@ class LogWriter(Service):
         self._lostEnds: set[int] = set()
         self._failing: str | None = None
         self._retry: Any = None
+        self._closing = False
         self._recovered = False
         self.failedWrites = 0
         self.droppedLines = 0
@@ -290,7 +291,9 @@ class LogWriter(Service):
             self._retry.cancel()
         self._retry = None
         if self._fd is not None:
+            self._closing = True
             self._flush()
+            self._closing = False
             if self._pending:
                 _log.error(
                     "netlog stops with {held} lines it could not write to its log "
@@ -300,6 +303,8 @@ class LogWriter(Service):
                 )
             os.close(self._fd)
             self._fd = None
+            self._pending.clear()
+            self._pendingBytes = 0
         Service.stopService(self)
 
     def _ensureOpen(self) -> None:
@@ -444,6 +449,8 @@ class LogWriter(Service):
                 bound=MAX_PENDING_BYTES,
             )
         self._failing = reason
+        if self._closing:
+            return
         if self._reactor is not None and (self._retry is None or not self._retry.active()):
             self._retry = self._reactor.callLater(RETRY_INTERVAL, self._retryWrite)
 

@@ -1,0 +1,382 @@
+"""
+The LogWriter in this process: numbering, start-up recovery, the file's
+safety checks, and writes that fail.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pwd
+import stat
+import tempfile
+from typing import Any
+
+from twisted.internet.task import Clock
+from twisted.logger import globalLogPublisher
+from twisted.trial.unittest import SynchronousTestCase
+
+from netlog.core.logline import REASON_LOG_FAILED, REASON_RESTARTED, REASON_STOPPED
+from netlog.log import writer as writerModule
+from netlog.log.writer import LogWriter, UnsafeLogPath, openLogFile
+
+
+def readLines(path: str) -> list[dict[str, Any]]:
+    with open(path, "rb") as f:
+        return [json.loads(line) for line in f.read().splitlines()]
+
+
+def publicTempDir(test: SynchronousTestCase) -> str:
+    """
+    A fresh folder under /tmp that every user may enter (root's, 0755).
+    """
+    folder = tempfile.mkdtemp(prefix="netlog-test-")
+    os.chmod(folder, 0o755)
+
+    def remove() -> None:
+        for root, dirs, files in os.walk(folder, topdown=False):
+            for name in files:
+                os.unlink(os.path.join(root, name))
+            for name in dirs:
+                path = os.path.join(root, name)
+                if os.path.islink(path):
+                    os.unlink(path)
+                else:
+                    os.rmdir(path)
+        os.rmdir(folder)
+
+    test.addCleanup(remove)
+    return folder
+
+
+class Umask:
+    def __init__(self, mask: int) -> None:
+        self.mask = mask
+
+    def __enter__(self) -> None:
+        self.saved = os.umask(self.mask)
+
+    def __exit__(self, *exc: object) -> None:
+        os.umask(self.saved)
+
+
+class NumberingTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.path = os.path.join(publicTempDir(self), "log.jsonl")
+
+    def startWriter(self, **kw: Any) -> LogWriter:
+        writer = LogWriter(self.path, clock=lambda: 1000.0, **kw)
+        writer.startService()
+        self.addCleanup(lambda: writer.running and writer.stopService())
+        return writer
+
+    def test_numbersAndIds(self) -> None:
+        """
+        Lines are numbered 1, 2, 3…; an open line's id is its n, an end line
+        names its open line's id; each is on the file when open/end returns.
+        """
+        writer = self.startWriter()
+        first = writer.open({"proxy": "site"})
+        second = writer.open({"proxy": "site"})
+        self.assertEqual(len(readLines(self.path)), 2)
+        writer.end(first, {"response": {"status": 200}})
+        lines = readLines(self.path)
+        self.assertEqual([(r["n"], r["type"], r["id"]) for r in lines], [(1, "open", 1), (2, "open", 2), (3, "end", 1)])
+        self.assertEqual((first, second), (1, 2))
+        self.assertEqual(writer.openIds, {2})
+        self.assertEqual(lines[2]["open_from"], 2)
+
+    def test_endTwiceOrUnknown(self) -> None:
+        """
+        Ending an exchange twice, an unknown id or 0 writes nothing.
+        """
+        writer = self.startWriter()
+        exchangeId = writer.open({})
+        writer.end(exchangeId, {})
+        writer.end(exchangeId, {})
+        writer.end(99, {})
+        writer.end(0, {})
+        self.assertEqual(len(readLines(self.path)), 2)
+
+    def test_refuse(self) -> None:
+        """
+        A refusal is an open line and its end line at once.
+        """
+        writer = self.startWriter()
+        exchangeId = writer.refuse({"request": {"method": "CONNECT"}}, {"_refused": {"reason": "no", "status": 403}})
+        lines = readLines(self.path)
+        self.assertEqual([(r["type"], r["id"]) for r in lines], [("open", exchangeId), ("end", exchangeId)])
+        self.assertEqual(writer.openIds, set())
+
+    def test_stopEndsOpenExchanges(self) -> None:
+        """
+        A clean stop ends every exchange still open with "the proxy stopped".
+        """
+        writer = self.startWriter()
+        writer.open({})
+        writer.open({})
+        writer.stopService()
+        lines = readLines(self.path)
+        self.assertEqual([(r["type"], r["id"]) for r in lines[2:]], [("end", 1), ("end", 2)])
+        self.assertEqual({r["_failed"]["reason"] for r in lines[2:]}, {REASON_STOPPED})
+
+    def test_restartNumbersOn(self) -> None:
+        """
+        A writer started on an existing log numbers on, ends a cut last line
+        and ends the exchanges left open with "the proxy restarted".
+        """
+        writer = self.startWriter()
+        writer.open({})
+        writer.end(writer.open({}), {})
+        # A dead process: its fd closed without a stop, a line cut short.
+        fd = writer._fd
+        assert fd is not None
+        os.write(fd, b'{"n":4,"type":"op')
+        os.close(fd)
+        writer._fd = None
+        writer.running = False
+        again = self.startWriter()
+        with open(self.path, "rb") as f:
+            raw = f.read().split(b"\n")
+        self.assertEqual(raw[3], b'{"n":4,"type":"op')
+        lines = [json.loads(line) for line in raw if line.startswith(b"{") and line.endswith(b"}")]
+        self.assertEqual([r["n"] for r in lines], [1, 2, 3, 4])
+        self.assertEqual((lines[3]["type"], lines[3]["id"], lines[3]["_failed"]["reason"]), ("end", 1, REASON_RESTARTED))
+        self.assertEqual(again.open({}), 5)
+
+    def test_unencodableFields(self) -> None:
+        """
+        Fields JSON can't hold still give a numbered line, saying so.
+        """
+        writer = self.startWriter()
+        writer.open({"bad": float("nan")})
+        writer.open({"bad": object()})
+        lines = readLines(self.path)
+        self.assertEqual([r["n"] for r in lines], [1, 2])
+        self.assertIn("_unencodable", lines[0])
+        self.assertIn("_unencodable", lines[1])
+        self.flushLoggedErrors()
+
+    def test_disabled(self) -> None:
+        """
+        With no path nothing is written and open returns 0.
+        """
+        writer = LogWriter(None)
+        writer.startService()
+        self.assertFalse(writer.enabled)
+        self.assertEqual(writer.open({}), 0)
+        writer.stopService()
+
+
+class FileSafetyTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        self.folder = publicTempDir(self)
+        self.path = os.path.join(self.folder, "log.jsonl")
+
+    def test_mode0644UnderUmask077(self) -> None:
+        """
+        Under umask 077 the file is still 0644, and folders made for it 0755,
+        each of them.
+        """
+        path = os.path.join(self.folder, "a", "b", "log.jsonl")
+        with Umask(0o077):
+            os.close(openLogFile(path))
+        self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o644)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.folder, "a")).st_mode), 0o755)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.folder, "a", "b")).st_mode), 0o755)
+
+    def test_existingFileMadeSafe(self) -> None:
+        """
+        An existing 0600 or 0666 file becomes 0644 and, as root, root's.
+        """
+        with open(self.path, "wb"):
+            pass
+        os.chmod(self.path, 0o666)
+        nobody = pwd.getpwnam("nobody")
+        if os.geteuid() == 0:
+            os.chown(self.path, nobody.pw_uid, nobody.pw_gid)
+        os.close(openLogFile(self.path))
+        st = os.stat(self.path)
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o644)
+        if os.geteuid() == 0:
+            self.assertEqual((st.st_uid, st.st_gid), (0, 0))
+
+    def test_symlinkRefused(self) -> None:
+        """
+        A symbolic link at the path is refused, saying so; its target is
+        untouched (not created, not written, mode unchanged).
+        """
+        target = os.path.join(self.folder, "target")
+        with open(target, "wb") as f:
+            f.write(b"precious\n")
+        os.chmod(target, 0o600)
+        os.symlink(target, self.path)
+        e = self.assertRaises(UnsafeLogPath, openLogFile, self.path)
+        self.assertIn("symbolic link", str(e))
+        self.assertIn(self.path, str(e))
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), b"precious\n")
+        self.assertEqual(stat.S_IMODE(os.stat(target).st_mode), 0o600)
+
+    def test_danglingSymlinkRefused(self) -> None:
+        """
+        A symbolic link to nothing is refused and nothing is created.
+        """
+        target = os.path.join(self.folder, "nothing")
+        os.symlink(target, self.path)
+        self.assertRaises(UnsafeLogPath, openLogFile, self.path)
+        self.assertFalse(os.path.exists(target))
+
+    def test_fifoRefused(self) -> None:
+        """
+        A FIFO at the path is refused at once (no hang waiting for a reader).
+        """
+        os.mkfifo(self.path)
+        e = self.assertRaises(UnsafeLogPath, openLogFile, self.path)
+        self.assertIn("not a regular file", str(e))
+
+    def test_folderRefused(self) -> None:
+        """
+        A folder at the path is refused.
+        """
+        os.mkdir(self.path)
+        self.assertRaises((UnsafeLogPath, IsADirectoryError), openLogFile, self.path)
+
+    def test_hardLinkRefused(self) -> None:
+        """
+        A file with a second name is refused, and its mode is left alone.
+        """
+        other = os.path.join(self.folder, "other")
+        with open(other, "wb"):
+            pass
+        os.chmod(other, 0o600)
+        os.link(other, self.path)
+        e = self.assertRaises(UnsafeLogPath, openLogFile, self.path)
+        self.assertIn("hard link", str(e))
+        self.assertEqual(stat.S_IMODE(os.stat(other).st_mode), 0o600)
+
+    def test_folderWritableByDropUserRefused(self) -> None:
+        """
+        A folder the unprivileged user can write is refused, with a message
+        naming the folder and what to do.
+        """
+        nobody = pwd.getpwnam("nobody")
+        folder = os.path.join(self.folder, "logs")
+        os.mkdir(folder)
+        os.chown(folder, nobody.pw_uid, nobody.pw_gid)
+        e = self.assertRaises(UnsafeLogPath, openLogFile, os.path.join(folder, "log"), nobody.pw_uid, nobody.pw_gid)
+        self.assertIn(folder, str(e))
+        self.assertIn("chmod 755", str(e))
+        os.chown(folder, 0, 0)
+        os.chmod(folder, 0o777)
+        e = self.assertRaises(UnsafeLogPath, openLogFile, os.path.join(folder, "log"), nobody.pw_uid, nobody.pw_gid)
+        self.assertIn(folder, str(e))
+        os.chmod(folder, 0o755)
+        os.close(openLogFile(os.path.join(folder, "log"), nobody.pw_uid, nobody.pw_gid))
+
+    def test_folderAboveWritableRefused(self) -> None:
+        """
+        A folder above the log's that the unprivileged user can write (and
+        so move the log's folder) is refused, naming it; a sticky one (like
+        /tmp) is fine when the folder below isn't that user's.
+        """
+        nobody = pwd.getpwnam("nobody")
+        above = os.path.join(self.folder, "above")
+        os.mkdir(above)
+        os.chmod(above, 0o777)
+        os.mkdir(os.path.join(above, "logs"))
+        path = os.path.join(above, "logs", "log")
+        e = self.assertRaises(UnsafeLogPath, openLogFile, path, nobody.pw_uid, nobody.pw_gid)
+        self.assertIn(above, str(e))
+        os.chmod(above, 0o1777)
+        os.close(openLogFile(path, nobody.pw_uid, nobody.pw_gid))
+
+    def test_startServiceRefuses(self) -> None:
+        """
+        The service refuses to start on an unsafe path.
+        """
+        os.symlink("/etc/passwd", self.path)
+        self.assertRaises(UnsafeLogPath, LogWriter(self.path).startService)
+
+
+class FailingWriteTests(SynchronousTestCase):
+    """
+    Writes that fail: /dev/full says "no space left"; putting a real file
+    under the same descriptor (dup2) is space coming back.
+    """
+
+    def setUp(self) -> None:
+        self.folder = publicTempDir(self)
+        self.path = os.path.join(self.folder, "log.jsonl")
+        self.clock = Clock()
+        self.events: list[dict[str, Any]] = []
+        globalLogPublisher.addObserver(self.events.append)
+        self.addCleanup(globalLogPublisher.removeObserver, self.events.append)
+        self.fd = os.open("/dev/full", os.O_WRONLY | os.O_APPEND)
+        self.writer = LogWriter(None, fd=self.fd, reactor=self.clock, clock=lambda: 1.0)
+        self.writer.startService()
+        self.addCleanup(lambda: self.writer.running and self.writer.stopService())
+
+    def spaceComesBack(self) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.dup2(fd, self.fd)
+        os.close(fd)
+
+    def errors(self) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("reason") and "could not write" in e.get("log_format", "")]
+
+    def test_failedWriteLoggedCountedAndRetried(self) -> None:
+        """
+        A write that fails is logged with its reason and counted; the writer
+        goes on numbering, and writes every held line, in order, once it can.
+        """
+        first = self.writer.open({})
+        self.writer.end(first, {})
+        self.assertEqual(self.writer.failedWrites, 1)
+        [event] = self.errors()
+        self.assertEqual(event["errno"], errno.ENOSPC)
+        self.assertEqual(event["reason"], os.strerror(errno.ENOSPC))
+        self.assertEqual(self.writer.open({}), 3)
+        self.clock.advance(writerModule.RETRY_INTERVAL)
+        self.assertEqual(self.writer.failedWrites, 2)
+        self.assertEqual(len(self.errors()), 1, "the same reason is logged once")
+        self.spaceComesBack()
+        self.clock.advance(writerModule.RETRY_INTERVAL)
+        self.assertEqual([r["n"] for r in readLines(self.path)], [1, 2, 3])
+        self.assertEqual(self.writer.heldBytes, 0)
+        self.assertFalse(self.clock.getDelayedCalls())
+        self.writer.open({})
+        self.assertEqual([r["n"] for r in readLines(self.path)], [1, 2, 3, 4])
+        self.assertTrue(any("writes its log" in e.get("log_format", "") for e in self.events))
+
+    def test_pastTheBoundDroppedWithoutNumbers(self) -> None:
+        """
+        Past the bound of held bytes, lines are dropped without a number
+        (open returns 0); an exchange whose end line was dropped is ended
+        "the log could not be written" once writing works again, and the
+        file's numbers have no gap.
+        """
+        self.patch(writerModule, "MAX_PENDING_BYTES", 300)
+        opened = [self.writer.open({"pad": "x" * 50}) for _ in range(8)]
+        self.assertIn(0, opened)
+        kept = [i for i in opened if i]
+        self.assertEqual(kept, list(range(1, len(kept) + 1)))
+        self.writer.end(kept[0], {})
+        self.assertGreater(self.writer.droppedLines, 0)
+        self.spaceComesBack()
+        self.clock.advance(writerModule.RETRY_INTERVAL)
+        lines = readLines(self.path)
+        self.assertEqual([r["n"] for r in lines], list(range(1, len(lines) + 1)))
+        [lost] = [r for r in lines if r["type"] == "end"]
+        self.assertEqual((lost["id"], lost["_failed"]["reason"]), (kept[0], REASON_LOG_FAILED))
+
+    def test_stopWhileFailing(self) -> None:
+        """
+        Stopping while writes fail loses the held lines, says so, and
+        leaves nothing pending.
+        """
+        self.writer.open({})
+        self.writer.stopService()
+        self.assertFalse(self.clock.getDelayedCalls())
+        self.assertTrue(any("lost" in e.get("log_format", "") for e in self.events))
