@@ -75,10 +75,12 @@ class RequestHead:
     @ivar raw: the exact bytes of the head, request line to the empty line.
     @ivar url: the absolute URL for an absolute-form request (as sent), else
         L{None}.
-    @ivar host: the host the request is for: from the absolute URL, the
-        CONNECT target, or the C{Host} field; L{None} when none.
-    @ivar port: the port from the same place; for an absolute URL without a
-        port, the scheme's default; L{None} when a C{Host} field names none.
+    @ivar host: the host the request is for, lowercased, an IPv6 address
+        without its brackets: from the absolute URL, the CONNECT target, or
+        the C{Host} field; L{None} when none.
+    @ivar port: the port from the same place; when none is named, the
+        default of the URL's scheme (or of the reader's C{scheme} for an
+        origin-form request).
     @ivar upgrade: the request asks to switch protocols (C{Upgrade}).
     """
 
@@ -95,6 +97,23 @@ class RequestHead:
     @property
     def isConnect(self) -> bool:
         return self.method == b"CONNECT"
+
+    def urlFor(self, scheme: str) -> str:
+        """
+        The request's absolute URL: L{url} when it was sent absolute, else
+        built from C{scheme}, the C{Host} field and the target (for a
+        CONNECT, C{https://host:port/}).
+        """
+        if self.url is not None:
+            return self.url
+        if self.method == b"CONNECT":
+            return "https://" + self.target.decode("latin-1") + "/"
+        hosts = headerValues(self.headers, b"host")
+        authority = hosts[0].decode("latin-1") if hosts else (self.host or "")
+        target = self.target.decode("latin-1")
+        if target == "*":
+            target = ""
+        return scheme + "://" + authority + (target or "/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +311,8 @@ def _parseHostPort(value: bytes) -> tuple[str, int | None] | None:
     if match is None:
         return None
     host, port = match.group(1), match.group(2)
+    if host[:1] == b"[":
+        host = host[1:-1]
     if port:
         if len(port) > 5 or int(port) > 65535:
             return None
@@ -318,6 +339,7 @@ class _Reader:
     """
 
     _strict = True
+    _discardWhenDead = False
     _maxHead: int
     _maxFields: int
 
@@ -372,7 +394,7 @@ class _Reader:
         Read C{data}, the next bytes of the connection.
         """
         if self._state >= _PAUSED:
-            if data:
+            if data and not (self._state == _DEAD and self._discardWhenDead):
                 self._buf += data
             return []
         buf = self._buf + data if self._buf else bytes(data)
@@ -389,7 +411,7 @@ class _Reader:
                 self._buf = b""
             else:
                 events.append(stop.event)
-                self._buf = rest
+                self._buf = b""
             self._pendingRaw = b""
         self._cur = b""
         return events
@@ -405,81 +427,87 @@ class _Reader:
         end = len(buf)
         data: list[bytes] = []  # decoded chunk data not yet given
         lastDataEnd = 0
-        while pos < end:
-            state = self._state
-            if state == _HEAD:
-                if pos:
-                    buf = self._cur = buf[pos:]
-                    end -= pos
-                    pos = self._mark = 0
-                headEvents, used = self._readHead(buf)
-                if not used:
-                    break
-                events += headEvents
-                pos = self._mark = used
-            elif state == _LENGTH:
-                take = min(self._remaining, end - pos)
-                piece = buf if take == end else buf[pos : pos + take]
-                pos += take
-                self._remaining -= take
-                events.append(Body(piece, piece))
-                self._mark = pos
-                if self._remaining == 0:
-                    events.append(EndOfMessage([], b""))
-                    self._endMessage()
-            elif state == _EOF_BODY:
-                piece = buf[pos:] if pos else buf
-                events.append(Body(piece, piece))
-                pos = self._mark = end
-            elif state == _CHUNK_LINE:
-                lf = buf.find(b"\n", pos)
-                if lf < 0:
-                    if end - pos > MAX_CHUNK_LINE + 1:
+        try:
+            while pos < end:
+                state = self._state
+                if state == _HEAD:
+                    if pos:
+                        buf = self._cur = buf[pos:]
+                        end -= pos
+                        pos = self._mark = 0
+                    headEvents, used = self._readHead(buf)
+                    if not used:
+                        break
+                    events += headEvents
+                    pos = self._mark = used
+                elif state == _LENGTH:
+                    take = min(self._remaining, end - pos)
+                    piece = buf if take == end else buf[pos : pos + take]
+                    pos += take
+                    self._remaining -= take
+                    events.append(Body(piece, piece))
+                    self._mark = pos
+                    if self._remaining == 0:
+                        events.append(EndOfMessage([], b""))
+                        self._endMessage()
+                elif state == _EOF_BODY:
+                    piece = buf[pos:] if pos else buf
+                    events.append(Body(piece, piece))
+                    pos = self._mark = end
+                elif state == _CHUNK_LINE:
+                    lf = buf.find(b"\n", pos)
+                    if lf < 0:
+                        if end - pos > MAX_CHUNK_LINE + 1:
+                            raise self._bad(400, "chunk line too long")
+                        break
+                    if lf == pos or buf[lf - 1] != 13:
+                        raise self._bad(400, "bare LF in a chunk line")
+                    if lf - 1 - pos > MAX_CHUNK_LINE:
                         raise self._bad(400, "chunk line too long")
-                    break
-                if lf == pos or buf[lf - 1] != 13:
-                    raise self._bad(400, "bare LF in a chunk line")
-                if lf - 1 - pos > MAX_CHUNK_LINE:
-                    raise self._bad(400, "chunk line too long")
-                size = self._chunkSize(buf[pos : lf - 1])
-                if size == 0:
-                    if data:
-                        events.append(self._bodyEvent(data, buf, lastDataEnd))
-                        data = []
-                    self._state = _TRAILERS
+                    size = self._chunkSize(buf[pos : lf - 1])
+                    if size == 0:
+                        if data:
+                            events.append(self._bodyEvent(data, buf, lastDataEnd))
+                            data = []
+                        self._state = _TRAILERS
+                    else:
+                        self._remaining = size
+                        self._state = _CHUNK_DATA
+                    pos = lf + 1
+                elif state == _CHUNK_DATA:
+                    take = min(self._remaining, end - pos)
+                    data.append(buf if take == end else buf[pos : pos + take])
+                    pos += take
+                    lastDataEnd = pos
+                    self._remaining -= take
+                    if self._remaining == 0:
+                        self._state = _CHUNK_CRLF
+                elif state == _CHUNK_CRLF:
+                    if buf[pos] != 13 or (end - pos >= 2 and buf[pos + 1] != 10):
+                        raise self._bad(400, "chunk data not followed by CRLF")
+                    if end - pos < 2:
+                        break
+                    pos += 2
+                    self._state = _CHUNK_LINE
+                elif state == _TRAILERS:
+                    done = self._readTrailers(buf, pos)
+                    if done is None:
+                        break
+                    trailers, pos = done
+                    raw = buf[self._mark : pos]
+                    if self._pendingRaw:
+                        raw = self._pendingRaw + raw
+                        self._pendingRaw = b""
+                    events.append(EndOfMessage(trailers, raw))
+                    self._mark = pos
+                    self._endMessage()
                 else:
-                    self._remaining = size
-                    self._state = _CHUNK_DATA
-                pos = lf + 1
-            elif state == _CHUNK_DATA:
-                take = min(self._remaining, end - pos)
-                data.append(buf if take == end else buf[pos : pos + take])
-                pos += take
-                lastDataEnd = pos
-                self._remaining -= take
-                if self._remaining == 0:
-                    self._state = _CHUNK_CRLF
-            elif state == _CHUNK_CRLF:
-                if buf[pos] != 13 or (end - pos >= 2 and buf[pos + 1] != 10):
-                    raise self._bad(400, "chunk data not followed by CRLF")
-                if end - pos < 2:
                     break
-                pos += 2
-                self._state = _CHUNK_LINE
-            elif state == _TRAILERS:
-                done = self._readTrailers(buf, pos)
-                if done is None:
-                    break
-                trailers, pos = done
-                raw = buf[self._mark : pos]
-                if self._pendingRaw:
-                    raw = self._pendingRaw + raw
-                    self._pendingRaw = b""
-                events.append(EndOfMessage(trailers, raw))
-                self._mark = pos
-                self._endMessage()
-            else:
-                break
+        except _Stop:
+            # Give the body read before the fault, as a cut stream would have.
+            if data:
+                events.append(self._bodyEvent(data, self._cur, lastDataEnd))
+            raise
         if data:
             events.append(self._bodyEvent(data, buf, pos))
         if self._mark < pos:
@@ -623,7 +651,8 @@ class _Reader:
 
 class RequestReader(_Reader):
     """
-    Reads the requests a browser sends on one connection.
+    Reads the requests a browser sends on one connection.  After a
+    L{Refused} it reads nothing more, and drops what it is fed.
 
     @param forwardProxy: the connection is to a forward proxy port, where
         every request but CONNECT must have an absolute-form target.
@@ -647,6 +676,8 @@ class RequestReader(_Reader):
         self._maxFields = maxFields
         self._scheme = scheme
         self._line: tuple[bytes, bytes, bytes] | None = None
+
+    _discardWhenDead = True
 
     def _bad(self, status: int, reason: str) -> _Stop:
         return _Stop(Refused(status, reason))
@@ -771,6 +802,8 @@ class RequestReader(_Reader):
                 raise self._bad(400, "HTTP/1.1 request without a Host field")
             if hostField is not None:
                 host, port = hostField
+                if port is None:
+                    port = _DEFAULT_PORTS.get(self._scheme)
         elif target == b"*":
             if self.forwardProxy:
                 raise self._bad(400, "asterisk-form target sent to a forward proxy")
@@ -780,6 +813,8 @@ class RequestReader(_Reader):
                 raise self._bad(400, "HTTP/1.1 request without a Host field")
             if hostField is not None:
                 host, port = hostField
+                if port is None:
+                    port = _DEFAULT_PORTS.get(self._scheme)
         else:
             match = _ABSOLUTE.match(target)
             if match is None:
