@@ -48,7 +48,7 @@ from array import array
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Iterator
-from urllib.parse import parse_qsl, urljoin, urlsplit
+from urllib.parse import parse_qsl, quote, urljoin, urlsplit
 
 import netlog
 from netlog.core.decoding import (
@@ -414,6 +414,33 @@ def _bareHostUrl(method: str, url: str, server: dict[str, Any]) -> str:
     return "http://%s/" % host
 
 
+#: Characters a URI may hold as they are (RFC 3986); the rest are escaped.
+_URI_SAFE = ":/?#[]@!$&'()*+,;=%~-._"
+#: The host of a URL the log gave no host for.
+UNKNOWN_HOST = "unknown.invalid"
+
+
+def _safeUrl(url: str) -> str:
+    """
+    A URL the HAR schema (and any URI parser) accepts: characters a URI
+    can't hold as they are (spaces, quotes, non-ASCII) percent-escaped, in
+    Latin-1 when they fit (the log decodes request bytes as Latin-1, so this
+    gives back the bytes sent), else UTF-8; a URL with no host gets
+    C{unknown.invalid}.
+    """
+    if "://" not in url:
+        url = "http://%s/" % UNKNOWN_HOST
+    if url.isascii() and not _URI_UNSAFE.search(url):
+        return url
+    try:
+        return quote(url, safe=_URI_SAFE, encoding="latin-1", errors="strict")
+    except UnicodeEncodeError:
+        return quote(url, safe=_URI_SAFE, encoding="utf-8", errors="replace")
+
+
+_URI_UNSAFE = re.compile(r'[\x00-\x20"<>\\^`{|}\x7f]')
+
+
 def _splitAuthority(authority: str) -> tuple[str, int | None]:
     if authority.startswith("["):
         close = authority.find("]")
@@ -647,7 +674,7 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
     url = url if isinstance(url, str) else ""
     if isTunnel and not url:
         url = "https://%s:%d/" % (server.get("host") or "", _int(server.get("port"), 443))
-    url = _bareHostUrl(method, url, server)
+    url = _safeUrl(_bareHostUrl(method, url, server))
     headers = _pairs(request.get("headers"))
 
     started = _num(opened.get("started"))

@@ -16,7 +16,7 @@ const validator = require(path.join(root, 'har-validator'));
       await validator.har(JSON.parse(bytes.toString('utf8')));
       results.push({ file, ok: true, bom });
     } catch (e) {
-      results.push({ file, ok: false, bom, errors: e.errors || String(e) });
+      results.push({ file, ok: false, bom, errors: e.errors || [String(e)] });
     }
   }
   process.stdout.write(JSON.stringify(results));
