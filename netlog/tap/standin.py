@@ -4,14 +4,65 @@ Wiring for C{twistd netlog-standin}.
 
 from __future__ import annotations
 
+from typing import Any
+
 from twisted.application.service import MultiService
 from twisted.python import usage
 
+from netlog.net.options import DestinationOptions, _seconds
+from netlog.standin.proxy import DEFAULT_CONNECT_PORTS, DEFAULT_HEADER_TIMEOUT
+from netlog.standin.service import DEFAULT_LISTEN, buildProxy
+from netlog.tap.common import LogOptions, makeProxyService
 
-class Options(usage.Options):
+
+def _ports(value: str) -> list[int]:
+    ports = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part.isdigit() or not 0 < int(part) < 65536:
+            raise ValueError(f"--connect-ports wants ports such as 443,8443, got {value!r}")
+        ports.append(int(part))
+    return ports
+
+
+_ports.coerceDoc = "Comma-separated ports."  # type: ignore[attr-defined]
+
+
+class Options(DestinationOptions, LogOptions):
     synopsis = "[options]"
-    longdesc = "A forward proxy that decrypts nothing and logs every connection."
+    longdesc = (
+        "A forward proxy that decrypts nothing and logs every connection: each "
+        "CONNECT tunnel and each plain-HTTP request is a pair of lines in the log."
+    )
+    logName = "standin"
+
+    optParameters = [
+        ["connect-ports", None, ",".join(str(p) for p in sorted(DEFAULT_CONNECT_PORTS)),
+         "Ports a CONNECT may reach (others get 403).", _ports],
+        ["header-timeout", None, DEFAULT_HEADER_TIMEOUT,
+         "Seconds a browser has to send a whole request head once begun (then 408).",
+         _seconds("header-timeout")],
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self["listen"] = []
+
+    def opt_listen(self, description: str) -> None:
+        """
+        An endpoint description to serve on (repeatable; default
+        tcp:3128:interface=127.0.0.1).
+        """
+        self["listen"].append(description)
+
+    def postOptions(self) -> None:
+        LogOptions.postOptions(self)
+        self.checkDestinations()
+        if not self["listen"]:
+            self["listen"] = [DEFAULT_LISTEN]
+        if isinstance(self["connect-ports"], str):
+            self["connect-ports"] = _ports(self["connect-ports"])
 
 
-def makeService(config: Options) -> MultiService:
-    raise SystemExit("netlog-standin is not built yet")
+def makeService(config: Any, reactor: Any = None) -> MultiService:
+    return makeProxyService(config, buildProxy, reactor)

@@ -1,0 +1,62 @@
+"""
+Connecting upstream with a timeout, and naming why a connection failed in
+words a log reader understands.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, Callable
+
+from twisted.internet import defer, error
+from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint
+from twisted.internet.interfaces import IProtocol
+from twisted.internet.protocol import Factory
+from twisted.python.failure import Failure
+
+from netlog.net.resolve import DoesNotResolve
+
+#: Seconds to wait for an upstream TCP connection (C{--connect-timeout}).
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+#: How a failure reads in the log, and the status the browser gets for it.
+GATEWAY_TIMEOUT = 504
+BAD_GATEWAY = 502
+
+
+def connectTo(
+    reactor: Any,
+    address: str,
+    port: int,
+    buildProtocol: Callable[[], IProtocol],
+    timeout: float = DEFAULT_CONNECT_TIMEOUT,
+) -> defer.Deferred[IProtocol]:
+    """
+    Connect to C{address:port} (an IP address) within C{timeout} seconds.
+    """
+    ip = ipaddress.ip_address(address)
+    endpointClass = TCP6ClientEndpoint if ip.version == 6 else TCP4ClientEndpoint
+    endpoint = endpointClass(reactor, address, port, timeout=timeout)
+    return endpoint.connect(Factory.forProtocol(lambda: buildProtocol()))  # type: ignore[arg-type]
+
+
+def describeFailure(failure: Failure, host: str = "", port: int | None = None) -> tuple[str, int]:
+    """
+    The reason a connection failed, in plain words, and the HTTP status the
+    browser gets for it (502, or 504 for a timeout).
+    """
+    where = f"{host}:{port}" if host and port else host or "the server"
+    if failure.check(DoesNotResolve):
+        return f"{host or 'the host'} doesn't resolve", BAD_GATEWAY
+    if failure.check(error.TimeoutError, defer.TimeoutError, defer.CancelledError):
+        return f"connecting to {where} timed out", GATEWAY_TIMEOUT
+    if failure.check(error.ConnectionRefusedError):
+        return f"{where} refused the connection", BAD_GATEWAY
+    if failure.check(error.NoRouteError):
+        return f"no route to {where}", BAD_GATEWAY
+    if failure.check(error.DNSLookupError):
+        return f"{host or 'the host'} doesn't resolve", BAD_GATEWAY
+    if failure.check(error.ConnectionLost, error.ConnectionDone):
+        return f"{where} closed or reset the connection", BAD_GATEWAY
+    message = failure.getErrorMessage() or failure.type.__name__
+    return f"connecting to {where} failed: {message}", BAD_GATEWAY

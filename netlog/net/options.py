@@ -1,0 +1,90 @@
+"""
+The command-line options for where a proxy may go, shared by both proxies'
+taps: mix L{DestinationOptions} into a C{usage.Options}, call
+L{DestinationOptions.checkDestinations} from C{postOptions}, and build with
+L{buildDestinations}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.python import usage
+
+from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT
+from netlog.net.policy import DestinationPolicy, parseAllowOption
+from netlog.net.relay import DEFAULT_IDLE_TIMEOUT
+from netlog.net.resolve import Resolver, parseResolveOption
+
+
+def _seconds(name: str) -> Any:
+    def coerce(value: str) -> float:
+        try:
+            seconds = float(value)
+        except ValueError:
+            raise ValueError(f"--{name} wants a number of seconds, got {value!r}") from None
+        if not seconds > 0 or seconds != seconds or seconds == float("inf"):
+            raise ValueError(f"--{name} wants a positive number of seconds, got {value!r}")
+        return seconds
+
+    coerce.coerceDoc = "Seconds."  # type: ignore[attr-defined]
+    return coerce
+
+
+class DestinationOptions:
+    """
+    C{--resolve NAME=ADDRESS} (repeatable), C{--resolve-only},
+    C{--allow CIDR} (repeatable), C{--connect-timeout}, C{--idle-timeout}.
+
+    A mixin for a L{usage.Options} subclass (usage gathers C{optParameters}
+    and C{opt_} methods from every base).
+    """
+
+    optFlags = [
+        ["resolve-only", None, "Look no name up: names not given by --resolve don't resolve."],
+    ]
+    optParameters = [
+        ["connect-timeout", None, DEFAULT_CONNECT_TIMEOUT,
+         "Seconds to wait for an upstream connection (then 504).", _seconds("connect-timeout")],
+        ["idle-timeout", None, DEFAULT_IDLE_TIMEOUT,
+         "Seconds a tunnel or connection may be silent before it is closed.",
+         _seconds("idle-timeout")],
+    ]
+
+    def opt_resolve(self, value: str) -> None:
+        """
+        NAME=ADDRESS: resolve NAME to ADDRESS, and let it reach loopback
+        and private addresses (repeatable).
+        """
+        try:
+            name, address = parseResolveOption(value)
+        except ValueError as e:
+            raise usage.UsageError(str(e)) from None
+        self.setdefault("resolve", {})[name] = address  # type: ignore[attr-defined]
+
+    def opt_allow(self, value: str) -> None:
+        """
+        CIDR: let connections reach these loopback, link-local or private
+        addresses (repeatable).
+        """
+        try:
+            network = parseAllowOption(value)
+        except ValueError as e:
+            raise usage.UsageError(str(e)) from None
+        self.setdefault("allow", []).append(network)  # type: ignore[attr-defined]
+
+    def checkDestinations(self) -> None:
+        """
+        Fill the defaults of the repeatable options; call from C{postOptions}.
+        """
+        self.setdefault("resolve", {})  # type: ignore[attr-defined]
+        self.setdefault("allow", [])  # type: ignore[attr-defined]
+
+
+def buildDestinations(config: Any, reactor: Any) -> tuple[Resolver, DestinationPolicy]:
+    """
+    The resolver and the destination policy the options describe.
+    """
+    resolver = Resolver(reactor, config.get("resolve") or {}, bool(config.get("resolve-only")))
+    policy = DestinationPolicy(config.get("allow") or [])
+    return resolver, policy

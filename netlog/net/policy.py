@@ -1,0 +1,105 @@
+"""
+The destination policy: which addresses a proxy may connect to.
+
+Loopback, link-local, unspecified and the proxy's own listeners are refused,
+so the proxy can't be used to reach itself or the machine's private services,
+unless C{--allow CIDR} covers the address or C{--resolve} named the host. The
+proxy's own listeners are refused always: a proxy connecting to itself can only
+loop.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Iterable
+
+from netlog.net.resolve import parseAddress
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parseAllowOption(value: str) -> IPNetwork:
+    """
+    Read one C{--allow CIDR} (a bare address is a one-address network).
+
+    @raise ValueError: with a message saying what to fix.
+    """
+    try:
+        return ipaddress.ip_network(value.strip(), strict=False)
+    except ValueError:
+        raise ValueError(f"--allow wants an address or CIDR such as 10.0.0.0/8, got {value!r}") from None
+
+
+def _plain(address: IPAddress) -> IPAddress:
+    """
+    An IPv4-mapped IPv6 address as the IPv4 address it is.
+    """
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _private(address: IPAddress) -> str | None:
+    if address.is_loopback:
+        return "loopback"
+    if address.is_link_local:
+        return "link-local"
+    if address.is_unspecified:
+        return "unspecified"
+    if address.is_multicast:
+        return "multicast"
+    return None
+
+
+class DestinationPolicy:
+    """
+    Decides whether an address and port may be connected to.
+    """
+
+    def __init__(self, allow: Iterable[IPNetwork] = ()) -> None:
+        self.allow = list(allow)
+        self._listeners: set[tuple[IPAddress, int]] = set()
+        self._wildcardPorts: set[int] = set()
+
+    def addListener(self, host: str, port: int) -> None:
+        """
+        Remember one of the proxy's own listening addresses (called for each
+        accepted connection with its C{getHost()}, and for the configured
+        descriptions with a fixed port).
+        """
+        canonical = parseAddress(host)
+        if canonical is None or not port:
+            return
+        address = _plain(ipaddress.ip_address(canonical))
+        if address.is_unspecified:
+            self._wildcardPorts.add(port)
+        else:
+            self._listeners.add((address, port))
+
+    def _isOwnListener(self, address: IPAddress, port: int) -> bool:
+        if (address, port) in self._listeners:
+            return True
+        return port in self._wildcardPorts and (
+            address.is_loopback or address.is_unspecified
+            or any(a == address for a, _ in self._listeners)
+        )
+
+    def check(self, address: str, port: int, named: bool = False) -> str | None:
+        """
+        Why C{address:port} may not be connected to, or L{None} if it may.
+
+        @param named: the host was named by C{--resolve}.
+        """
+        canonical = parseAddress(address)
+        if canonical is None:
+            return f"{address} is not an IP address"
+        ip = _plain(ipaddress.ip_address(canonical))
+        if self._isOwnListener(ip, port):
+            return f"{canonical} port {port} is this proxy's own listener"
+        kind = _private(ip)
+        if kind is None or named:
+            return None
+        if any(ip.version == net.version and ip in net for net in self.allow):
+            return None
+        return f"{canonical} is a {kind} address (allow it with --allow or name the host with --resolve)"

@@ -1,0 +1,268 @@
+"""
+The blind two-way relay: bytes go across as they come, each side the other's
+producer (as C{twisted/protocols/portforward.py} does), so a slow reader never
+makes the proxy buffer without bound. It counts bytes each way, says who closed,
+and reports exactly once when it is over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from twisted.internet import error
+from twisted.internet.interfaces import IPushProducer
+from twisted.internet.protocol import Protocol
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+#: Seconds a tunnel may pass no byte either way before the proxy closes it
+#: (C{--idle-timeout}).
+DEFAULT_IDLE_TIMEOUT = 300.0
+
+CLIENT = "client"
+SERVER = "server"
+PROXY = "proxy"
+
+#: Why a producer is paused for backpressure (see L{Gate}).
+BACKPRESSURE = "backpressure"
+
+
+@implementer(IPushProducer)
+class Gate:
+    """
+    Pauses a transport's reading while any reason holds: the peer's write
+    buffer is full (C{backpressure}, through L{IPushProducer}), a connection is
+    being made, an answer is awaited. A transport's own pause is not counted,
+    so two reasons must not pause and resume it behind each other's back.
+    """
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+        self.reasons: set[str] = set()
+
+    def hold(self, reason: str) -> None:
+        if not self.reasons:
+            self.transport.pauseProducing()
+        self.reasons.add(reason)
+
+    def release(self, reason: str) -> None:
+        if reason not in self.reasons:
+            return
+        self.reasons.discard(reason)
+        if not self.reasons:
+            self.transport.resumeProducing()
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.reasons)
+
+    # IPushProducer, for the peer transport's backpressure.
+    def pauseProducing(self) -> None:
+        self.hold(BACKPRESSURE)
+
+    def resumeProducing(self) -> None:
+        self.release(BACKPRESSURE)
+
+    def stopProducing(self) -> None:
+        """
+        The consumer is going away; whoever owns the relay closes this side.
+        """
+
+
+def isReset(reason: Failure) -> bool:
+    """
+    Whether a connection was lost uncleanly (reset) rather than closed.
+    """
+    return not reason.check(error.ConnectionDone)
+
+
+@dataclass
+class RelayResult:
+    """
+    How a relay went.
+
+    @ivar up: bytes written towards the server.
+    @ivar down: bytes written towards the client.
+    @ivar closedBy: C{"client"}, C{"server"} or C{"proxy"}.
+    @ivar failure: why it failed (a reset, an idle timeout), or L{None}.
+    @ivar firstByte: when the server's first byte came, or L{None}.
+    """
+
+    up: int
+    down: int
+    closedBy: str
+    failure: str | None
+    firstByte: float | None
+    ended: float
+
+
+class Relay:
+    """
+    Joins a client transport and a server transport.
+
+    The owner feeds L{fromClient}, L{fromServer}, L{clientLost} and
+    L{serverLost}; L{RelayServerProtocol} does it for the server side.
+
+    @param onOpen: called once when L{start} joins the two sides, before any
+        byte passes (the stand-in writes its open line there).
+    @param onEnd: called once with a L{RelayResult} as soon as either side is
+        gone (the other is then closed after its buffered bytes are written).
+    """
+
+    def __init__(
+        self,
+        reactor: Any,
+        clientTransport: Any,
+        clientGate: Gate,
+        onEnd: Callable[[RelayResult], None],
+        onOpen: Callable[[], None] | None = None,
+        idleTimeout: float = DEFAULT_IDLE_TIMEOUT,
+        up: int = 0,
+        down: int = 0,
+    ) -> None:
+        self._reactor = reactor
+        self.client = clientTransport
+        self.clientGate = clientGate
+        self.server: Any = None
+        self.serverGate: Gate | None = None
+        self._onEnd = onEnd
+        self._onOpen = onOpen
+        self.idleTimeout = idleTimeout
+        self.up = up
+        self.down = down
+        self.firstByte: float | None = None
+        self.result: RelayResult | None = None
+        self._lastActivity = reactor.seconds()
+        self._idleCall: Any = None
+        self._closeCall: Any = None
+
+    def start(
+        self,
+        serverTransport: Any,
+        pending: bytes = b"",
+        serverGate: Gate | None = None,
+        pendingDown: bytes = b"",
+    ) -> None:
+        """
+        Join the server side: each transport becomes the other's producer.
+
+        Neither transport may have a producer registered yet.
+
+        @param pending: bytes the client sent before the relay began (after a
+            CONNECT head, say), to go up first.
+        @param serverGate: the server transport's gate, when it has one already
+            (so a pause it holds is kept).
+        @param pendingDown: bytes the server sent before the relay began (after
+            a C{101} head), to go down first.
+        """
+        self.server = serverTransport
+        self.serverGate = serverGate if serverGate is not None else Gate(serverTransport)
+        if self._onOpen is not None:
+            self._onOpen()
+        serverTransport.registerProducer(self.clientGate, True)
+        self.client.registerProducer(self.serverGate, True)
+        self._scheduleIdle(self.idleTimeout)
+        if pendingDown:
+            self.fromServer(pendingDown)
+        if pending:
+            self.fromClient(pending)
+
+    # -- bytes -----------------------------------------------------------------
+
+    def fromClient(self, data: bytes) -> None:
+        if self.result is not None or self.server is None:
+            return
+        self.up += len(data)
+        self._lastActivity = self._reactor.seconds()
+        self.server.write(data)
+
+    def fromServer(self, data: bytes) -> None:
+        if self.result is not None:
+            return
+        if self.firstByte is None:
+            self.firstByte = self._reactor.seconds()
+        self.down += len(data)
+        self._lastActivity = self._reactor.seconds()
+        self.client.write(data)
+
+    # -- ends ------------------------------------------------------------------
+
+    def clientLost(self, reason: Failure) -> None:
+        failure = "the client reset the connection" if isReset(reason) else None
+        self._finish(CLIENT, failure, self.server)
+
+    def serverLost(self, reason: Failure) -> None:
+        failure = "the server reset the connection" if isReset(reason) else None
+        self._finish(SERVER, failure, self.client)
+
+    def abort(self, failure: str | None = None) -> None:
+        """
+        The proxy ends the relay (idle timeout, shutdown): both sides go.
+        """
+        if self.result is not None:
+            return
+        self._finish(PROXY, failure, None)
+        for transport in (self.client, self.server):
+            if transport is not None:
+                transport.abortConnection()
+
+    def _finish(self, closedBy: str, failure: str | None, other: Any) -> None:
+        if self.result is not None:
+            return
+        self.result = RelayResult(
+            self.up, self.down, closedBy, failure, self.firstByte, self._reactor.seconds()
+        )
+        if self._idleCall is not None and self._idleCall.active():
+            self._idleCall.cancel()
+        self._idleCall = None
+        if other is not None:
+            # Write what is buffered, then close; a peer that never reads is
+            # cut off after the idle timeout.
+            other.loseConnection()
+            self._closeCall = self._reactor.callLater(self.idleTimeout, other.abortConnection)
+        self._onEnd(self.result)
+
+    def otherLost(self) -> None:
+        """
+        The side closed after the relay ended is gone: stop waiting for it.
+        """
+        if self._closeCall is not None and self._closeCall.active():
+            self._closeCall.cancel()
+        self._closeCall = None
+
+    # -- idle ------------------------------------------------------------------
+
+    def _scheduleIdle(self, delay: float) -> None:
+        self._idleCall = self._reactor.callLater(max(delay, 0.0), self._checkIdle)
+
+    def _checkIdle(self) -> None:
+        self._idleCall = None
+        if self.result is not None:
+            return
+        quiet = self._reactor.seconds() - self._lastActivity
+        if quiet >= self.idleTimeout:
+            self.abort(None)
+        else:
+            self._scheduleIdle(self.idleTimeout - quiet)
+
+
+class RelayServerProtocol(Protocol):
+    """
+    The server side of a L{Relay}: hands its bytes and its end to the relay.
+    """
+
+    relay: Relay | None = None
+
+    def dataReceived(self, data: bytes) -> None:
+        if self.relay is not None:
+            self.relay.fromServer(data)
+
+    def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
+        relay = self.relay
+        if relay is None:
+            return
+        if relay.result is None:
+            relay.serverLost(reason)
+        else:
+            relay.otherLost()

@@ -1,0 +1,1069 @@
+"""
+The stand-in: a forward proxy that decrypts nothing and logs every connection.
+
+A browser connection is read with the strict L{RequestReader} before anything
+is connected. A CONNECT becomes a blind L{Relay} (the tunnel is one entry); a
+plain-HTTP request in absolute form is relayed upstream as it came (the head
+rewritten to origin form without its hop-by-hop fields, the body's bytes as
+they came), its answer relayed back the same way, and is one entry of its own.
+Both sides keep their connections alive between requests. An C{Upgrade} the
+origin accepts with C{101} becomes a tunnel entry.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import error
+from twisted.internet.protocol import Protocol, ServerFactory
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from netlog.core.http1 import (
+    Body,
+    EndOfMessage,
+    Event,
+    Incomplete,
+    Refused,
+    RequestHead,
+    RequestReader,
+    ResponseHead,
+    ResponseReader,
+    Unparsable,
+    commaValues,
+    hopByHop,
+    keepAlive,
+    serializeHead,
+)
+from netlog.log.writer import LogWriter
+from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT, connectTo, describeFailure
+from netlog.net.policy import DestinationPolicy
+from netlog.net.relay import (
+    CLIENT,
+    DEFAULT_IDLE_TIMEOUT,
+    PROXY,
+    SERVER,
+    Gate,
+    Relay,
+    RelayResult,
+    isReset,
+)
+from netlog.net.resolve import Resolution, Resolver, parseAddress
+
+_log = Logger()
+
+PROXY_NAME = "standin"
+EXCHANGE = "exchange"
+TUNNEL = "tunnel"
+
+#: Ports a CONNECT may reach unless C{--connect-ports} says otherwise.
+DEFAULT_CONNECT_PORTS = frozenset({443})
+#: Seconds a browser has to send a whole request head once it has begun one
+#: (C{--header-timeout}); then C{408}.
+DEFAULT_HEADER_TIMEOUT = 30.0
+
+#: Why the browser's connection is paused.
+CONNECTING = "connecting"
+ANSWER = "answer"
+
+FORBIDDEN = 403
+REQUEST_TIMEOUT = 408
+
+_REASONS = {
+    400: b"Bad Request",
+    403: b"Forbidden",
+    408: b"Request Timeout",
+    414: b"URI Too Long",
+    431: b"Request Header Fields Too Large",
+    501: b"Not Implemented",
+    502: b"Bad Gateway",
+    504: b"Gateway Timeout",
+    505: b"HTTP Version Not Supported",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """
+    The stand-in's limits and timeouts (each an option of the tap).
+    """
+
+    connectPorts: frozenset[int] = DEFAULT_CONNECT_PORTS
+    connectTimeout: float = DEFAULT_CONNECT_TIMEOUT
+    idleTimeout: float = DEFAULT_IDLE_TIMEOUT
+    headerTimeout: float = DEFAULT_HEADER_TIMEOUT
+
+
+def _text(value: bytes) -> str:
+    return value.decode("latin-1")
+
+
+def _headers(headers: list[tuple[bytes, bytes]]) -> list[list[str]]:
+    return [[_text(n), _text(v)] for n, v in headers]
+
+
+def _bare(host: str) -> str:
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def _authority(host: str, port: int) -> str:
+    host = _bare(host)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _originForm(target: bytes) -> bytes:
+    """
+    The path and query of an absolute-form target.
+    """
+    rest = target.split(b"://", 1)[1]
+    cut = len(rest)
+    for mark in (b"/", b"?"):
+        at = rest.find(mark)
+        if 0 <= at < cut:
+            cut = at
+    path = rest[cut:]
+    if not path:
+        return b"/"
+    return path if path.startswith(b"/") else b"/" + path
+
+
+def errorResponse(status: int, message: str) -> bytes:
+    """
+    A short plain-text answer saying what happened; the connection closes
+    after it.
+    """
+    body = message.encode("utf-8") + b"\n"
+    reason = _REASONS.get(status, b"Error")
+    return (
+        b"HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (status, reason, len(body))
+    ) + body
+
+
+def _responseFields(status: int, raw: bytes) -> dict[str, Any]:
+    headEnd = raw.find(b"\r\n\r\n") + 4
+    lines = raw[: headEnd - 4].split(b"\r\n")
+    headers = [line.split(b": ", 1) for line in lines[1:]]
+    return {
+        "status": status,
+        "reason": _text(_REASONS.get(status, b"Error")),
+        "version": "HTTP/1.1",
+        "headers": [[_text(n), _text(v)] for n, v in headers],
+        "headers_size": headEnd,
+        "body": {"size": len(raw) - headEnd},
+    }
+
+
+class StandinFactory(ServerFactory):
+    """
+    Builds a L{BrowserConnection} for each browser connection.
+    """
+
+    def __init__(
+        self,
+        writer: LogWriter,
+        reactor: Any,
+        resolver: Resolver,
+        policy: DestinationPolicy,
+        settings: Settings = Settings(),
+    ) -> None:
+        self.writer = writer
+        self.reactor = reactor
+        self.resolver = resolver
+        self.policy = policy
+        self.settings = settings
+        self._ids = itertools.count(1)
+        self.connections: set[BrowserConnection] = set()
+
+    def nextConnectionId(self) -> str:
+        return f"c{next(self._ids)}"
+
+    def buildProtocol(self, addr: Any) -> BrowserConnection:
+        return BrowserConnection(self)
+
+
+class Upstream(Protocol):
+    """
+    A connection to an origin for plain HTTP (reused while both sides keep it
+    alive), or the server side of a tunnel.
+    """
+
+    def __init__(self, owner: BrowserConnection, host: str, port: int, address: str) -> None:
+        self.owner: BrowserConnection | None = owner
+        self.host = host
+        self.port = port
+        self.address = address
+        self.reader = ResponseReader()
+        self.gate: Gate | None = None
+        self.relay: Relay | None = None
+        self.gone = False
+
+    def connectionMade(self) -> None:
+        self.gate = Gate(self.transport)
+
+    def dataReceived(self, data: bytes) -> None:
+        if self.relay is not None:
+            self.relay.fromServer(data)
+        elif self.owner is not None:
+            self.owner.serverData(self, data)
+
+    def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
+        self.gone = True
+        if self.relay is not None:
+            if self.relay.result is None:
+                self.relay.serverLost(reason)
+            else:
+                self.relay.otherLost()
+        elif self.owner is not None:
+            self.owner.serverLost(self, reason)
+
+
+class Exchange:
+    """
+    One plain-HTTP request on a browser connection and its answer: what its
+    log lines need.
+    """
+
+    def __init__(self, head: RequestHead, started: float) -> None:
+        self.head = head
+        self.started = started
+        self.id = 0
+        self.openFields: dict[str, Any] | None = None
+        self.upstream: Upstream | None = None
+        self.connected: float | None = None
+        self.sent: float | None = None
+        self.firstByte: float | None = None
+        self.up = 0
+        self.down = 0
+        self.requestBody = 0
+        self.hasBody = False
+        self.requestDone = False
+        self.response: ResponseHead | None = None
+        self.responseHeadersSize = 0
+        self.responseHeaders: list[tuple[bytes, bytes]] = []
+        self.responseBody = 0
+        self.interim: list[int] = []
+        self.ended = False
+        self.opened = False
+
+
+class BrowserConnection(Protocol):
+    """
+    One browser connection to the stand-in.
+    """
+
+    def __init__(self, factory: StandinFactory) -> None:
+        self.factory = factory
+        self.reactor = factory.reactor
+        self.writer = factory.writer
+        self.settings = factory.settings
+        self.reader = RequestReader(forwardProxy=True)
+        self.queue: deque[Event] = deque()
+        self.exchange: Exchange | None = None
+        self.upstream: Upstream | None = None
+        self.relay: Relay | None = None
+        self.closing = False
+        self.gone = False
+        self.connecting = False
+        self.headStarted: float | None = None
+        self.lastActivity = 0.0
+        self._timer: Any = None
+        self.gate: Gate
+
+    # -- the browser's side ----------------------------------------------------
+
+    def connectionMade(self) -> None:
+        self.factory.connections.add(self)
+        self.connectionId = self.factory.nextConnectionId()
+        peer = self.transport.getPeer()
+        self.client = _authority(getattr(peer, "host", "?"), getattr(peer, "port", 0))
+        here = self.transport.getHost()
+        self.factory.policy.addListener(getattr(here, "host", ""), getattr(here, "port", 0))
+        self.gate = Gate(self.transport)
+        self.lastActivity = self.reactor.seconds()
+        self._arm()
+
+    def dataReceived(self, data: bytes) -> None:
+        if self.relay is not None:
+            self.relay.fromClient(data)
+            return
+        if self.closing:
+            return
+        now = self.reactor.seconds()
+        self.lastActivity = now
+        if self.headStarted is None and self.exchange is None and self.reader.idle:
+            self.headStarted = now
+            self._disarm()
+            self._arm()
+        self.queue.extend(self.reader.feed(data))
+        self._process()
+
+    def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
+        self.gone = True
+        self.factory.connections.discard(self)
+        self._disarm()
+        if self.relay is not None:
+            if self.relay.result is None:
+                self.relay.clientLost(reason)
+            else:
+                self.relay.otherLost()
+            return
+        exchange = self.exchange
+        if exchange is not None and not exchange.ended:
+            why = (
+                "the client reset the connection"
+                if isReset(reason)
+                else "the client closed the connection before the answer was whole"
+            )
+            self._endExchange(exchange, failure=why)
+        self._dropUpstream()
+
+    # -- reading requests --------------------------------------------------------
+
+    def _process(self) -> None:
+        while self.queue and not self.closing and self.relay is None:
+            if self.connecting or (self.exchange is not None and self.exchange.requestDone):
+                # Wait: for the connection, or for the answer to the request
+                # read whole; read nothing more from the browser meanwhile.
+                self.gate.hold(ANSWER)
+                return
+            event = self.queue.popleft()
+            if isinstance(event, RequestHead):
+                self._request(event)
+            elif isinstance(event, Body):
+                self._requestBody(event)
+            elif isinstance(event, EndOfMessage):
+                self._requestEnd(event)
+            elif isinstance(event, Refused):
+                self._refusedByReader(event)
+            elif isinstance(event, Incomplete):
+                pass
+
+    def _request(self, head: RequestHead) -> None:
+        started = self.headStarted if self.headStarted is not None else self.reactor.seconds()
+        self.headStarted = None
+        self._disarm()
+        exchange = Exchange(head, started)
+        self.exchange = exchange
+        host = head.host or ""
+        port = head.port or 0
+        if head.isConnect:
+            exchange.openFields = self._openFields(exchange, TUNNEL, f"https://{_authority(host, port)}/")
+            if port not in self.settings.connectPorts:
+                allowed = ", ".join(str(p) for p in sorted(self.settings.connectPorts))
+                self._refuse(
+                    exchange,
+                    FORBIDDEN,
+                    f"CONNECT to port {port} is not allowed (allowed: {allowed}; see --connect-ports)",
+                )
+                return
+        else:
+            assert head.url is not None
+            exchange.openFields = self._openFields(exchange, EXCHANGE, head.url)
+            if not head.url.lower().startswith("http://"):
+                self._refuse(
+                    exchange, 400, "an https:// URL must be requested through CONNECT, not as plain HTTP"
+                )
+                return
+            upstream = self.upstream
+            if upstream is not None and not upstream.gone and (upstream.host, upstream.port) == (host, port):
+                exchange.upstream = upstream
+                exchange.openFields["server"]["address"] = upstream.address
+                self._sendHead(exchange)
+                return
+            self._dropUpstream()
+        self.connecting = True
+        self.gate.hold(CONNECTING)
+        d = self.factory.resolver.resolve(_bare(host))
+        d.addCallback(self._resolved, exchange, host, port)
+        d.addErrback(self._connectFailed, exchange, host, port)
+
+    def _openFields(self, exchange: Exchange, kind: str, url: str) -> dict[str, Any]:
+        head = exchange.head
+        return {
+            "proxy": PROXY_NAME,
+            "kind": kind,
+            "started": exchange.started,
+            "client": self.client,
+            "connection": self.connectionId,
+            "request": {
+                "method": _text(head.method),
+                "url": url,
+                "version": _text(head.version),
+                "headers": _headers(head.headers),
+                "headers_size": len(head.raw),
+            },
+            "server": {"host": _bare(head.host or ""), "port": head.port, "address": None},
+        }
+
+    def _resolved(self, resolution: Resolution, exchange: Exchange, host: str, port: int) -> Any:
+        if self.gone or exchange is not self.exchange:
+            return None
+        policy = self.factory.policy
+        address = None
+        why = None
+        for candidate in resolution.addresses:
+            why = policy.check(candidate, port, named=resolution.named)
+            if why is None:
+                address = candidate
+                break
+        if address is None:
+            self.connecting = False
+            self._refuse(exchange, FORBIDDEN, f"{_bare(host)} may not be reached: {why}")
+            return None
+        assert exchange.openFields is not None
+        exchange.openFields["server"]["address"] = address
+        upstream = Upstream(self, host, port, address)
+        d = connectTo(
+            self.reactor, address, port, lambda: upstream, timeout=self.settings.connectTimeout
+        )
+        d.addCallback(lambda _: self._connected(exchange, upstream))
+        d.addErrback(self._connectFailed, exchange, host, port)
+        return None
+
+    def _connectFailed(self, failure: Failure, exchange: Exchange, host: str, port: int) -> None:
+        self.connecting = False
+        if self.gone or exchange is not self.exchange:
+            return
+        reason, status = describeFailure(failure, _bare(host), port)
+        self._fail(exchange, status, reason)
+
+    def _connected(self, exchange: Exchange, upstream: Upstream) -> None:
+        self.connecting = False
+        exchange.connected = self.reactor.seconds()
+        if self.gone or exchange is not self.exchange:
+            upstream.owner = None
+            upstream.transport.loseConnection()
+            return
+        self.gate.release(CONNECTING)
+        if exchange.head.isConnect:
+            self._openTunnel(exchange, upstream)
+            return
+        self.upstream = upstream
+        exchange.upstream = upstream
+        self.transport.registerProducer(upstream.gate, True)
+        upstream.transport.registerProducer(self.gate, True)
+        self._sendHead(exchange)
+        self._process()
+
+    # -- tunnels ----------------------------------------------------------------
+
+    def _openTunnel(self, exchange: Exchange, upstream: Upstream) -> None:
+        answer = b"HTTP/1.1 200 Connection established\r\n\r\n"
+        relay = Relay(
+            self.reactor,
+            self.transport,
+            self.gate,
+            onEnd=lambda result: self._tunnelEnded(exchange, result, responseFields),
+            onOpen=lambda: self._open(exchange),
+            idleTimeout=self.settings.idleTimeout,
+        )
+        responseFields = {
+            "status": 200,
+            "reason": "Connection established",
+            "version": "HTTP/1.1",
+            "headers": [],
+            "headers_size": len(answer),
+            "body": {"size": 0},
+        }
+        self.relay = relay
+        upstream.relay = relay
+        upstream.owner = None
+        exchange.sent = exchange.connected
+        self.queue.clear()
+        self._disarm()
+        self.gate.release(ANSWER)
+        self.transport.write(answer)
+        relay.start(upstream.transport, pending=self.reader.leftover(), serverGate=upstream.gate)
+
+    def _tunnelEnded(
+        self, exchange: Exchange, result: RelayResult, response: dict[str, Any] | None
+    ) -> None:
+        exchange.ended = True
+        fields: dict[str, Any] = {
+            "ended": result.ended,
+            "times": {
+                "connected": exchange.connected,
+                "sent": exchange.sent,
+                "first_byte": exchange.firstByte or result.firstByte,
+                "end": result.ended,
+            },
+        }
+        if response is not None:
+            fields["response"] = response
+        if exchange.hasBody:
+            fields["request_body"] = {"size": exchange.requestBody}
+        if exchange.interim:
+            fields["interim"] = exchange.interim
+        fields["bytes"] = {"up": result.up, "down": result.down}
+        fields["closed_by"] = result.closedBy
+        if result.failure:
+            fields["_failed"] = {"reason": result.failure}
+        self.writer.end(exchange.id, fields)
+
+    def _open(self, exchange: Exchange) -> None:
+        assert exchange.openFields is not None
+        if not exchange.opened:
+            exchange.opened = True
+            exchange.id = self.writer.open(exchange.openFields)
+
+    # -- plain HTTP: the request going up -----------------------------------------
+
+    def _sendHead(self, exchange: Exchange) -> None:
+        head = exchange.head
+        upstream = exchange.upstream
+        assert upstream is not None
+        drop = hopByHop(head.headers)
+        extra: list[tuple[bytes, bytes]] = []
+        codings = commaValues(head.headers, b"transfer-encoding")
+        if codings:
+            extra.append((b"Transfer-Encoding", b"chunked"))
+            exchange.hasBody = True
+        elif any(n.lower() == b"content-length" and v.strip() not in (b"0",) for n, v in head.headers):
+            exchange.hasBody = True
+        if head.upgrade:
+            extra.append((b"Connection", b"Upgrade"))
+            for name, value in head.headers:
+                if name.lower() == b"upgrade":
+                    extra.append((name, value))
+        line = head.method + b" " + _originForm(head.target) + b" " + head.version
+        data = serializeHead(line, head.headers, drop=drop, extra=extra)
+        upstream.reader.expectResponseTo(head.method)
+        exchange.up += len(data)
+        upstream.transport.write(data)
+        if not head.upgrade:
+            # An Upgrade is logged once its answer says whether it became a
+            # tunnel.
+            self._open(exchange)
+        self.lastActivity = self.reactor.seconds()
+        self._arm()
+
+    def _requestBody(self, event: Body) -> None:
+        exchange = self.exchange
+        if exchange is None or exchange.upstream is None:
+            return
+        exchange.requestBody += len(event.data)
+        exchange.hasBody = True
+        exchange.up += len(event.raw)
+        exchange.upstream.transport.write(event.raw)
+
+    def _requestEnd(self, event: EndOfMessage) -> None:
+        exchange = self.exchange
+        if exchange is None or exchange.upstream is None:
+            return
+        if event.raw:
+            exchange.up += len(event.raw)
+            exchange.upstream.transport.write(event.raw)
+        exchange.requestDone = True
+        exchange.sent = self.reactor.seconds()
+        if exchange.ended:
+            # The answer came whole before the request did.
+            self._afterExchange(exchange)
+
+    # -- plain HTTP: the answer coming down -----------------------------------------
+
+    def serverData(self, upstream: Upstream, data: bytes) -> None:
+        exchange = self.exchange
+        self.lastActivity = self.reactor.seconds()
+        if exchange is None or exchange.upstream is not upstream or exchange.ended:
+            # Bytes from an idle keep-alive connection: it can't be reused.
+            upstream.owner = None
+            upstream.transport.loseConnection()
+            if upstream is self.upstream:
+                self.upstream = None
+            return
+        if exchange.firstByte is None:
+            exchange.firstByte = self.lastActivity
+        for event in upstream.reader.feed(data):
+            if self.relay is not None or exchange.ended:
+                break
+            self._responseEvent(exchange, upstream, event)
+
+    def _responseEvent(self, exchange: Exchange, upstream: Upstream, event: Event) -> None:
+        if isinstance(event, ResponseHead):
+            self._responseHead(exchange, upstream, event)
+        elif isinstance(event, Body):
+            exchange.responseBody += len(event.data)
+            exchange.down += len(event.raw)
+            self.transport.write(event.raw)
+        elif isinstance(event, EndOfMessage):
+            if event.raw:
+                exchange.down += len(event.raw)
+                self.transport.write(event.raw)
+            self._endExchange(exchange)
+            self._afterExchange(exchange)
+        elif isinstance(event, Unparsable):
+            self._unparsable(exchange, upstream, event)
+        elif isinstance(event, Incomplete):
+            self._serverCut(exchange, event.reason)
+
+    def _responseHead(self, exchange: Exchange, upstream: Upstream, head: ResponseHead) -> None:
+        drop = hopByHop(head.headers)
+        extra: list[tuple[bytes, bytes]] = []
+        codings = commaValues(head.headers, b"transfer-encoding")
+        if codings:
+            # The body is relayed with its framing as it came.
+            extra.append((b"Transfer-Encoding", b", ".join(codings)))
+        if head.interim:
+            data = serializeHead(
+                head.version + b" %d " % head.status + head.reason, head.headers, drop=drop
+            )
+            exchange.interim.append(head.status)
+            exchange.down += len(data)
+            self.transport.write(data)
+            return
+        upgraded = head.status == 101 and exchange.head.upgrade
+        if upgraded:
+            extra = [(b"Connection", b"Upgrade")] + [
+                (n, v) for n, v in head.headers if n.lower() == b"upgrade"
+            ]
+        elif not self._clientMayStay(exchange, head):
+            extra.append((b"Connection", b"close"))
+        data = serializeHead(
+            head.version + b" %d " % head.status + head.reason, head.headers, drop=drop, extra=extra
+        )
+        exchange.response = head
+        exchange.responseHeaders = [
+            tuple(line.split(b": ", 1))  # type: ignore[misc]
+            for line in data[:-4].split(b"\r\n")[1:]
+        ]
+        exchange.responseHeadersSize = len(data)
+        exchange.down += len(data)
+        self.transport.write(data)
+        if upgraded:
+            self._upgradeToTunnel(exchange, upstream)
+        elif exchange.head.upgrade:
+            # Declined: the bytes after the request are the next request.
+            self.queue.extend(self.reader.resume())
+            self._open(exchange)
+
+    def _clientMayStay(self, exchange: Exchange, head: ResponseHead) -> bool:
+        request = exchange.head
+        return (
+            request.version == b"HTTP/1.1"
+            and keepAlive(request.version, request.headers)
+            and not head.eofFramed
+        )
+
+    def _upgradeToTunnel(self, exchange: Exchange, upstream: Upstream) -> None:
+        assert exchange.openFields is not None
+        exchange.openFields["kind"] = TUNNEL
+        self._disarm()
+        self.transport.unregisterProducer()
+        upstream.transport.unregisterProducer()
+        self.gate.release(ANSWER)
+        response = self._responseLogFields(exchange)
+        relay = Relay(
+            self.reactor,
+            self.transport,
+            self.gate,
+            onEnd=lambda result: self._tunnelEnded(exchange, result, response),
+            onOpen=lambda: self._open(exchange),
+            idleTimeout=self.settings.idleTimeout,
+            up=exchange.up,
+            down=exchange.down,
+        )
+        relay.firstByte = exchange.firstByte
+        self.relay = relay
+        upstream.relay = relay
+        upstream.owner = None
+        self.upstream = None
+        pendingUp = b"".join(
+            e.raw for e in self.queue if isinstance(e, (Body, EndOfMessage))
+        ) + self.reader.leftover()
+        self.queue.clear()
+        relay.start(
+            upstream.transport,
+            pending=pendingUp,
+            serverGate=upstream.gate,
+            pendingDown=upstream.reader.leftover(),
+        )
+
+    def _unparsable(self, exchange: Exchange, upstream: Upstream, event: Unparsable) -> None:
+        """
+        An answer that can't be read as HTTP is relayed as it came, and the
+        rest of both connections with it.
+        """
+        assert exchange.openFields is not None
+        self._disarm()
+        self.transport.unregisterProducer()
+        upstream.transport.unregisterProducer()
+        self.gate.release(ANSWER)
+        self._open(exchange)
+
+        def ended(result: RelayResult) -> None:
+            exchange.ended = True
+            fields = self._exchangeEndFields(exchange)
+            fields["ended"] = result.ended
+            fields["times"]["end"] = result.ended
+            fields["bytes"] = {"up": result.up, "down": result.down}
+            fields["_unparsed"] = True
+            fields.pop("response", None)
+            if result.failure:
+                fields["_failed"] = {"reason": result.failure}
+            self.writer.end(exchange.id, fields)
+
+        relay = Relay(
+            self.reactor,
+            self.transport,
+            self.gate,
+            onEnd=ended,
+            idleTimeout=self.settings.idleTimeout,
+            up=exchange.up,
+            down=exchange.down,
+        )
+        self.relay = relay
+        upstream.relay = relay
+        upstream.owner = None
+        self.upstream = None
+        pendingUp = b"".join(
+            e.raw for e in self.queue if isinstance(e, (Body, EndOfMessage))
+        ) + self.reader.leftover()
+        self.queue.clear()
+        relay.start(
+            upstream.transport,
+            pending=pendingUp,
+            serverGate=upstream.gate,
+            pendingDown=event.raw + upstream.reader.leftover(),
+        )
+
+    def serverLost(self, upstream: Upstream, reason: Failure) -> None:
+        if upstream is self.upstream:
+            self.upstream = None
+        exchange = self.exchange
+        if exchange is None or exchange.upstream is not upstream or exchange.ended:
+            return
+        for event in upstream.reader.feedEOF():
+            if exchange.ended or self.relay is not None:
+                return
+            self._responseEvent(exchange, upstream, event)
+        if exchange.ended or self.relay is not None:
+            return
+        if isReset(reason):
+            why = "the server reset the connection"
+        else:
+            why = "the server closed the connection"
+        if exchange.response is None:
+            why += " before answering"
+        else:
+            why += " in the middle of the answer"
+        self._serverCut(exchange, why)
+
+    def _serverCut(self, exchange: Exchange, why: str) -> None:
+        if exchange.response is None:
+            self._fail(exchange, 502, why)
+        else:
+            self._endExchange(exchange, failure=why)
+            self._close()
+
+    # -- ending exchanges ----------------------------------------------------------
+
+    def _responseLogFields(self, exchange: Exchange) -> dict[str, Any] | None:
+        head = exchange.response
+        if head is None:
+            return None
+        return {
+            "status": head.status,
+            "reason": _text(head.reason),
+            "version": _text(head.version),
+            "headers": _headers(exchange.responseHeaders),
+            "headers_size": exchange.responseHeadersSize,
+            "body": {"size": exchange.responseBody},
+        }
+
+    def _exchangeEndFields(self, exchange: Exchange, failure: str | None = None) -> dict[str, Any]:
+        now = self.reactor.seconds()
+        fields: dict[str, Any] = {
+            "ended": now,
+            "times": {
+                "connected": exchange.connected,
+                "sent": exchange.sent,
+                "first_byte": exchange.firstByte,
+                "end": now,
+            },
+        }
+        response = self._responseLogFields(exchange)
+        if response is not None:
+            fields["response"] = response
+        if exchange.hasBody:
+            fields["request_body"] = {"size": exchange.requestBody}
+        if exchange.interim:
+            fields["interim"] = exchange.interim
+        fields["bytes"] = {"up": exchange.up, "down": exchange.down}
+        if failure:
+            fields["_failed"] = {"reason": failure}
+        return fields
+
+    def _endExchange(self, exchange: Exchange, failure: str | None = None) -> None:
+        if exchange.ended:
+            return
+        exchange.ended = True
+        if not exchange.opened and exchange.openFields is not None and exchange.upstream is not None:
+            # An Upgrade whose answer never came whole: its open line now.
+            self._open(exchange)
+        self.writer.end(exchange.id, self._exchangeEndFields(exchange, failure))
+
+    def _afterExchange(self, exchange: Exchange) -> None:
+        """
+        The answer is whole: reuse or drop the upstream, keep or close the
+        browser's connection, then read the next request.
+        """
+        if not exchange.requestDone:
+            # The answer came before the whole request: neither connection
+            # can be used again.
+            self._dropUpstream()
+            self._close()
+            return
+        head = exchange.response
+        upstream = exchange.upstream
+        if head is None or upstream is None:
+            return
+        if head.eofFramed or not keepAlive(head.version, head.headers) or not upstream.reader.idle:
+            self._dropUpstream()
+        if not self._clientMayStay(exchange, head):
+            self._close()
+            return
+        self.exchange = None
+        self.lastActivity = self.reactor.seconds()
+        self._arm()
+        self.gate.release(ANSWER)
+        self._process()
+
+    def _refuse(self, exchange: Exchange, status: int, reason: str) -> None:
+        """
+        Turn a request down before it goes anywhere: answer, log, close.
+        """
+        answer = errorResponse(status, reason)
+        assert exchange.openFields is not None
+        exchange.ended = True
+        now = self.reactor.seconds()
+        self.writer.refuse(
+            exchange.openFields,
+            {
+                "ended": now,
+                "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
+                "response": _responseFields(status, answer),
+                "bytes": {"up": len(exchange.head.raw), "down": len(answer)},
+                "_refused": {"reason": reason, "status": status},
+            },
+        )
+        self.transport.write(answer)
+        self._close()
+
+    def _fail(self, exchange: Exchange, status: int, reason: str) -> None:
+        """
+        The request could not be served (no such host, refused, timed out,
+        cut): answer 502 or 504 with the reason, log it, close.
+        """
+        answer = errorResponse(status, reason)
+        assert exchange.openFields is not None
+        now = self.reactor.seconds()
+        fields = self._exchangeEndFields(exchange, reason)
+        fields["response"] = _responseFields(status, answer)
+        fields["bytes"] = {"up": max(exchange.up, len(exchange.head.raw)), "down": len(answer)}
+        if exchange.head.isConnect:
+            fields["closed_by"] = PROXY
+        fields["ended"] = now
+        exchange.ended = True
+        if exchange.opened:
+            self.writer.end(exchange.id, fields)
+        else:
+            exchange.opened = True
+            exchange.id = self.writer.refuse(exchange.openFields, fields)
+        if not self.gone:
+            self.transport.write(answer)
+        self._dropUpstream()
+        self._close()
+
+    def _refusedByReader(self, event: Refused) -> None:
+        """
+        The reader refused a message: nothing after it is read.
+        """
+        exchange = self.exchange
+        if exchange is not None and not exchange.ended and exchange.upstream is not None:
+            # A malformed body after a head that went up: cut both.
+            why = f"the request was malformed: {event.reason}"
+            if exchange.response is None:
+                exchange.ended = True
+                answer = errorResponse(event.status, why)
+                fields = self._exchangeEndFields(exchange)
+                fields["response"] = _responseFields(event.status, answer)
+                fields["_refused"] = {"reason": event.reason, "status": event.status}
+                if exchange.opened:
+                    self.writer.end(exchange.id, fields)
+                else:
+                    exchange.opened = True
+                    exchange.id = self.writer.refuse(exchange.openFields or {}, fields)
+                self.transport.write(answer)
+            else:
+                self._endExchange(exchange, failure=why)
+            self._dropUpstream()
+            self._close()
+            return
+        buffered = self.reader.leftover()
+        line = buffered.split(b"\r\n", 1)[0].split(b"\n", 1)[0][:8192]
+        parts = line.split(b" ")
+        method = _text(parts[0]) if parts and parts[0] else None
+        target = _text(parts[1]) if len(parts) > 1 else None
+        version = _text(parts[2]) if len(parts) > 2 else None
+        host = port = None
+        url = target
+        if method == "CONNECT" and target:
+            hostPort = target.rsplit(":", 1)
+            host = hostPort[0]
+            try:
+                port = int(hostPort[1]) if len(hostPort) > 1 else None
+            except ValueError:
+                port = None
+            url = f"https://{target}/"
+        elif target and "://" in target:
+            host = target.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+        started = self.headStarted if self.headStarted is not None else self.reactor.seconds()
+        answer = errorResponse(event.status, event.reason)
+        now = self.reactor.seconds()
+        self.writer.refuse(
+            {
+                "proxy": PROXY_NAME,
+                "kind": TUNNEL if method == "CONNECT" else EXCHANGE,
+                "started": started,
+                "client": self.client,
+                "connection": self.connectionId,
+                "request": {
+                    "method": method,
+                    "url": url,
+                    "version": version,
+                    "headers": [],
+                    "headers_size": len(buffered),
+                },
+                "server": {"host": host, "port": port, "address": None},
+            },
+            {
+                "ended": now,
+                "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
+                "response": _responseFields(event.status, answer),
+                "bytes": {"up": len(buffered), "down": len(answer)},
+                "_refused": {"reason": event.reason, "status": event.status},
+            },
+        )
+        self.transport.write(answer)
+        self._close()
+
+    # -- closing and timers ----------------------------------------------------------
+
+    def _close(self) -> None:
+        self.closing = True
+        self.queue.clear()
+        self._disarm()
+        self.gate.release(ANSWER)
+        self.gate.release(CONNECTING)
+        if not self.gone:
+            self.transport.loseConnection()
+
+    def _dropUpstream(self) -> None:
+        upstream = self.upstream
+        self.upstream = None
+        if upstream is None:
+            return
+        upstream.owner = None
+        if not self.gone:
+            try:
+                self.transport.unregisterProducer()
+            except Exception:
+                pass
+        if not upstream.gone:
+            upstream.transport.unregisterProducer()
+            upstream.transport.loseConnection()
+
+    def _arm(self) -> None:
+        """
+        Watch the connection: a head begun must be whole within the header
+        timeout; a connection or exchange silent for the idle timeout ends.
+        """
+        if self._timer is None or not self._timer.active():
+            self._timer = self.reactor.callLater(self._wait(), self._check)
+
+    def _wait(self) -> float:
+        if self.exchange is None and self.headStarted is not None:
+            return max(0.0, self.headStarted + self.settings.headerTimeout - self.reactor.seconds())
+        return max(0.0, self.lastActivity + self.settings.idleTimeout - self.reactor.seconds())
+
+    def _disarm(self) -> None:
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+
+    def _check(self) -> None:
+        self._timer = None
+        if self.gone or self.closing or self.relay is not None:
+            return
+        now = self.reactor.seconds()
+        exchange = self.exchange
+        if exchange is None and self.headStarted is not None:
+            if now - self.headStarted >= self.settings.headerTimeout:
+                reason = (
+                    f"the request head did not arrive whole within "
+                    f"{self.settings.headerTimeout:g} seconds (see --header-timeout)"
+                )
+                self.reader.leftover()
+                self.transport.write(errorResponse(REQUEST_TIMEOUT, reason))
+                self.writer.refuse(
+                    {
+                        "proxy": PROXY_NAME,
+                        "kind": EXCHANGE,
+                        "started": self.headStarted,
+                        "client": self.client,
+                        "connection": self.connectionId,
+                        "request": {"method": None, "url": None, "version": None,
+                                    "headers": [], "headers_size": 0},
+                        "server": {"host": None, "port": None, "address": None},
+                    },
+                    {
+                        "ended": now,
+                        "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
+                        "_refused": {"reason": reason, "status": REQUEST_TIMEOUT},
+                    },
+                )
+                self._close()
+                return
+        elif now - self.lastActivity >= self.settings.idleTimeout:
+            if exchange is None:
+                self._close()
+                self._dropUpstream()
+                return
+            if not exchange.ended:
+                reason = f"the server sent nothing for {self.settings.idleTimeout:g} seconds (see --idle-timeout)"
+                if exchange.response is None:
+                    self._fail(exchange, 504, reason)
+                else:
+                    self._endExchange(exchange, failure=reason)
+                    self._dropUpstream()
+                    self._close()
+                return
+        self._arm()
+
+    def stop(self) -> None:
+        """
+        The proxy is stopping: cut the connection (the LogWriter ends what is
+        open as stopped).
+        """
+        if self.relay is not None:
+            self.relay.abort(None)
+        else:
+            self._dropUpstream()
+            if not self.gone:
+                self.transport.abortConnection()
+
+
+__all__ = [
+    "StandinFactory",
+    "BrowserConnection",
+    "Settings",
+    "errorResponse",
+    "CLIENT",
+    "SERVER",
+    "PROXY",
+    "parseAddress",
+]

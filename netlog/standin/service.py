@@ -1,0 +1,72 @@
+"""
+The stand-in as a service: what L{netlog.tap.common.makeProxyService} wires.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from twisted.application.service import Service
+
+from netlog.log.writer import LogWriter
+from netlog.net.options import buildDestinations
+from netlog.standin.proxy import Settings, StandinFactory
+
+#: Where the stand-in listens when no C{--listen} is given.
+DEFAULT_LISTEN = "tcp:3128:interface=127.0.0.1"
+
+_TCP = re.compile(r"^tcp6?:(?:port=)?(\d+)")
+_INTERFACE = re.compile(r":interface=([^:]+(?:\\:[^:]*)*)")
+
+
+def listenerAddress(description: str) -> tuple[str, int] | None:
+    """
+    The interface and fixed port of a C{tcp:} endpoint description, so the
+    destination policy knows the proxy's own listeners before any connection
+    comes (a port 0 is learnt from the connections themselves).
+    """
+    match = _TCP.match(description)
+    if match is None:
+        return None
+    interface = _INTERFACE.search(description)
+    host = interface.group(1).replace("\\:", ":") if interface else "0.0.0.0"
+    return host, int(match.group(1))
+
+
+class StandinService(Service):
+    """
+    Holds the stand-in's factory; its C{listeners} are bound by whoever wires
+    it (never here), and its connections are cut when it stops.
+    """
+
+    name = "standin"
+
+    def __init__(self, factory: StandinFactory, listen: list[str]) -> None:
+        self.factory = factory
+        self.listeners = [("forward", description, factory) for description in listen]
+
+    def stopService(self) -> None:
+        for connection in list(self.factory.connections):
+            connection.stop()
+        Service.stopService(self)
+
+
+def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> StandinService:
+    """
+    The stand-in for C{config} (the tap's options).
+    """
+    resolver, policy = buildDestinations(config, reactor)
+    listen = list(config.get("listen") or [DEFAULT_LISTEN])
+    for description in listen:
+        address = listenerAddress(description)
+        if address is not None:
+            policy.addListener(*address)
+    settings = Settings(
+        connectPorts=frozenset(config.get("connect-ports") or [443]),
+        connectTimeout=float(config["connect-timeout"]),
+        idleTimeout=float(config["idle-timeout"]),
+        headerTimeout=float(config["header-timeout"]),
+    )
+    factory = StandinFactory(writer, reactor, resolver, policy, settings)
+    return StandinService(factory, listen)
