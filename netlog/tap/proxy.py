@@ -1,17 +1,74 @@
 """
-Wiring for C{twistd netlog-proxy}.
+Wiring for C{twistd netlog-proxy}: its options, then L{makeProxyService} with
+the site proxy's L{buildProxy}.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from twisted.application.service import MultiService
 from twisted.python import usage
 
+from netlog.net.options import DestinationOptions
+from netlog.site.cacli import DEFAULT_STATE
+from netlog.site.config import ConfigError, SitesConfig, loadSites
+from netlog.tap.common import LogOptions, makeProxyService
 
-class Options(usage.Options):
+#: The forward port (the browser's proxy setting) when no C{--listen} is given.
+DEFAULT_LISTEN = "tcp:3128:interface=127.0.0.1"
+
+
+class Options(LogOptions, DestinationOptions):
     synopsis = "[options]"
-    longdesc = "The site proxy: decrypts configured sites and keeps each exchange whole."
+    longdesc = (
+        "The site proxy: a forward port that decrypts the configured sites and keeps "
+        "each exchange whole in the network log, blind tunnels to allowed live hosts, "
+        "and optional HTTPS and HTTP route listeners. Listeners are endpoint "
+        "descriptions (tcp:3128:interface=127.0.0.1); TLS on the HTTPS route is netlog's own."
+    )
+    logName = "network"
+
+    optParameters = LogOptions.optParameters + [
+        ["sites", None, None, "The sites.toml naming the sites and live hosts (required)."],
+        ["https-route", None, None,
+         "Also serve the sites directly over HTTPS by SNI and Host on this endpoint "
+         "(a plain TCP description, e.g. tcp:443:interface=127.0.0.1)."],
+        ["http-route", None, None,
+         "Also answer plain HTTP on this endpoint with a 308 to the site's HTTPS origin."],
+        ["state", None, DEFAULT_STATE, "Folder for netlog's CA (created on first start)."],
+    ]
+
+    def __init__(self) -> None:
+        LogOptions.__init__(self)
+        self["listen"] = []
+        self.sitesConfig: SitesConfig | None = None
+
+    def opt_listen(self, description: str) -> None:
+        """
+        The forward port, an endpoint description (repeatable; default
+        tcp:3128:interface=127.0.0.1).
+        """
+        self["listen"].append(description)
+
+    def postOptions(self) -> None:
+        LogOptions.postOptions(self)
+        self.checkDestinations()
+        if not self["listen"]:
+            self["listen"] = [DEFAULT_LISTEN]
+        if not self["sites"]:
+            raise usage.UsageError("--sites FILE is required (see examples/sites.toml)")
+        try:
+            self.sitesConfig = loadSites(self["sites"])
+        except ConfigError as e:
+            raise usage.UsageError(str(e)) from None
+        if self["https-route"] and not any(
+            o.scheme == "https" for s in self.sitesConfig.sites for o in s.origins
+        ):
+            raise usage.UsageError("--https-route needs at least one site with an https:// origin")
 
 
-def makeService(config: Options) -> MultiService:
-    raise SystemExit("netlog-proxy is not built yet")
+def makeService(config: Options, reactor: Any = None) -> MultiService:
+    from netlog.site.proxy import buildProxy
+
+    return makeProxyService(config, buildProxy, reactor)

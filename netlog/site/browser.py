@@ -1,0 +1,583 @@
+"""
+The browser's side of the site proxy: one protocol for every listener.
+
+On the forward port it reads absolute-form requests and CONNECTs: a site's
+CONNECT is decrypted with a minted certificate and read on as requests; a
+live host's CONNECT becomes a blind tunnel; anything else is refused. On the
+HTTPS route (TLS already undone by the listener) it serves the sites by
+C{Host}; on the HTTP route it answers C{308} to the site's HTTPS origin.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import error
+from twisted.internet.protocol import Factory, Protocol
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from netlog.core.http1 import (
+    Body,
+    EndOfMessage,
+    Event,
+    Incomplete,
+    Refused,
+    RequestHead,
+    RequestReader,
+    serializeHead,
+)
+from netlog.net.connect import describeFailure
+from netlog.net.relay import Gate, Relay, RelayResult, RelayServerProtocol
+from netlog.site.config import DEFAULT_PORTS, Site
+from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1, requestFields
+from netlog.site.tls import HostTLS
+
+if TYPE_CHECKING:
+    from netlog.site.proxy import SiteProxy
+
+_log = Logger()
+
+FORWARD = "forward"
+HTTPS_ROUTE = "https-route"
+HTTP_ROUTE = "http-route"
+DECRYPTED = "decrypted"
+
+#: Seconds a browser connection may sit idle between requests.
+BROWSER_IDLE_TIMEOUT = 120.0
+
+# Why the browser's connection is not being read.
+CONNECTING = "connecting"
+BUSY = "busy"
+
+_REASONS = {
+    200: b"OK", 308: b"Permanent Redirect", 400: b"Bad Request", 403: b"Forbidden",
+    404: b"Not Found", 414: b"URI Too Long", 431: b"Request Header Fields Too Large",
+    501: b"Not Implemented", 502: b"Bad Gateway", 504: b"Gateway Timeout",
+    505: b"HTTP Version Not Supported",
+}
+
+
+def authority(host: str, port: int, scheme: str) -> str:
+    if ":" in host:
+        host = f"[{host}]"
+    return host if port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
+
+
+class BrowserConnection(Protocol):
+    """
+    One connection from the browser, on any of the listeners.
+
+    @ivar mode: L{FORWARD}, L{HTTPS_ROUTE}, L{HTTP_ROUTE}, or L{DECRYPTED}
+        once a site's CONNECT has been decrypted.
+    """
+
+    def __init__(self, proxy: SiteProxy, mode: str) -> None:
+        self.proxy = proxy
+        self.reactor = proxy.reactor
+        self.mode = mode
+        self.queue: deque[tuple[Event, float]] = deque()
+        self.exchange: Exchange | None = None
+        self.rawPeer: Any = None
+        self.closing = False
+        self.gone = False
+        self.discarding = False
+        self.tunnelSite: Site | None = None
+        self.tunnelAuthority = ""
+        self._idleCall: Any = None
+
+    # -- connection ---------------------------------------------------------------
+
+    def connectionMade(self) -> None:
+        self.gate = Gate(self.transport)
+        self.connectionId = self.proxy.nextConnectionId()
+        peer = self.transport.getPeer()
+        self.client = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', 0)}"
+        own = self.transport.getHost()
+        if hasattr(own, "port"):
+            self.proxy.policy.addListener(own.host, own.port)
+        self.reader = RequestReader(
+            forwardProxy=self.mode == FORWARD, scheme="https" if self.mode == HTTPS_ROUTE else "http"
+        )
+        self.proxy.connections.add(self)
+        self._scheduleIdle()
+
+    def dataReceived(self, data: bytes) -> None:
+        if self.rawPeer is not None:
+            self.rawPeer.browserRaw(data)
+            return
+        if self.closing:
+            return
+        self._cancelIdle()
+        now = self.reactor.seconds()
+        for event in self.reader.feed(data):
+            self.queue.append((event, now))
+        self.pump()
+
+    def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
+        self.gone = True
+        self._cancelIdle()
+        self.proxy.connections.discard(self)
+        if self.rawPeer is not None:
+            self.rawPeer.browserLost(reason)
+        elif self.exchange is not None:
+            self.exchange.browserLost(reason)
+
+    def _scheduleIdle(self) -> None:
+        self._cancelIdle()
+        if not self.gone:
+            self._idleCall = self.reactor.callLater(BROWSER_IDLE_TIMEOUT, self._idleTimeout)
+
+    def _cancelIdle(self) -> None:
+        if self._idleCall is not None and self._idleCall.active():
+            self._idleCall.cancel()
+        self._idleCall = None
+
+    def _idleTimeout(self) -> None:
+        self._idleCall = None
+        if self.exchange is None and self.rawPeer is None:
+            self.transport.loseConnection()
+
+    def close(self) -> None:
+        self.closing = True
+        self.queue.clear()
+        self.transport.loseConnection()
+
+    # -- reading requests -----------------------------------------------------------
+
+    def pump(self) -> None:
+        while self.queue and not self.closing and self.rawPeer is None:
+            event, at = self.queue[0]
+            exchange = self.exchange
+            if exchange is not None:
+                if exchange.requestDone:
+                    self.gate.hold(BUSY)
+                    return
+                if not exchange.ready:
+                    self.gate.hold(CONNECTING)
+                    return
+                self.queue.popleft()
+                exchange.fromBrowser(event)
+                continue
+            self.queue.popleft()
+            if self.discarding:
+                if isinstance(event, EndOfMessage):
+                    self.discarding = False
+                if isinstance(event, (Body, EndOfMessage)):
+                    continue
+            if isinstance(event, RequestHead):
+                self._request(event, at)
+            elif isinstance(event, Refused):
+                self._malformed(event, at)
+            elif isinstance(event, Incomplete):
+                self.close()
+        if self.exchange is None and not self.queue and self.rawPeer is None and not self.closing:
+            self.gate.release(BUSY)
+            self.gate.release(CONNECTING)
+            if self.reader.paused:
+                # An Upgrade the server declined: read on.
+                for event in self.reader.resume():
+                    self.queue.append((event, self.reactor.seconds()))
+                if self.queue:
+                    self.pump()
+
+    def exchangeReady(self, exchange: Exchange) -> None:
+        if exchange is self.exchange:
+            self.gate.release(CONNECTING)
+            self.pump()
+
+    def exchangeDone(self, exchange: Exchange, close: bool) -> None:
+        if exchange is not self.exchange:
+            return
+        if self.rawPeer is exchange:
+            return
+        self.exchange = None
+        if close or self.gone:
+            self.close()
+            return
+        self.gate.release(BUSY)
+        self.gate.release(CONNECTING)
+        self._scheduleIdle()
+        self.pump()
+
+    def discardRestOfRequest(self, exchange: Exchange) -> None:
+        self.discarding = True
+
+    def enterRaw(self, peer: Any) -> bytes:
+        """
+        Hand the rest of this connection to C{peer} (a WebSocket, an answer
+        that isn't HTTP, a tunnel); return the bytes already read and not yet
+        relayed.
+        """
+        self.rawPeer = peer
+        self.gate.release(BUSY)
+        self.gate.release(CONNECTING)
+        pending = []
+        for event, _ in self.queue:
+            raw = getattr(event, "raw", b"")
+            if raw:
+                pending.append(raw)
+        self.queue.clear()
+        pending.append(self.reader.leftover())
+        return b"".join(pending)
+
+    # -- routing ----------------------------------------------------------------------
+
+    def _request(self, head: RequestHead, at: float) -> None:
+        config = self.proxy.config
+        if self.mode == FORWARD:
+            if head.isConnect:
+                self._connect(head, at)
+                return
+            host, port = head.host or "", head.port or 80
+            url = head.url or ""
+            scheme = url.split("://", 1)[0]
+            site = config.siteFor(host)
+            if site is not None:
+                route = self._siteRoute(site, scheme, host, port)
+            elif config.isLive(host):
+                route = Route(None, scheme, host, port, f"{scheme}://{authority(host, port, scheme)}", host)
+            else:
+                self._refuse(head, url, at, 403, f"{host} is not a site or an allowed live host",
+                             server=(host, port))
+                return
+            self._startExchange(head, url, route, at)
+            return
+        if self.mode == HTTP_ROUTE:
+            self._redirect(head, at)
+            return
+        # Decrypted CONNECT, or the HTTPS route.
+        host = head.host or ""
+        site = config.siteFor(host) if host else None
+        if self.mode == DECRYPTED:
+            site = site or self.tunnelSite
+            hostAuthority = self._hostField(head) or self.tunnelAuthority
+        else:
+            hostAuthority = self._hostField(head) or host
+        url = head.url or f"https://{hostAuthority}{latin1(head.target)}"
+        if site is None:
+            self._refuse(head, url, at, 403, f"{host or 'a request with no Host'} is not a site",
+                         server=(host, head.port or 443))
+            return
+        publicHost = host or self.tunnelAuthority.rsplit(":", 1)[0]
+        port = head.port or 443
+        self._startExchange(head, url, self._siteRoute(site, "https", publicHost, port), at)
+
+    @staticmethod
+    def _hostField(head: RequestHead) -> str | None:
+        for name, value in head.headers:
+            if name.lower() == b"host":
+                return latin1(value)
+        return None
+
+    def _siteRoute(self, site: Site, scheme: str, host: str, port: int) -> Route:
+        backend = site.backend
+        return Route(site, backend.scheme, backend.host, backend.port,
+                     f"{scheme}://{authority(host, port, scheme)}", host)
+
+    def _startExchange(self, head: RequestHead, url: str, route: Route, at: float) -> None:
+        exchange = Exchange(self.proxy, self, head, url, route, at)
+        self.exchange = exchange
+        self._cancelIdle()
+        exchange.start()
+
+    # -- answers netlog gives itself ------------------------------------------------------
+
+    def _answer(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] = (),  # type: ignore[assignment]
+                close: bool = True) -> dict[str, Any]:
+        """
+        Write an answer of netlog's own; return its log fields.
+        """
+        reason = _REASONS.get(status, b"Error")
+        fields = [(b"Content-Type", b"text/plain; charset=utf-8"), (b"Content-Length", b"%d" % len(body))]
+        fields += list(headers)
+        if close:
+            fields.append((b"Connection", b"close"))
+        head = serializeHead(b"HTTP/1.1 %d %s" % (status, reason), fields)
+        if not self.gone:
+            self.transport.write(head + body)
+        capture = self.proxy.responseCapture(b"text/plain")
+        capture.feed(body)
+        return {
+            "status": status,
+            "reason": latin1(reason),
+            "version": "HTTP/1.1",
+            "headers": [[latin1(n), latin1(v)] for n, v in fields],
+            "headers_size": len(head),
+            "body": capture.record(),
+            "_wire": len(head) + len(body),
+        }
+
+    def _bodyFollows(self) -> bool:
+        """
+        Whether the request just read has a body still to come (its end is
+        not the next event).
+        """
+        return not (self.queue and isinstance(self.queue[0][0], EndOfMessage))
+
+    def _localEnd(self, response: dict[str, Any], now: float, extra: dict[str, Any]) -> dict[str, Any]:
+        wire = response.pop("_wire", 0)
+        fields: dict[str, Any] = {
+            "ended": now,
+            "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
+            "response": response,
+            "bytes": {"up": 0, "down": wire},
+        }
+        fields.update(extra)
+        return fields
+
+    def _openFields(self, head: RequestHead | None, url: str, at: float, kind: str,
+                    server: tuple[str, int] | None, signIn: frozenset[str] = frozenset()) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "proxy": PROXY_NAME,
+            "kind": kind,
+            "started": at,
+            "client": self.client,
+            "connection": self.connectionId,
+        }
+        if head is not None:
+            fields["request"] = requestFields(head, url, signIn)
+        else:
+            fields["request"] = {"method": "", "url": url, "version": "", "headers": [], "headers_size": 0}
+        if server is not None:
+            fields["server"] = {"host": server[0], "port": server[1], "address": None}
+        return fields
+
+    def _refuse(self, head: RequestHead, url: str, at: float, status: int, reason: str,
+                server: tuple[str, int] | None = None, kind: str = "exchange") -> None:
+        message = f"netlog refused this request: {reason}.\n".encode("utf-8")
+        response = self._answer(status, message)
+        now = self.reactor.seconds()
+        self.proxy.writer.refuse(
+            self._openFields(head, url, at, kind, server),
+            self._localEnd(response, now, {"_refused": {"reason": reason, "status": status}}),
+        )
+        self.close()
+
+    def _malformed(self, event: Refused, at: float) -> None:
+        message = f"netlog refused this request: {event.reason}.\n".encode("utf-8")
+        response = self._answer(event.status, message)
+        now = self.reactor.seconds()
+        self.proxy.writer.refuse(
+            self._openFields(None, "", at, "exchange", None),
+            self._localEnd(response, now, {"_refused": {"reason": event.reason, "status": event.status}}),
+        )
+        self.close()
+
+    def _redirect(self, head: RequestHead, at: float) -> None:
+        host = head.host or ""
+        hostAuthority = self._hostField(head) or host
+        url = f"http://{hostAuthority}{latin1(head.target)}"
+        site = self.proxy.config.siteFor(host) if host else None
+        origin = site.httpsOrigin(host) if site is not None else None
+        if site is None or origin is None:
+            self._refuse(head, url, at, 403, f"{host or 'a request with no Host'} is not a site",
+                         server=(host, head.port or 80))
+            return
+        target = head.target if head.target.startswith(b"/") else b"/"
+        location = str(origin).encode("latin-1") + target
+        close = self._bodyFollows() or self.exchange is not None
+        from netlog.core.http1 import keepAlive
+
+        close = close or not keepAlive(head.version, head.headers)
+        response = self._answer(308, b"", [(b"Location", location)], close=close)
+        response["body"] = {"size": 0, "data": ""} if self.proxy.logging else {"size": 0}
+        now = self.reactor.seconds()
+        self.proxy.writer.refuse(
+            self._openFields(head, url, at, "exchange", (host, head.port or 80), site.signInHeaders),
+            self._localEnd(response, now, {}),
+        )
+        if close:
+            self.close()
+        elif self.queue:
+            self.queue.popleft()
+
+    def refuseExchange(self, exchange: Exchange, status: int, reason: str) -> None:
+        """
+        The destination policy refused where the exchange would go.
+        """
+        exchange.done = True
+        self.exchange = None
+        self._refuse(exchange.head, exchange.url, exchange.started, status, reason,
+                     server=(exchange.route.host, exchange.route.port))
+
+    def failBeforeAnswer(self, exchange: Exchange, status: int, reason: str) -> None:
+        """
+        No upstream connection could be made: the browser gets C{status}; the
+        entry is written whole, C{_failed}.
+        """
+        self.exchange = None
+        message = f"netlog could not reach the server: {reason}.\n".encode("utf-8")
+        response = self._answer(status, message)
+        now = self.reactor.seconds()
+        opened = exchange._openFields()
+        self.proxy.writer.refuse(opened, self._localEnd(response, now, {"_failed": {"reason": reason}}))
+        self.close()
+
+    def failAfterOpen(self, exchange: Exchange, status: int, reason: str) -> None:
+        """
+        The upstream went away before answering: the browser gets C{status},
+        the open entry ends C{_failed}.
+        """
+        self.exchange = None
+        message = f"netlog got no answer: {reason}.\n".encode("utf-8")
+        response = self._answer(status, message)
+        wire = response.pop("_wire", 0)
+        exchange.response = response
+        exchange.down += wire
+        fields = exchange.endFields({"_failed": {"reason": reason}})
+        self.proxy.writer.end(exchange.id, fields)
+        self.close()
+
+    # -- CONNECT --------------------------------------------------------------------------
+
+    def _connect(self, head: RequestHead, at: float) -> None:
+        if self.queue and isinstance(self.queue[0][0], EndOfMessage):
+            self.queue.popleft()
+        host, port = head.host or "", head.port or 443
+        url = f"https://{authority(host, port, 'https')}/"
+        config = self.proxy.config
+        site = config.siteFor(host)
+        if site is not None:
+            self._decrypt(site, host, port)
+        elif config.isLive(host):
+            LiveTunnel(self.proxy, self, head, url, at).start()
+        else:
+            self._refuse(head, url, at, 403, f"{host} is not a site or an allowed live host",
+                         server=(host, port), kind="tunnel")
+
+    def _decrypt(self, site: Site, host: str, port: int) -> None:
+        self.transport.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        leftover = self.reader.leftover()
+        self.queue.clear()
+        self.mode = DECRYPTED
+        self.tunnelSite = site
+        self.tunnelAuthority = authority(host, port, "https")
+        self.reader = RequestReader(forwardProxy=False, scheme="https")
+        self.transport.startTLS(HostTLS(self.proxy.ca, host))
+        if leftover:
+            # Bytes of the TLS handshake sent before our 200 arrived.
+            tls = getattr(self.transport, "protocol", None)
+            if tls is not None and tls is not self:
+                tls.dataReceived(leftover)
+
+
+class LiveTunnel:
+    """
+    A live host's CONNECT: a blind tunnel, kept as a connection entry.
+    """
+
+    def __init__(self, proxy: SiteProxy, browser: BrowserConnection, head: RequestHead, url: str,
+                 at: float) -> None:
+        self.proxy = proxy
+        self.browser = browser
+        self.head = head
+        self.url = url
+        self.started = at
+        self.host = head.host or ""
+        self.port = head.port or 443
+        self.address: str | None = None
+        self.connectedAt: float | None = None
+        self.id = 0
+        self.relay: Relay | None = None
+        self._early: list[bytes] = []
+
+    def start(self) -> None:
+        self.browser.gate.hold(CONNECTING)
+        self.browser.rawPeer = self
+        route = Route(None, "tcp", self.host, self.port, "", self.host)
+        d = self.proxy.resolveFor(route)
+        d.addCallback(self._resolved)
+        d.addCallbacks(self._connected, self._failed)
+        d.addErrback(lambda f: _log.failure("the live tunnel to {host} failed", f, host=self.host))
+
+    def _resolved(self, address: str) -> Any:
+        self.address = address
+        return self.proxy.connectRaw(address, self.port, RelayServerProtocol)
+
+    def _openFields(self) -> dict[str, Any]:
+        fields = self.browser._openFields(self.head, self.url, self.started, "tunnel", (self.host, self.port))
+        fields["server"]["address"] = self.address
+        return fields
+
+    def _connected(self, protocol: RelayServerProtocol) -> None:
+        browser = self.browser
+        self.connectedAt = self.proxy.reactor.seconds()
+        if browser.gone:
+            protocol.transport.loseConnection()
+            return
+        browser.transport.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        pending = b"".join(self._early) + browser.enterRaw(self)
+        self._early = []
+        relay = Relay(self.proxy.reactor, browser.transport, browser.gate, self._ended, self._opened,
+                      idleTimeout=self.proxy.idleTimeout)
+        self.relay = relay
+        protocol.relay = relay
+        relay.start(protocol.transport, pending)
+        browser.gate.release(CONNECTING)
+
+    def _opened(self) -> None:
+        self.id = self.proxy.writer.open(self._openFields())
+
+    def _ended(self, result: RelayResult) -> None:
+        fields: dict[str, Any] = {
+            "ended": result.ended,
+            "times": {"connected": self.connectedAt, "sent": None, "first_byte": result.firstByte,
+                      "end": result.ended},
+            "bytes": {"up": result.up, "down": result.down},
+            "closed_by": result.closedBy,
+        }
+        if result.failure:
+            fields["_failed"] = {"reason": result.failure}
+        self.proxy.writer.end(self.id, fields)
+
+    def _failed(self, failure: Failure) -> None:
+        browser = self.browser
+        browser.rawPeer = None
+        browser.gate.release(CONNECTING)
+        now = self.proxy.reactor.seconds()
+        if failure.check(DestinationRefused):
+            browser._refuse(self.head, self.url, self.started, 403, str(failure.value),
+                            server=(self.host, self.port), kind="tunnel")
+            return
+        reason, status = describeFailure(failure, self.host, self.port)
+        message = f"netlog could not reach the server: {reason}.\n".encode("utf-8")
+        response = browser._answer(status, message)
+        self.proxy.writer.refuse(self._openFields(),
+                                 browser._localEnd(response, now, {"_failed": {"reason": reason}}))
+        browser.close()
+
+    def browserRaw(self, data: bytes) -> None:
+        if self.relay is not None:
+            self.relay.fromClient(data)
+        else:
+            self._early.append(data)
+
+    def browserLost(self, reason: Failure) -> None:
+        relay = self.relay
+        if relay is None:
+            return
+        if relay.result is None:
+            relay.clientLost(reason)
+        else:
+            relay.otherLost()
+
+    def abort(self) -> None:
+        if self.relay is not None:
+            self.relay.abort("the proxy stopped")
+
+
+class BrowserFactory(Factory):
+    """
+    Builds L{BrowserConnection}s for one listener.
+    """
+
+    def __init__(self, proxy: SiteProxy, mode: str) -> None:
+        self.proxy = proxy
+        self.mode = mode
+
+    def buildProtocol(self, addr: Any) -> BrowserConnection:
+        protocol = BrowserConnection(self.proxy, self.mode)
+        protocol.factory = self
+        return protocol

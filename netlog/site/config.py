@@ -1,0 +1,332 @@
+"""
+The site proxy's configuration: C{sites.toml}.
+
+Each C{[[site]]} names one web app: its public C{origins} (what the browser
+types), its C{backend} (where it really runs) and the C{sign_in_headers} whose
+values the log keeps as C{<removed>}. A C{[live]} table lists the live hosts
+the browser may reach besides the sites (none by default).
+
+A mistake fails at start with a message naming the line and what to fix.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+#: Header names a site may never declare as sign-in headers: graders read
+#: cookies, so the log always keeps them.
+NEVER_REMOVED = frozenset({"cookie", "set-cookie"})
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+_SITE_KEYS = {"name", "origins", "backend", "verify", "sign_in_headers", "ca_file"}
+_LIVE_KEYS = {"hosts"}
+_TOP_KEYS = {"site", "live"}
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+class ConfigError(Exception):
+    """
+    The configuration can't be used; the message names the file, the line and
+    what is wrong.
+    """
+
+
+@dataclass(frozen=True)
+class Origin:
+    """
+    A public origin, C{https://shop.test} or C{https://shop.test:8443}.
+    """
+
+    scheme: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        if self.port == DEFAULT_PORTS[self.scheme]:
+            return f"{self.scheme}://{self.host}"
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """
+    Where a site runs: C{http://127.0.0.1:7770} or an C{https://} backend.
+    """
+
+    scheme: str
+    host: str
+    port: int
+    verify: bool = True
+    caFile: str | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.scheme == "https"
+
+    def netlocs(self) -> set[str]:
+        """
+        The spellings of this backend's authority that may appear in a
+        C{Location}: with and without a default port.
+        """
+        host = self.host.lower()
+        if ":" in host:
+            host = f"[{host}]"
+        names = {f"{host}:{self.port}"}
+        if self.port == DEFAULT_PORTS[self.scheme]:
+            names.add(host)
+        return names
+
+
+@dataclass(frozen=True)
+class Site:
+    name: str
+    origins: tuple[Origin, ...]
+    backend: Backend
+    signInHeaders: frozenset[str] = frozenset()
+
+    def httpsOrigin(self, host: str) -> Origin | None:
+        """
+        The HTTPS origin for C{host}, where the HTTP route sends the browser.
+        """
+        for origin in self.origins:
+            if origin.scheme == "https" and origin.host == host:
+                return origin
+        for origin in self.origins:
+            if origin.scheme == "https":
+                return origin
+        return None
+
+
+@dataclass
+class SitesConfig:
+    sites: list[Site] = field(default_factory=list)
+    liveHosts: tuple[str, ...] = ()
+    path: str | None = None
+
+    def __post_init__(self) -> None:
+        self._byHost: dict[str, Site] = {}
+        for site in self.sites:
+            for origin in site.origins:
+                self._byHost.setdefault(origin.host, site)
+
+    def siteFor(self, host: str) -> Site | None:
+        """
+        The site a host name belongs to, by any of its origins.
+        """
+        return self._byHost.get(normalizeHost(host))
+
+    def siteHosts(self) -> list[str]:
+        return list(self._byHost)
+
+    def isLive(self, host: str) -> bool:
+        """
+        Whether C{host} is an allowed live host (C{*.example.org} matches
+        C{a.example.org}, not C{example.org}).
+        """
+        host = normalizeHost(host)
+        for pattern in self.liveHosts:
+            if pattern == "*" or fnmatch.fnmatchcase(host, pattern):
+                return True
+        return False
+
+
+def normalizeHost(host: str) -> str:
+    host = host.strip().lower().rstrip(".")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host
+
+
+def _lineOf(text: str, table: str, index: int, key: str | None) -> int | None:
+    """
+    The line (1-based) of C{key} in the C{index}-th C{[[table]]} (or
+    C{[table]}), or of the table's header when the key isn't found.
+    """
+    header = re.compile(r"^\s*\[\[\s*" + re.escape(table) + r"\s*\]\]|^\s*\[\s*" + re.escape(table) + r"\s*\]")
+    anyHeader = re.compile(r"^\s*\[")
+    lines = text.splitlines()
+    seen = -1
+    start = None
+    for number, line in enumerate(lines, 1):
+        if header.match(line):
+            seen += 1
+            if seen == index:
+                start = number
+                break
+    if start is None:
+        return None
+    if key is None:
+        return start
+    keyLine = re.compile(r"^\s*(" + re.escape(key) + r"|\"" + re.escape(key) + r"\")\s*=")
+    for number in range(start + 1, len(lines) + 1):
+        line = lines[number - 1]
+        if anyHeader.match(line):
+            break
+        if keyLine.match(line):
+            return number
+    return start
+
+
+def _fail(path: str, text: str, table: str, index: int, key: str | None, message: str) -> ConfigError:
+    line = _lineOf(text, table, index, key)
+    where = f"{path}, line {line}" if line else path
+    return ConfigError(f"{where}: {message}")
+
+
+def _parseUrl(value: Any, what: str) -> tuple[str, str, int, str]:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string like \"https://shop.test\", not {value!r}")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as e:
+        raise ValueError(f"{what} {value!r} is not a URL: {e}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        raise ValueError(f"{what} {value!r} must start with http:// or https://")
+    if not parts.hostname:
+        raise ValueError(f"{what} {value!r} has no host")
+    if parts.username or parts.password:
+        raise ValueError(f"{what} {value!r} must not carry a user name or password")
+    return scheme, normalizeHost(parts.hostname), port or DEFAULT_PORTS[scheme], parts.path
+
+
+def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
+    """
+    Read a C{sites.toml}'s text.
+
+    @raise ConfigError: naming the line and what is wrong.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        message = str(e)
+        found = re.search(r"\(at line (\d+), column \d+\)", message)
+        if found:
+            line = int(found.group(1))
+        else:
+            line = max(1, len(text.rstrip("\n").splitlines()))
+        message = re.sub(r"\s*\(at [^)]*\)", "", message)
+        raise ConfigError(f"{path}, line {line}: not valid TOML: {message}") from None
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise ConfigError(
+                f"{path}: unknown table or key {key!r}; sites.toml has [[site]] tables and a [live] table"
+            )
+    rawSites = data.get("site", [])
+    if not isinstance(rawSites, list):
+        raise _fail(path, text, "site", 0, None, "write each site as a [[site]] table")
+    sites: list[Site] = []
+    hosts: dict[str, str] = {}
+    names: set[str] = set()
+    for index, raw in enumerate(rawSites):
+
+        def fail(key: str | None, message: str) -> ConfigError:
+            return _fail(path, text, "site", index, key, message)
+
+        for key in raw:
+            if key not in _SITE_KEYS:
+                raise fail(key, f"unknown key {key!r} in [[site]]; known keys: {', '.join(sorted(_SITE_KEYS))}")
+        name = raw.get("name")
+        if not isinstance(name, str) or not name:
+            raise fail("name" if "name" in raw else None, "each [[site]] needs a name = \"...\"")
+        if name in names:
+            raise fail("name", f"two sites are named {name!r}")
+        names.add(name)
+        rawOrigins = raw.get("origins")
+        if isinstance(rawOrigins, str):
+            rawOrigins = [rawOrigins]
+        if not isinstance(rawOrigins, list) or not rawOrigins:
+            raise fail("origins" if "origins" in raw else None,
+                       f"site {name!r} needs origins = [\"https://HOST\"]")
+        origins: list[Origin] = []
+        for value in rawOrigins:
+            try:
+                scheme, host, port, urlPath = _parseUrl(value, "origin")
+            except ValueError as e:
+                raise fail("origins", f"site {name!r}: {e}") from None
+            if urlPath not in ("", "/"):
+                raise fail("origins", f"site {name!r}: origin {value!r} must have no path")
+            if host in hosts and hosts[host] != name:
+                raise fail("origins", f"site {name!r}: host {host} is already site {hosts[host]!r}'s")
+            hosts[host] = name
+            origins.append(Origin(scheme, host, port))
+        verify = raw.get("verify", True)
+        if not isinstance(verify, bool):
+            raise fail("verify", f"site {name!r}: verify must be true or false")
+        caFile = raw.get("ca_file")
+        if caFile is not None and not isinstance(caFile, str):
+            raise fail("ca_file", f"site {name!r}: ca_file must be a path")
+        if "backend" not in raw:
+            raise fail(None, f"site {name!r} needs backend = \"http://127.0.0.1:PORT\"")
+        try:
+            scheme, host, port, urlPath = _parseUrl(raw["backend"], "backend")
+        except ValueError as e:
+            raise fail("backend", f"site {name!r}: {e}") from None
+        if urlPath not in ("", "/"):
+            raise fail("backend", f"site {name!r}: backend {raw['backend']!r} must have no path")
+        backend = Backend(scheme, host, port, verify, caFile)
+        rawHeaders = raw.get("sign_in_headers", [])
+        if not isinstance(rawHeaders, list) or not all(isinstance(h, str) for h in rawHeaders):
+            raise fail("sign_in_headers", f"site {name!r}: sign_in_headers must be a list of header names")
+        signIn = set()
+        for header in rawHeaders:
+            if not _TOKEN.match(header):
+                raise fail("sign_in_headers", f"site {name!r}: {header!r} is not a header name")
+            if header.lower() in NEVER_REMOVED:
+                raise fail(
+                    "sign_in_headers",
+                    f"site {name!r}: {header} can't be a sign-in header: the log always keeps "
+                    f"cookies, since graders read them",
+                )
+            signIn.add(header.lower())
+        sites.append(Site(name, tuple(origins), backend, frozenset(signIn)))
+    live = data.get("live", {})
+    if not isinstance(live, dict):
+        raise _fail(path, text, "live", 0, None, "write live hosts as a [live] table with hosts = [...]")
+    for key in live:
+        if key not in _LIVE_KEYS:
+            raise _fail(path, text, "live", 0, key, f"unknown key {key!r} in [live]; it has hosts = [...]")
+    liveHosts = live.get("hosts", [])
+    if not isinstance(liveHosts, list) or not all(isinstance(h, str) and h for h in liveHosts):
+        raise _fail(path, text, "live", 0, "hosts", "hosts must be a list of names like \"*.example.org\"")
+    for pattern in liveHosts:
+        bare = pattern[2:] if pattern.startswith("*.") else pattern
+        if pattern != "*" and ("*" in bare or "/" in bare or ":" in bare and not _isAddress(bare)):
+            raise _fail(path, text, "live", 0, "hosts",
+                        f"live host {pattern!r}: write a name, \"*.name\" or \"*\" (no scheme, port or path)")
+    return SitesConfig(sites, tuple(normalizeHost(h) for h in liveHosts), path)
+
+
+def _isAddress(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def loadSites(path: str) -> SitesConfig:
+    """
+    Read a C{sites.toml} file.
+
+    @raise ConfigError: it can't be read or used; the message says why.
+    """
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise ConfigError(f"{path}: can't read it: {e.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ConfigError(f"{path}, line {line}: not UTF-8") from None
+    return parseSites(text, path)

@@ -1,0 +1,614 @@
+"""
+One exchange through the site proxy: a request relayed to its upstream (a
+site's backend or a live host) and the answer relayed back, both streamed
+with backpressure, and kept whole in the network log.
+
+The browser side (L{netlog.site.browser.BrowserConnection}) hands the
+exchange the request's events; the upstream side
+(L{netlog.site.upstream.UpstreamProtocol}) hands it the server's bytes. Once
+an answer is a C{101} (a WebSocket) or can't be read as HTTP, both sides are
+relayed raw until one closes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from twisted.internet import defer, error
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from netlog.core.capture import BodyCapture, removeSignIn, requestCapture, responseCapture
+from netlog.core.http1 import (
+    Body,
+    EndOfMessage,
+    Event,
+    Incomplete,
+    RequestHead,
+    ResponseHead,
+    Unparsable,
+    headerValues,
+    hopByHop,
+    keepAlive,
+    serializeHead,
+)
+from netlog.core.websocket import FrameCounter
+from netlog.net.connect import describeFailure
+from netlog.net.relay import BACKPRESSURE, CLIENT, PROXY, SERVER
+from netlog.site.config import Backend, Site
+from netlog.site.rewrite import rewriteHeaders
+from netlog.site.upstream import UpstreamProtocol
+
+if TYPE_CHECKING:
+    from netlog.site.browser import BrowserConnection
+    from netlog.site.proxy import SiteProxy
+
+_log = Logger()
+
+PROXY_NAME = "site"
+#: A request whose head and body together are at most this many bytes is
+#: sent again on a new connection when a reused one turns out closed.
+MAX_RETRY_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Route:
+    """
+    Where a request goes.
+
+    @ivar site: the site, or L{None} for a live host.
+    @ivar scheme: C{http} or C{https} towards the upstream.
+    @ivar origin: the public origin the browser addressed
+        (C{https://shop.test}), for the rewrites.
+    @ivar publicHost: the host the browser addressed.
+    """
+
+    site: Site | None
+    scheme: str
+    host: str
+    port: int
+    origin: str
+    publicHost: str
+
+    @property
+    def backend(self) -> Backend | None:
+        return self.site.backend if self.site is not None else None
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        backend = self.backend
+        verify = backend.verify if backend is not None else True
+        caFile = backend.caFile if backend is not None else None
+        return (self.scheme, self.host, self.port, verify, caFile)
+
+
+class DestinationRefused(Exception):
+    """
+    The destination policy forbids the address a live host resolved to.
+    """
+
+
+def latin1(value: bytes) -> str:
+    return value.decode("latin-1")
+
+
+def headerPairs(headers: list[tuple[bytes, bytes]], signIn: frozenset[str] | set[str]) -> list[list[str]]:
+    pairs = [(latin1(n), latin1(v)) for n, v in headers]
+    if signIn:
+        return removeSignIn(pairs, signIn)
+    return [[n, v] for n, v in pairs]
+
+
+def requestFields(head: RequestHead, url: str, signIn: frozenset[str]) -> dict[str, Any]:
+    return {
+        "method": latin1(head.method),
+        "url": url,
+        "version": latin1(head.version),
+        "headers": headerPairs(head.headers, signIn),
+        "headers_size": len(head.raw),
+    }
+
+
+def originTarget(head: RequestHead) -> bytes:
+    """
+    The request target to send upstream: origin-form (C{/path?query}).
+    """
+    target = head.target
+    if head.url is None:
+        return target
+    rest = target.split(b"://", 1)[1]
+    slash = rest.find(b"/")
+    query = rest.find(b"?")
+    cut = min(x for x in (slash, query, len(rest)) if x >= 0)
+    path = rest[cut:]
+    if not path.startswith(b"/"):
+        path = b"/" + path
+    return path
+
+
+class Exchange:
+    """
+    One request and its answer, relayed and logged.
+
+    @ivar ready: the upstream connection is made and the head has gone up;
+        the request's body may follow.
+    @ivar requestDone: the whole request has been read from the browser.
+    """
+
+    def __init__(
+        self,
+        proxy: SiteProxy,
+        browser: BrowserConnection,
+        head: RequestHead,
+        url: str,
+        route: Route,
+        started: float,
+    ) -> None:
+        self.proxy = proxy
+        self.reactor = proxy.reactor
+        self.browser = browser
+        self.head = head
+        self.url = url
+        self.route = route
+        self.started = started
+        self.signIn = route.site.signInHeaders if route.site is not None else frozenset()
+        self.id = 0
+        self.upstream: UpstreamProtocol | None = None
+        self.address: str | None = None
+        self.reused = False
+        self.ready = False
+        self.requestDone = False
+        self.responseStarted = False
+        self.done = False
+        self.raw = False
+        self.unparsed = False
+        self.retried = False
+        self.closeBrowser = not keepAlive(head.version, head.headers)
+        self.times: dict[str, float | None] = {"connected": None, "sent": None, "first_byte": None, "end": None}
+        self.requestBody = requestCapture(proxy.logging)
+        self.hadBody = False
+        self.responseBody: BodyCapture | None = None
+        self.response: dict[str, Any] | None = None
+        self.responseKeepAlive = False
+        self.interim: list[int] = []
+        self.up = 0
+        self.down = 0
+        self.closedBy: str | None = None
+        self.wsUp: FrameCounter | None = None
+        self.wsDown: FrameCounter | None = None
+        self._sent: list[bytes] | None = []
+        self._sentSize = 0
+
+    # -- starting ---------------------------------------------------------------
+
+    def start(self) -> None:
+        d = self.proxy.upstreamFor(self.route)
+        d.addCallbacks(self._connected, self._connectFailed)
+        d.addErrback(self._crashed)
+
+    def _crashed(self, failure: Failure) -> None:
+        _log.failure("the site proxy's exchange for {url} failed", failure, url=self.url)
+        if not self.done:
+            self.fail("the proxy failed: " + failure.getErrorMessage())
+
+    def _connected(self, result: tuple[UpstreamProtocol, bool, str, float | None]) -> None:
+        upstream, reused, address, connectedAt = result
+        if self.done:
+            # The browser went away while we connected.
+            self.proxy.pool.put(upstream)
+            return
+        self.upstream = upstream
+        self.reused = reused
+        self.address = address
+        self.times["connected"] = None if reused else connectedAt
+        upstream.exchange = self
+        upstream.raw = False
+        self._sendHead()
+        if not self.id:
+            self.id = self.proxy.writer.open(self._openFields())
+        self._attach()
+        self.ready = True
+        self.browser.exchangeReady(self)
+
+    def _sendHead(self) -> None:
+        head = self.head
+        drop = hopByHop(head.headers) - {b"transfer-encoding"}
+        extra: list[tuple[bytes, bytes]] = []
+        if head.upgrade:
+            drop.discard(b"upgrade")
+            extra.append((b"Connection", b"Upgrade"))
+        data = serializeHead(b" ".join((head.method, originTarget(head), b"HTTP/1.1")),
+                             head.headers, drop=drop, extra=extra)
+        assert self.upstream is not None
+        self.upstream.reader.expectResponseTo(head.method)
+        self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        assert self.upstream is not None
+        self.up += len(data)
+        if self._sent is not None:
+            self._sentSize += len(data)
+            if self._sentSize > MAX_RETRY_BYTES:
+                self._sent = None
+            else:
+                self._sent.append(data)
+        self.upstream.transport.write(data)
+
+    def _connectFailed(self, failure: Failure) -> None:
+        if self.done:
+            return
+        if failure.check(DestinationRefused):
+            self.browser.refuseExchange(self, 403, str(failure.value))
+            return
+        reason, status = describeFailure(failure, self.route.host, self.route.port)
+        self.done = True
+        self.browser.failBeforeAnswer(self, status, reason)
+
+    def _openFields(self) -> dict[str, Any]:
+        return {
+            "proxy": PROXY_NAME,
+            "kind": "exchange",
+            "started": self.started,
+            "client": self.browser.client,
+            "connection": self.browser.connectionId,
+            "request": requestFields(self.head, self.url, self.signIn),
+            "server": {"host": self.route.host, "port": self.route.port, "address": self.address},
+        }
+
+    def refusedFields(self, status: int, reason: str, response: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        now = self.reactor.seconds()
+        opened = self._openFields()
+        ended: dict[str, Any] = {
+            "ended": now,
+            "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
+            "response": response,
+            "bytes": {"up": 0, "down": response.get("_wire", 0)},
+        }
+        response.pop("_wire", None)
+        return opened, ended
+
+    # -- backpressure -----------------------------------------------------------
+
+    def _attach(self) -> None:
+        upstream = self.upstream
+        assert upstream is not None and upstream.gate is not None
+        upstream.transport.registerProducer(self.browser.gate, True)
+        self.browser.transport.registerProducer(upstream.gate, True)
+
+    def _detach(self) -> None:
+        upstream = self.upstream
+        if upstream is None:
+            return
+        try:
+            upstream.transport.unregisterProducer()
+        except Exception:
+            pass
+        try:
+            self.browser.transport.unregisterProducer()
+        except Exception:
+            pass
+        self.browser.gate.release(BACKPRESSURE)
+        if upstream.gate is not None:
+            upstream.gate.release(BACKPRESSURE)
+
+    # -- the request, from the browser ------------------------------------------
+
+    def fromBrowser(self, event: Event) -> None:
+        if self.done:
+            return
+        if isinstance(event, Body):
+            self.hadBody = True
+            self.requestBody.feed(event.data)
+            if not self.responseComplete:
+                self._write(event.raw)
+        elif isinstance(event, EndOfMessage):
+            self.requestDone = True
+            if event.raw and not self.responseComplete:
+                self._write(event.raw)
+            self.times["sent"] = self.reactor.seconds()
+        elif isinstance(event, Incomplete):
+            self.requestDone = True
+            self.closedBy = CLIENT
+            self.fail("the browser closed the connection in the middle of the request", abortBrowser=True)
+
+    responseComplete = False
+
+    def browserLost(self, reason: Failure) -> None:
+        if self.done:
+            return
+        if self.raw:
+            self._rawEnded(CLIENT, reason)
+            return
+        self.closedBy = CLIENT
+        self.fail("the browser closed the connection before the answer was complete")
+
+    # -- the answer, from upstream ------------------------------------------------
+
+    def serverBytes(self, upstream: UpstreamProtocol, data: bytes) -> None:
+        if self.times["first_byte"] is None:
+            self.times["first_byte"] = self.reactor.seconds()
+        if self.raw:
+            self._rawDown(data)
+            return
+        for event in upstream.reader.feed(data):
+            self._fromServer(event)
+            if self.raw:
+                leftover = upstream.reader.leftover()
+                if leftover:
+                    self._rawDown(leftover)
+                return
+            if self.done:
+                return
+
+    def _fromServer(self, event: Event) -> None:
+        if isinstance(event, ResponseHead):
+            if event.interim:
+                self.interim.append(event.status)
+                self._writeBrowser(event.raw)
+            else:
+                self._responseHead(event)
+        elif isinstance(event, Body):
+            assert self.responseBody is not None
+            self.responseBody.feed(event.data)
+            self._writeBrowser(event.raw)
+        elif isinstance(event, EndOfMessage):
+            if self.wsUp is not None:
+                return
+            if event.raw:
+                self._writeBrowser(event.raw)
+            self._responseEnded()
+        elif isinstance(event, Unparsable):
+            self._unparsable(event)
+        elif isinstance(event, Incomplete):
+            self._upstreamClosedEarly(event.reason)
+
+    def _writeBrowser(self, data: bytes) -> None:
+        self.down += len(data)
+        self.browser.transport.write(data)
+
+    def _responseHead(self, event: ResponseHead) -> None:
+        self.responseStarted = True
+        self._sent = None
+        head = self.head
+        websocket = event.status == 101 and head.upgrade
+        drop = hopByHop(event.headers) - {b"transfer-encoding"}
+        extra: list[tuple[bytes, bytes]] = []
+        if websocket:
+            drop.discard(b"upgrade")
+            extra.append((b"Connection", b"Upgrade"))
+        headers = [(n, v) for n, v in event.headers if n.lower() not in drop]
+        route = self.route
+        if route.backend is not None:
+            headers = rewriteHeaders(headers, route.backend, route.origin, route.publicHost)
+        self.responseKeepAlive = keepAlive(event.version, event.headers) and not event.eofFramed
+        if event.eofFramed:
+            self.closeBrowser = True
+        if not websocket:
+            if self.closeBrowser:
+                extra.append((b"Connection", b"close"))
+            elif head.version == b"HTTP/1.0":
+                extra.append((b"Connection", b"keep-alive"))
+        reason = event.reason
+        data = serializeHead(b"HTTP/1.1 %d %s" % (event.status, reason), headers, extra=extra)
+        self._writeBrowser(data)
+        contentType = headerValues(event.headers, b"content-type")
+        self.responseBody = responseCapture(contentType[0] if contentType else None, self.proxy.logging)
+        self.response = {
+            "status": event.status,
+            "reason": latin1(reason),
+            "version": "HTTP/1.1",
+            "headers": headerPairs(headers + extra, self.signIn),
+            "headers_size": len(data),
+        }
+        if websocket:
+            self._startWebSocket()
+
+    def _responseEnded(self) -> None:
+        self.responseComplete = True
+        upstream = self.upstream
+        reuse = (
+            upstream is not None
+            and self.responseKeepAlive
+            and self.requestDone
+            and upstream.reader.idle
+        )
+        if not self.requestDone:
+            # An early answer (a 413 before the upload ended): the rest of the
+            # request is read and dropped, the backend connection closed.
+            self.browser.discardRestOfRequest(self)
+        self._finish({}, reuseUpstream=reuse)
+
+    def _upstreamClosedEarly(self, reason: str) -> None:
+        if not self.responseStarted:
+            self._noAnswer(f"{self.route.host}:{self.route.port} closed the connection before answering")
+        else:
+            self.closedBy = SERVER
+            self.fail(f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer",
+                      abortBrowser=True)
+
+    def serverLost(self, upstream: UpstreamProtocol, reason: Failure) -> None:
+        if self.done or upstream is not self.upstream:
+            return
+        if self.raw:
+            self._rawEnded(SERVER, reason)
+            return
+        for event in upstream.reader.feedEOF():
+            self._fromServer(event)
+            if self.done:
+                return
+        if self.done:
+            return
+        if not self.responseStarted and self.times["first_byte"] is None and self.reused \
+                and not self.retried and self._sent is not None and self.requestDone:
+            self._retry()
+            return
+        if not self.responseStarted:
+            what = "reset" if not reason.check(error.ConnectionDone) else "closed"
+            self._noAnswer(f"{self.route.host}:{self.route.port} {what} the connection before answering")
+        else:
+            self.closedBy = SERVER
+            self.fail(f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer",
+                      abortBrowser=True)
+
+    def _retry(self) -> None:
+        """
+        A reused connection was already closed: send the request again, once,
+        on a new one.
+        """
+        self.retried = True
+        sent = b"".join(self._sent or [])
+        self._detach()
+        self.upstream = None
+        self.up = 0
+        self._sent = []
+        self._sentSize = 0
+        d = self.proxy.upstreamFor(self.route, fresh=True)
+
+        def again(result: tuple[UpstreamProtocol, bool, str, float | None]) -> None:
+            upstream, reused, address, connectedAt = result
+            if self.done:
+                self.proxy.pool.put(upstream)
+                return
+            self.upstream = upstream
+            self.address = address
+            self.times["connected"] = connectedAt
+            upstream.exchange = self
+            upstream.reader.expectResponseTo(self.head.method)
+            self._write(sent)
+            self._attach()
+
+        d.addCallbacks(again, lambda f: self._noAnswer(describeFailure(f, self.route.host, self.route.port)[0]))
+        d.addErrback(self._crashed)
+
+    def _noAnswer(self, reason: str) -> None:
+        """
+        No answer came: the browser gets a 502, the entry C{_failed}.
+        """
+        self._detach()
+        self._dropUpstream()
+        self.done = True
+        self.browser.failAfterOpen(self, 502, reason)
+
+    # -- raw relays: WebSockets and answers that aren't HTTP ---------------------
+
+    def _startWebSocket(self) -> None:
+        self.wsUp = FrameCounter()
+        self.wsDown = FrameCounter()
+        self._enterRaw()
+
+    def _unparsable(self, event: Unparsable) -> None:
+        self.unparsed = True
+        self._sent = None
+        self._enterRaw()
+        if event.raw:
+            self._rawDown(event.raw)
+
+    def _enterRaw(self) -> None:
+        self.raw = True
+        assert self.upstream is not None
+        self.upstream.raw = True
+        pending = self.browser.enterRaw(self)
+        if pending:
+            self.browserRaw(pending)
+
+    def browserRaw(self, data: bytes) -> None:
+        if self.done or self.upstream is None:
+            return
+        if self.wsUp is not None:
+            self.wsUp.feed(data)
+        self.up += len(data)
+        self.upstream.transport.write(data)
+
+    def _rawDown(self, data: bytes) -> None:
+        if self.wsDown is not None:
+            self.wsDown.feed(data)
+        self._writeBrowser(data)
+
+    def _rawEnded(self, closedBy: str, reason: Failure) -> None:
+        self.closedBy = closedBy
+        extra: dict[str, Any] = {}
+        if not reason.check(error.ConnectionDone):
+            who = "the browser" if closedBy == CLIENT else self.route.host
+            extra["_failed"] = {"reason": f"{who} reset the connection"}
+        self._finish(extra, reuseUpstream=False)
+        if closedBy == CLIENT:
+            self._dropUpstream(gently=True)
+        else:
+            self.browser.transport.loseConnection()
+
+    def abort(self) -> None:
+        """
+        The proxy is stopping: end this exchange now.
+        """
+        if self.done:
+            return
+        self.closedBy = PROXY
+        self.fail("the proxy stopped", abortBrowser=True)
+
+    # -- ending -------------------------------------------------------------------
+
+    def fail(self, reason: str, abortBrowser: bool = False) -> None:
+        if self.done:
+            return
+        self._finish({"_failed": {"reason": reason}}, reuseUpstream=False)
+        self._dropUpstream()
+        if abortBrowser:
+            self.browser.transport.abortConnection()
+
+    def _dropUpstream(self, gently: bool = False) -> None:
+        upstream, self.upstream = self.upstream, None
+        if upstream is not None:
+            upstream.exchange = None
+            if gently:
+                upstream.transport.loseConnection()
+            else:
+                upstream.transport.abortConnection()
+
+    def endFields(self, extra: dict[str, Any]) -> dict[str, Any]:
+        now = self.reactor.seconds()
+        self.times["end"] = now
+        fields: dict[str, Any] = {"ended": now, "times": dict(self.times)}
+        if self.hadBody or self.requestBody.size:
+            fields["request_body"] = self.requestBody.record()
+        if self.response is not None and not self.unparsed:
+            response = dict(self.response)
+            if self.responseBody is not None and self.wsUp is None:
+                response["body"] = self.responseBody.record()
+            fields["response"] = response
+        if self.interim:
+            fields["interim"] = list(self.interim)
+        fields["bytes"] = {"up": self.up, "down": self.down}
+        if self.closedBy is not None and (self.wsUp is not None or self.raw):
+            fields["closed_by"] = self.closedBy
+        if self.wsUp is not None and self.wsDown is not None:
+            fields["_websocket"] = {
+                "messages_up": self.wsUp.messages,
+                "messages_down": self.wsDown.messages,
+                "bytes_up": self.wsUp.bytes,
+                "bytes_down": self.wsDown.bytes,
+            }
+        if self.unparsed:
+            fields["_unparsed"] = True
+        fields.update(extra)
+        return fields
+
+    def _finish(self, extra: dict[str, Any], reuseUpstream: bool) -> None:
+        if self.done:
+            return
+        self.done = True
+        self._detach()
+        self.proxy.writer.end(self.id, self.endFields(extra))
+        upstream = self.upstream
+        if upstream is not None:
+            if reuseUpstream:
+                self.upstream = None
+                upstream.exchange = None
+                self.proxy.pool.put(upstream)
+            elif not self.raw:
+                self._dropUpstream(gently=True)
+        self.browser.exchangeDone(self, close=self.closeBrowser and not self.raw)
+
+
+def connectedAt(reactor: Any) -> defer.Deferred[float]:
+    return defer.succeed(reactor.seconds())

@@ -1,0 +1,158 @@
+"""
+Connections to backends and live hosts: the upstream protocol that reads
+answers, and the pool that keeps idle keep-alive connections for reuse.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import TYPE_CHECKING, Any, Callable, Hashable
+
+from twisted.internet import defer, error
+from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS
+from twisted.internet.protocol import Factory, Protocol
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from netlog.core.http1 import ResponseReader
+from netlog.net.relay import Gate
+
+if TYPE_CHECKING:
+    from netlog.site.exchange import Exchange
+
+_log = Logger()
+
+#: Idle connections kept per upstream (address, port, TLS name).
+MAX_IDLE_PER_UPSTREAM = 16
+#: Seconds an idle upstream connection is kept before it is closed.
+IDLE_UPSTREAM_TIMEOUT = 30.0
+
+
+class UpstreamProtocol(Protocol):
+    """
+    One connection to a backend or a live host, carrying one exchange at a
+    time. Its bytes go to the exchange, read as answers, or raw once the
+    exchange says so (a WebSocket, an answer that isn't HTTP).
+
+    @ivar firstByteAt: when the current exchange's first answer byte came.
+    """
+
+    def __init__(self, reactor: Any, key: Hashable) -> None:
+        self.reactor = reactor
+        self.key = key
+        self.reader = ResponseReader()
+        self.exchange: Exchange | None = None
+        self.raw = False
+        self.gate: Gate | None = None
+        self.connected = False
+        self.pool: Pool | None = None
+        self.lostReason: Failure | None = None
+
+    def connectionMade(self) -> None:
+        self.connected = True
+        self.gate = Gate(self.transport)
+
+    def dataReceived(self, data: bytes) -> None:
+        exchange = self.exchange
+        if exchange is None:
+            # An idle connection must be silent; anything else means it
+            # can't be reused.
+            self.transport.abortConnection()
+            return
+        exchange.serverBytes(self, data)
+
+    def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
+        self.connected = False
+        self.lostReason = reason
+        if self.pool is not None:
+            self.pool.forget(self)
+        exchange, self.exchange = self.exchange, None
+        if exchange is not None:
+            exchange.serverLost(self, reason)
+
+    @property
+    def reusable(self) -> bool:
+        return self.connected and not self.raw and self.reader.idle
+
+
+def connectUpstream(
+    reactor: Any, address: str, port: int, tlsCreator: Any, timeout: float, key: Hashable
+) -> defer.Deferred[UpstreamProtocol]:
+    """
+    Open a new connection to C{address:port} (TLS over it when C{tlsCreator}).
+    """
+    ip = ipaddress.ip_address(address)
+    endpointClass = TCP6ClientEndpoint if ip.version == 6 else TCP4ClientEndpoint
+    endpoint: Any = endpointClass(reactor, address, port, timeout=timeout)
+    if tlsCreator is not None:
+        endpoint = wrapClientTLS(tlsCreator, endpoint)
+    return endpoint.connect(Factory.forProtocol(lambda: UpstreamProtocol(reactor, key)))
+
+
+class Pool:
+    """
+    Idle keep-alive connections to upstreams, by key.
+    """
+
+    def __init__(self, reactor: Any, maxIdle: int = MAX_IDLE_PER_UPSTREAM,
+                 idleTimeout: float = IDLE_UPSTREAM_TIMEOUT) -> None:
+        self.reactor = reactor
+        self.maxIdle = maxIdle
+        self.idleTimeout = idleTimeout
+        self._idle: dict[Hashable, list[UpstreamProtocol]] = {}
+        self._timers: dict[UpstreamProtocol, Any] = {}
+
+    def take(self, key: Hashable) -> UpstreamProtocol | None:
+        """
+        An idle connection for C{key}, the most recently used first.
+        """
+        idle = self._idle.get(key)
+        while idle:
+            protocol = idle.pop()
+            self._cancelTimer(protocol)
+            protocol.pool = None
+            if protocol.reusable:
+                return protocol
+        return None
+
+    def put(self, protocol: UpstreamProtocol) -> None:
+        """
+        Keep C{protocol} for reuse, or close it when it can't be reused or
+        too many are kept.
+        """
+        idle = self._idle.setdefault(protocol.key, [])
+        if not protocol.reusable or len(idle) >= self.maxIdle:
+            protocol.transport.loseConnection()
+            return
+        protocol.pool = self
+        idle.append(protocol)
+        self._timers[protocol] = self.reactor.callLater(self.idleTimeout, self._expire, protocol)
+
+    def forget(self, protocol: UpstreamProtocol) -> None:
+        self._cancelTimer(protocol)
+        idle = self._idle.get(protocol.key)
+        if idle and protocol in idle:
+            idle.remove(protocol)
+        protocol.pool = None
+
+    def _expire(self, protocol: UpstreamProtocol) -> None:
+        self._timers.pop(protocol, None)
+        self.forget(protocol)
+        protocol.transport.loseConnection()
+
+    def _cancelTimer(self, protocol: UpstreamProtocol) -> None:
+        timer = self._timers.pop(protocol, None)
+        if timer is not None and timer.active():
+            timer.cancel()
+
+    def closeAll(self) -> None:
+        for idle in list(self._idle.values()):
+            for protocol in list(idle):
+                self.forget(protocol)
+                protocol.transport.loseConnection()
+        self._idle.clear()
+
+    def idleCount(self, key: Hashable | None = None) -> int:
+        if key is None:
+            return sum(len(v) for v in self._idle.values())
+        return len(self._idle.get(key, []))

@@ -1,0 +1,114 @@
+"""
+Tests for L{netlog.site.config}: reading C{sites.toml}.
+"""
+
+from __future__ import annotations
+
+import os
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from netlog.site.config import ConfigError, loadSites, parseSites
+
+GOOD = """\
+# The sites the browser may reach.
+[[site]]
+name = "shop"
+origins = ["https://shop.test", "http://shop.test", "https://shop.test:8443"]
+backend = "http://127.0.0.1:7770"
+sign_in_headers = ["Authorization", "X-Session"]
+
+[[site]]
+name = "wiki"
+origins = ["https://wiki.test"]
+backend = "https://wiki-backend.test:8443"
+verify = false
+
+[live]
+hosts = ["*.example.org", "api.example.com"]
+"""
+
+
+class ParseTests(SynchronousTestCase):
+    def test_good(self) -> None:
+        """
+        A well-formed file gives its sites, origins, backends, sign-in
+        headers (lowercased) and live hosts.
+        """
+        config = parseSites(GOOD)
+        self.assertEqual([s.name for s in config.sites], ["shop", "wiki"])
+        shop = config.siteFor("SHOP.test")
+        assert shop is not None
+        self.assertEqual([str(o) for o in shop.origins],
+                         ["https://shop.test", "http://shop.test", "https://shop.test:8443"])
+        self.assertEqual((shop.backend.scheme, shop.backend.host, shop.backend.port), ("http", "127.0.0.1", 7770))
+        self.assertEqual(shop.signInHeaders, frozenset({"authorization", "x-session"}))
+        wiki = config.siteFor("wiki.test")
+        assert wiki is not None
+        self.assertFalse(wiki.backend.verify)
+        self.assertTrue(wiki.backend.tls)
+        self.assertIsNone(config.siteFor("other.test"))
+        self.assertEqual(str(shop.httpsOrigin("shop.test")), "https://shop.test")
+
+    def test_liveHosts(self) -> None:
+        """
+        C{*.example.org} matches its subdomains, not the bare name; exact names
+        match only themselves; no live host is allowed by default.
+        """
+        config = parseSites(GOOD)
+        self.assertTrue(config.isLive("a.example.org"))
+        self.assertTrue(config.isLive("b.a.example.org"))
+        self.assertFalse(config.isLive("example.org"))
+        self.assertTrue(config.isLive("api.example.com"))
+        self.assertFalse(config.isLive("www.example.com"))
+        self.assertFalse(parseSites("").isLive("a.example.org"))
+
+    def test_errorsNameTheLine(self) -> None:
+        """
+        Each mistake fails with the file, the line it is on, and what is
+        wrong.
+        """
+        cases = [
+            ("[[site]]\nname = \"a\"\norigins = [\"ftp://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n",
+             3, "http:// or https://"),
+            ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"127.0.0.1:1\"\n",
+             4, "backend"),
+            ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
+             "sign_in_headers = [\"Cookie\"]\n", 5, "always keeps cookies"),
+            ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
+             "colour = 1\n", 5, "unknown key 'colour'"),
+            ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\n", 1, "needs backend"),
+            ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
+             "[[site]]\nname = \"b\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:2\"\n",
+             7, "already site 'a'"),
+            ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
+             "verify = \"yes\"\n", 5, "verify must be true or false"),
+            ("[live]\nhosts = [\"https://x.test/\"]\n", 2, "no scheme"),
+            ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"\n", 3, "not valid TOML"),
+            ("[[site]]\nname = \"a\"\norigins = [\"https://a.test/path\"]\nbackend = \"http://127.0.0.1:1\"\n",
+             3, "no path"),
+        ]
+        for text, line, words in cases:
+            with self.assertRaises(ConfigError, msg=text) as caught:
+                parseSites(text, "sites.toml")
+            message = str(caught.exception)
+            self.assertIn(f"line {line}", message, text)
+            self.assertIn(words, message, text)
+            self.assertTrue(message.startswith("sites.toml"), message)
+
+    def test_loadMissingFile(self) -> None:
+        """
+        A file that can't be read fails with its path and why.
+        """
+        path = os.path.join(self.mktemp(), "sites.toml")
+        with self.assertRaises(ConfigError) as caught:
+            loadSites(path)
+        self.assertIn(path, str(caught.exception))
+
+    def test_example(self) -> None:
+        """
+        The example shipped in C{examples/} reads.
+        """
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        config = loadSites(os.path.join(here, "examples", "sites.toml"))
+        self.assertTrue(config.sites)
