@@ -1,0 +1,172 @@
+"""
+The export's shell: writeHar streams to a binary file object, reads the log
+as it was when the export began, and netlog har runs from the command line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import tempfile
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from netlog.har.export import WRITE_SIZE, writeHar
+from tests.har.support import T0, Log, validate
+from tests.support import netlogArgv, sourceEnv
+
+#: Seconds a CLI run may take before the test fails.
+CLI_TIMEOUT = 60
+
+
+def bigLog(entries: int, bodySize: int) -> Log:
+    log = Log()
+    ids = []
+    # a tunnel that stays open across everything else
+    log.open(method="CONNECT", url="https://live.test:443/", kind="tunnel", server={"host": "live.test", "port": 443, "address": "127.0.0.1"})
+    for i in range(entries):
+        ids.append(log.open(url=f"https://shop.test/item/{i}", started=T0 + i))
+        if len(ids) > 3:
+            n = ids.pop(0)
+            log.end(n, headers=[("Content-Type", "text/plain")], body=(b"%d " % n) * (bodySize // 4))
+    for n in ids:
+        log.end(n, headers=[("Content-Type", "text/plain")], body=b"last")
+    return log
+
+
+class RecordingFile(io.BytesIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[int] = []
+
+    def write(self, data) -> int:  # type: ignore[override]
+        self.writes.append(len(data))
+        return super().write(data)
+
+
+class WriteHarTests(SynchronousTestCase):
+    """
+    writeHar.
+    """
+
+    def setUp(self) -> None:
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(lambda: __import__("shutil").rmtree(self.dir, ignore_errors=True))
+        self.path = os.path.join(self.dir, "network.jsonl")
+
+    def write(self, log: Log) -> None:
+        with open(self.path, "wb") as f:
+            f.write(log.bytes())
+
+    def test_streams(self) -> None:
+        """
+        The HAR goes out in pieces as entries are made, each piece about
+        WRITE_SIZE (plus one entry), in open order, behind a tunnel left open.
+        """
+        self.write(bigLog(60, 40_000))
+        out = RecordingFile()
+        result = writeHar(self.path, out)
+        self.assertEqual(result.entries, 61)
+        self.assertGreater(len(out.writes), 4)
+        self.assertLess(max(out.writes), WRITE_SIZE + 200_000)
+        har = json.loads(out.getvalue())
+        urls = [e["request"]["url"] for e in har["log"]["entries"]]
+        self.assertEqual(urls, ["https://live.test:443/"] + [f"https://shop.test/item/{i}" for i in range(60)])
+        self.assertTrue(har["log"]["entries"][0]["_open"])
+        self.assertEqual(validate(out.getvalue()), [])
+
+    def test_snapshot(self) -> None:
+        """
+        Lines written while the export runs are left for the next export:
+        not in this HAR, and not counted as unreadable.
+        """
+        log = Log()
+        a = log.open(url="https://shop.test/a")
+        log.end(a)
+        self.write(log)
+        late = Log()
+        late.lines = list(log.lines)
+        b = late.open(url="https://shop.test/b")
+
+        def progress(indexed: int, written: int, size: int, total: int) -> None:
+            with open(self.path, "ab") as f:
+                if os.path.getsize(self.path) == size:
+                    f.write(late.lines[b - 1][:10])
+
+        out = io.BytesIO()
+        result = writeHar(self.path, out, progress)
+        har = json.loads(out.getvalue())
+        self.assertEqual([e["request"]["url"] for e in har["log"]["entries"]], ["https://shop.test/a"])
+        self.assertEqual(har["log"]["_unreadable"], 0)
+        self.assertEqual(result.unreadable, 0)
+
+
+class CommandLineTests(SynchronousTestCase):
+    """
+    netlog har LOG [-o FILE].
+    """
+
+    def setUp(self) -> None:
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(lambda: __import__("shutil").rmtree(self.dir, ignore_errors=True))
+        self.path = os.path.join(self.dir, "network.jsonl")
+        log = Log()
+        n = log.open(url="https://shop.test/é")
+        log.end(n, headers=[("Content-Type", "text/html; charset=utf-8")], body="été".encode())
+        log.raw(b"not json\n")
+        with open(self.path, "wb") as f:
+            f.write(log.bytes())
+
+    def run_(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            netlogArgv() + ["har", *args], capture_output=True, env=sourceEnv(), timeout=CLI_TIMEOUT, cwd=self.dir
+        )
+
+    def test_output(self) -> None:
+        """
+        -o writes the HAR to a file (UTF-8, no BOM, valid), and says on
+        stderr how many lines couldn't be used.
+        """
+        out = os.path.join(self.dir, "network.har")
+        proc = self.run_(self.path, "-o", out)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout, b"")
+        self.assertIn(b"1 lines could not be used", proc.stderr)
+        with open(out, "rb") as f:
+            raw = f.read()
+        self.assertEqual(validate(raw), [])
+        har = json.loads(raw.decode("utf-8"))
+        self.assertEqual(har["log"]["entries"][0]["response"]["content"]["text"], "été")
+        self.assertEqual(har["log"]["entries"][0]["request"]["url"], "https://shop.test/%E9")
+        self.assertFalse(os.path.exists(out + ".partial"))
+
+    def test_stdout(self) -> None:
+        """
+        Without -o the HAR goes to standard output, and no progress bar to a
+        stderr that isn't a terminal.
+        """
+        proc = self.run_(self.path)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(len(json.loads(proc.stdout)["log"]["entries"]), 1)
+        self.assertNotIn(b"[", proc.stderr)
+
+    def test_progress(self) -> None:
+        """
+        --progress always draws the bar on stderr.
+        """
+        proc = self.run_(self.path, "--progress", "always", "-o", os.path.join(self.dir, "x.har"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(b"100%", proc.stderr)
+        self.assertIn(b"1/1 entries", proc.stderr)
+
+    def test_missingLog(self) -> None:
+        """
+        A log that isn't there: exit 1 with a message naming it, no file.
+        """
+        out = os.path.join(self.dir, "network.har")
+        proc = self.run_(os.path.join(self.dir, "nope.jsonl"), "-o", out)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(b"nope.jsonl", proc.stderr)
+        self.assertFalse(os.path.exists(out))
