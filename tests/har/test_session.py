@@ -8,6 +8,7 @@ field, validated by the HAR schema and read by WebArena-Verified's own loader.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -163,15 +164,20 @@ def sessionLog() -> Log:
     return log
 
 
+@functools.lru_cache(maxsize=1)
+def _exported() -> tuple:
+    return export(sessionLog().bytes())
+
+
 class SessionTests(SynchronousTestCase):
     """
     The golden session, exported.
     """
 
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.har, cls.raw, cls.result = export(sessionLog().bytes())
-        cls.entries = cls.har["log"]["entries"]
+    def setUp(self) -> None:
+        # trial has no setUpClass: export once per process, share the result
+        self.har, self.raw, self.result = _exported()
+        self.entries = self.har["log"]["entries"]
 
     def entry(self, url: str, method: str = "GET") -> dict:
         matches = [e for e in self.entries if e["request"]["url"] == url and e["request"]["method"] == method]
