@@ -4,14 +4,30 @@ its LogWriter and its listeners.
 
 A proxy package offers C{buildProxy(config, writer, reactor) -> IService}
 whose C{listeners} attribute lists C{(role, description, factory)}: the
-endpoint descriptions to serve and the factory for each. This module binds
-them (in twistd's privileged step, through L{strports.service}) and puts the
-LogWriter first, so the file is open before privileges drop.
+endpoint descriptions to serve and the factory for each.
+
+Supervised (the default), L{makeProxyService} returns a
+L{netlog.supervise.supervisor.Supervisor}: it opens the log and binds the
+listeners in twistd's privileged step, and runs the proxy in a worker process
+that inherits them and is started again when it dies. The worker imports the
+plugin's C{Options} and C{buildProxy} by name and parses the same arguments
+again, so both must be importable module-level names, and C{buildProxy} must
+only build (start nothing) since the supervisor calls it too, to learn the
+listeners.
+
+With C{--no-supervise} it wires everything in this process: the LogWriter
+first, so the file is open before privileges drop, then the proxy, then a
+L{strports.service} per listener.
+
+Either way C{--api DESCRIPTION} adds the loopback HTTP API (see
+L{netlog.api}), and C{config["api-address"]} is the C{(host, port)} it
+serves on (or None), which a proxy's destination policy must refuse.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable
 
 from twisted.application import strports
@@ -19,6 +35,11 @@ from twisted.application.service import IService, MultiService
 from twisted.python import usage
 
 from netlog.log.writer import LogWriter
+
+#: The interface the API listens on when its description names none.
+API_INTERFACE = "127.0.0.1"
+#: Seconds a worker has to stop after SIGTERM before it is killed.
+DEFAULT_GRACE = 10.0
 
 
 def defaultLogPath(name: str) -> str:
@@ -32,26 +53,146 @@ def defaultLogPath(name: str) -> str:
     return os.path.join(state, "netlog", f"{name}.jsonl")
 
 
+def _splitDescription(description: str) -> list[str]:
+    """
+    An endpoint description's parts, split at the colons not escaped with
+    a backslash (as C{tcp6:8080:interface=\\:\\:1} escapes them), unescaped.
+    """
+    parts = [""]
+    escaped = False
+    for char in description:
+        if escaped:
+            parts[-1] += char
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ":":
+            parts.append("")
+        else:
+            parts[-1] += char
+    return parts
+
+
+def apiDescription(value: str) -> str:
+    """
+    Check an C{--api} endpoint description and make it loopback unless it
+    names an interface: C{tcp:8080} (or C{8080}) becomes
+    C{tcp:8080:interface=127.0.0.1}.
+
+    @raise usage.UsageError: it is not a TCP description with a port.
+    """
+    value = value.strip()
+    if value.isdigit():
+        value = "tcp:" + value
+    parts = _splitDescription(value)
+    if parts[0].lower() not in ("tcp", "tcp6") or len(parts) < 2 or not parts[1].isdigit():
+        raise usage.UsageError(
+            f"--api wants a TCP endpoint description such as "
+            f"tcp:8081:interface=127.0.0.1, got {value!r}"
+        )
+    if not any(p.startswith("interface=") for p in parts[2:]):
+        value += ":interface=" + (API_INTERFACE if parts[0].lower() == "tcp" else "\\:\\:1")
+    return value
+
+
+def apiAddress(description: str) -> tuple[str, int]:
+    """
+    The C{(host, port)} an C{--api} description (as L{apiDescription} left
+    it) listens on.
+    """
+    parts = _splitDescription(description)
+    host = API_INTERFACE
+    for part in parts[2:]:
+        if part.startswith("interface="):
+            host = part[len("interface="):]
+    return host, int(parts[1])
+
+
 class LogOptions(usage.Options):
     """
-    The options every proxy has for its log.
+    The options every proxy shares: its log, its supervision, its API.
+
+    A plugin's C{Options} inherits these (and calls
+    C{LogOptions.postOptions}); L{parseOptions} keeps the arguments in
+    C{argv}, which a supervised worker parses again.
     """
 
     optParameters = [
         ["log", None, None, "The log file (default: /var/log/netlog/NAME.jsonl as root, "
          "else ~/.local/state/netlog/NAME.jsonl)."],
+        ["api", None, None, "Serve the log over HTTP on this endpoint (off unless given; "
+         "loopback unless it names an interface), e.g. tcp:8081:interface=127.0.0.1."],
+        ["grace", None, DEFAULT_GRACE, "Seconds a worker has to stop after SIGTERM "
+         "before it is killed.", float],
     ]
     optFlags = [
         ["no-log", None, "Keep no log (bodies are counted, neither kept nor hashed)."],
+        ["no-supervise", None, "Run the proxy in the twistd process itself, with no "
+         "worker to start again (for debugging, or under an outer supervisor)."],
     ]
+
+    argv: list[str] = []
+
+    def parseOptions(self, options: list[str] | None = None) -> None:
+        self.argv = list(sys.argv[1:] if options is None else options)
+        usage.Options.parseOptions(self, options)
 
     def postOptions(self) -> None:
         if self["no-log"]:
             self["log"] = None
         elif not self.get("log"):
             self["log"] = defaultLogPath(self.logName)
+        self.checkApi()
+
+    def checkApi(self) -> None:
+        """
+        Check C{--api} and set C{self["api-address"]}.
+        """
+        if self.get("api"):
+            self["api"] = apiDescription(self["api"])
+            self["api-address"] = apiAddress(self["api"])
+        else:
+            self["api"] = None
+            self["api-address"] = None
+        if self.get("grace") is not None and self["grace"] < 0:
+            raise usage.UsageError("--grace wants a number of seconds, 0 or more")
 
     logName = "network"
+
+
+#: The name the issue gives the shared options.
+ProxyOptions = LogOptions
+
+
+#: Files a supervised worker inherited open from its supervisor: path -> fd.
+_inherited: dict[str, int] = {}
+
+
+def inheritPrivilegedFiles(files: dict[str, int]) -> None:
+    """
+    Record the files the supervisor opened for this worker (called by the
+    worker before it parses its options).
+    """
+    _inherited.update({os.path.abspath(path): fd for path, fd in files.items()})
+
+
+def openPrivileged(path: str, flags: int = os.O_RDONLY) -> int:
+    """
+    Open a file only root may read (a CA key, say), also in a supervised
+    worker that runs unprivileged.
+
+    A proxy lists such paths in its C{privilegedFiles} attribute; the
+    supervisor opens them (read-only) in twistd's privileged step and hands
+    them to each worker, where this returns a copy of the inherited
+    descriptor, at offset 0. Elsewhere (C{--no-supervise}, tests) it is
+    C{os.open(path, flags)}.
+    """
+    fd = _inherited.get(os.path.abspath(path))
+    if fd is None:
+        return os.open(path, flags)
+    copy = os.dup(fd)
+    os.lseek(copy, 0, os.SEEK_SET)
+    return copy
 
 
 def dropIds(config: usage.Options) -> tuple[int | None, int | None]:
@@ -71,12 +212,67 @@ BuildProxy = Callable[[Any, LogWriter, Any], IService]
 
 def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: Any = None) -> MultiService:
     """
-    Wire a proxy in this process: its LogWriter, the proxy, its listeners.
+    Wire a proxy: supervised in a worker process, or with C{--no-supervise}
+    in this one; with its API listener when C{--api} is given.
     """
     if reactor is None:
         from twisted.internet import reactor as _reactor
 
         reactor = _reactor
+    if not config.get("api-address") and config.get("api"):
+        config["api"] = apiDescription(config["api"])
+        config["api-address"] = apiAddress(config["api"])
+    config.setdefault("api-address", None)
+    if config.get("no-supervise"):
+        top = makeSingleProcess(config, buildProxy, reactor)
+    else:
+        top = makeSupervised(config, buildProxy, reactor)
+    if config.get("api"):
+        from netlog.api.service import makeApiService
+
+        makeApiService(config, reactor).setServiceParent(top)
+    return top
+
+
+def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiService:
+    """
+    The supervisor of a worker that runs the proxy.
+    """
+    from netlog.supervise.adopt import NotAdoptable, checkAdoptable
+    from netlog.supervise.supervisor import Supervisor
+    from netlog.supervise.worker import dottedName
+
+    # Built here only to learn its listeners; the worker builds its own.
+    proxy = buildProxy(config, LogWriter(None, reactor=reactor), reactor)
+    listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
+    for _, description in listeners:
+        try:
+            checkAdoptable(description)
+        except NotAdoptable as e:
+            raise usage.UsageError(str(e)) from None
+    uid, gid = dropIds(config)
+    argv = getattr(config, "argv", None)
+    if argv is None:
+        raise usage.UsageError("a supervised proxy needs options parsed by LogOptions.parseOptions")
+    return Supervisor(
+        reactor=reactor,
+        optionsClass=dottedName(type(config)),
+        buildProxy=dottedName(buildProxy),
+        argv=list(argv),
+        logPath=config["log"],
+        listeners=listeners,
+        privilegedFiles=list(getattr(proxy, "privilegedFiles", [])),
+        uid=uid,
+        gid=gid,
+        apiAddress=lambda: config.get("api-address"),
+        grace=config.get("grace", DEFAULT_GRACE),
+    )
+
+
+def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiService:
+    """
+    Wire a proxy in this process: its LogWriter, the proxy, its listeners.
+    """
     uid, gid = dropIds(config)
     top = MultiService()
     writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid)

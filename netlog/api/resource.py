@@ -1,0 +1,360 @@
+"""
+The loopback HTTP API's resources: the log's pages, its HAR, the CA.
+
+  - C{GET /network?after=N&limit=BYTES}: the reader's envelope
+    C{{"lines": [...], "next": N, "begun_again": false}};
+  - C{GET /network.har}: the HAR export, built in a thread and streamed;
+  - C{GET /ca.pem}: the site proxy's CA certificate.
+
+Bad parameters get C{400} and a JSON body saying which and why. The file work
+runs in threads, so a slow disk or a large export never holds up the event
+loop (which, in the supervisor, also watches the worker).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Callable
+from urllib.parse import parse_qsl
+
+from twisted.internet.defer import DeferredLock
+from twisted.internet.threads import deferToThreadPool
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from twisted.web.resource import Resource
+from twisted.web.server import NOT_DONE_YET, Request
+
+from netlog.core.paging import DEFAULT_LIMIT
+
+_log = Logger()
+
+#: The largest C{limit} a page may ask for, in bytes.
+MAX_LIMIT = 64 << 20
+#: The longest query string read, in bytes.
+MAX_QUERY = 1024
+#: Seconds a HAR export waits for a stalled client to read before giving up.
+STALL_TIMEOUT = 300.0
+
+JSON_TYPE = b"application/json"
+
+
+class BadParameter(Exception):
+    """
+    A request parameter is wrong: C{name} and C{reason} say how.
+    """
+
+    def __init__(self, name: str, reason: str) -> None:
+        Exception.__init__(self, name, reason)
+        self.name = name
+        self.reason = reason
+
+
+def _sendJSON(request: Request, code: int, body: dict[str, Any]) -> bytes:
+    request.setResponseCode(code)
+    request.setHeader(b"content-type", JSON_TYPE)
+    request.setHeader(b"cache-control", b"no-store")
+    return json.dumps(body).encode("utf-8") + b"\n"
+
+
+def parseQuery(query: bytes, allowed: dict[str, tuple[int, int, int]]) -> dict[str, int]:
+    """
+    Read integer parameters from a query string.
+
+    @param allowed: name -> C{(default, lowest, highest)}.
+    @raise BadParameter: an unknown or repeated name, or a value that is not
+        a whole number in range.
+    """
+    if len(query) > MAX_QUERY:
+        raise BadParameter("query", f"the query string is longer than {MAX_QUERY} bytes")
+    try:
+        pairs = parse_qsl(query.decode("ascii"), keep_blank_values=True, strict_parsing=bool(query))
+    except (UnicodeDecodeError, ValueError):
+        raise BadParameter("query", "the query string is not name=value pairs joined by &") from None
+    values = {name: spec[0] for name, spec in allowed.items()}
+    seen: set[str] = set()
+    for name, raw in pairs:
+        if name not in allowed:
+            known = ", ".join(sorted(allowed)) or "none"
+            raise BadParameter(name, f"unknown parameter (this resource takes: {known})")
+        if name in seen:
+            raise BadParameter(name, "given more than once")
+        seen.add(name)
+        _, lowest, highest = allowed[name]
+        if not raw.isdigit() or not raw.isascii():
+            raise BadParameter(name, f"must be a whole number from {lowest} to {highest}, got {raw!r}")
+        value = int(raw)
+        if not lowest <= value <= highest:
+            raise BadParameter(name, f"must be from {lowest} to {highest}, got {value}")
+        values[name] = value
+    return values
+
+
+def _query(request: Request) -> bytes:
+    uri = request.uri
+    return uri.split(b"?", 1)[1] if b"?" in uri else b""
+
+
+class _JSONResource(Resource):
+    """
+    A leaf that answers only C{GET} (and C{HEAD}), with JSON errors.
+    """
+
+    isLeaf = True
+
+    def render(self, request: Request) -> Any:
+        if request.postpath and request.postpath != [b""]:
+            return _sendJSON(request, 404, {"error": "no such resource", "path": request.path.decode("latin-1")})
+        if request.method not in (b"GET", b"HEAD"):
+            request.setHeader(b"allow", b"GET, HEAD")
+            return _sendJSON(request, 405, {"error": "only GET is served here"})
+        try:
+            return self.renderGET(request)
+        except BadParameter as e:
+            return _sendJSON(
+                request, 400, {"error": "bad parameter", "parameter": e.name, "reason": e.reason}
+            )
+
+    def renderGET(self, request: Request) -> Any:
+        raise NotImplementedError()
+
+
+class NetworkResource(_JSONResource):
+    """
+    C{GET /network?after=N&limit=BYTES}: one page of the log.
+
+    One L{netlog.log.reader.LogReader} serves every request (taking turns,
+    in a thread), so a poller that asks with the cursor it was handed sees a
+    log that was replaced or truncated as I{begun again}.
+    """
+
+    def __init__(self, reactor: Any, threadpool: Any, logPath: str | None) -> None:
+        Resource.__init__(self)
+        self._reactor = reactor
+        self._threadpool = threadpool
+        self._logPath = logPath
+        self._lock = DeferredLock()
+        self._reader: Any = None
+
+    def renderGET(self, request: Request) -> Any:
+        params = parseQuery(
+            _query(request),
+            {"after": (0, 0, 2**63 - 1), "limit": (DEFAULT_LIMIT, 1, MAX_LIMIT)},
+        )
+        if self._logPath is None:
+            return _sendJSON(request, 404, {"error": "this proxy keeps no log (--no-log)"})
+        if self._reader is None:
+            from netlog.log.reader import LogReader
+
+            self._reader = LogReader(self._logPath)
+        reader = self._reader
+
+        def page() -> Any:
+            return deferToThreadPool(
+                self._reactor, self._threadpool, reader.read, params["after"], params["limit"]
+            )
+
+        d = self._lock.run(page)
+
+        def done(result: Any) -> None:
+            body = result.envelope() + b"\n"
+            request.setHeader(b"content-type", JSON_TYPE)
+            request.setHeader(b"cache-control", b"no-store")
+            request.setHeader(b"content-length", str(len(body)).encode("ascii"))
+            if request.method != b"HEAD":
+                request.write(body)
+            request.finish()
+
+        def failed(failure: Failure) -> None:
+            from netlog.log.reader import LogUnreadable
+
+            if failure.check(LogUnreadable):
+                body = _sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
+            else:
+                _log.failure("reading the log for {uri}", failure, uri=request.uri)
+                body = _sendJSON(request, 500, {"error": "reading the log failed; see the proxy's log"})
+            request.write(body)
+            request.finish()
+
+        d.addCallbacks(done, failed)
+        d.addErrback(lambda f: None)  # the client went away
+        return NOT_DONE_YET
+
+
+class _ClientGone(Exception):
+    """
+    The client of a streamed answer went away (or stalled too long).
+    """
+
+
+class _ThreadStream:
+    """
+    A binary file for a thread to write an answer through: each C{write}
+    goes to the request on the event loop, and blocks while the client is not
+    reading (the request pauses it as a push producer).
+    """
+
+    def __init__(self, reactor: Any, request: Request) -> None:
+        self._reactor = reactor
+        self._request = request
+        self._flowing = threading.Event()
+        self._flowing.set()
+        self.gone = False
+        self.started = False
+        request.registerProducer(self, True)
+        request.notifyFinish().addErrback(self._lost)
+
+    def _lost(self, reason: Failure) -> None:
+        self.gone = True
+        self._flowing.set()
+
+    # IPushProducer, on the event loop
+    def pauseProducing(self) -> None:
+        self._flowing.clear()
+
+    def resumeProducing(self) -> None:
+        self._flowing.set()
+
+    def stopProducing(self) -> None:
+        self.gone = True
+        self._flowing.set()
+
+    # file, in the thread
+    def write(self, data: bytes) -> int:
+        if not self._flowing.wait(STALL_TIMEOUT) or self.gone:
+            raise _ClientGone()
+        self.started = True
+        self._reactor.callFromThread(self._write, bytes(data))
+        return len(data)
+
+    def _write(self, data: bytes) -> None:
+        if not self.gone:
+            self._request.write(data)
+
+    def flush(self) -> None:
+        pass
+
+
+class HarResource(_JSONResource):
+    """
+    C{GET /network.har}: the HAR export of the whole log, streamed.
+    """
+
+    def __init__(self, reactor: Any, threadpool: Any, logPath: str | None) -> None:
+        Resource.__init__(self)
+        self._reactor = reactor
+        self._threadpool = threadpool
+        self._logPath = logPath
+
+    def renderGET(self, request: Request) -> Any:
+        parseQuery(_query(request), {})
+        if self._logPath is None:
+            return _sendJSON(request, 404, {"error": "this proxy keeps no log (--no-log)"})
+        from netlog.har.export import writeHar
+
+        request.setHeader(b"content-type", JSON_TYPE)
+        request.setHeader(b"content-disposition", b'attachment; filename="network.har"')
+        request.setHeader(b"cache-control", b"no-store")
+        if request.method == b"HEAD":
+            return b""
+        stream = _ThreadStream(self._reactor, request)
+        d = deferToThreadPool(self._reactor, self._threadpool, writeHar, self._logPath, stream)
+
+        def done(result: Any) -> None:
+            if stream.gone:
+                return
+            request.unregisterProducer()
+            request.finish()
+
+        def failed(failure: Failure) -> None:
+            if stream.gone or failure.check(_ClientGone):
+                return
+            request.unregisterProducer()
+            if stream.started:
+                # Half a HAR is no HAR: cut the answer so the client sees it.
+                _log.failure("exporting the HAR failed midway", failure)
+                request.channel.transport.abortConnection()  # type: ignore[union-attr]
+                return
+            if isinstance(failure.value, FileNotFoundError):
+                body = _sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
+            else:
+                _log.failure("exporting the HAR failed", failure)
+                body = _sendJSON(request, 500, {"error": "exporting the HAR failed; see the proxy's log"})
+            request.write(body)
+            request.finish()
+
+        d.addCallbacks(done, failed)
+        d.addErrback(lambda f: None)
+        return NOT_DONE_YET
+
+
+class FileResource(_JSONResource):
+    """
+    A small file read at each request (the CA certificate).
+    """
+
+    def __init__(self, path: Callable[[], str | None], contentType: bytes, missing: str) -> None:
+        Resource.__init__(self)
+        self._path = path
+        self._contentType = contentType
+        self._missing = missing
+
+    def renderGET(self, request: Request) -> Any:
+        parseQuery(_query(request), {})
+        path = self._path()
+        try:
+            if path is None:
+                raise FileNotFoundError(self._missing)
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            return _sendJSON(request, 404, {"error": self._missing, "reason": str(e.strerror or e)})
+        request.setHeader(b"content-type", self._contentType)
+        request.setHeader(b"cache-control", b"no-store")
+        return data
+
+
+class ApiRoot(Resource):
+    """
+    The API's root: its resources, and JSON for anything else.
+    """
+
+    def __init__(self) -> None:
+        Resource.__init__(self)
+
+    def getChild(self, path: bytes, request: Request) -> Resource:
+        return _NotFound()
+
+    def render(self, request: Request) -> bytes:
+        return _sendJSON(
+            request,
+            404,
+            {"error": "no such resource", "resources": sorted(n.decode() for n in self.children)},
+        )
+
+
+class _NotFound(Resource):
+    isLeaf = True
+
+    def render(self, request: Request) -> bytes:
+        return _sendJSON(request, 404, {"error": "no such resource", "path": request.path.decode("latin-1")})
+
+
+def makeApiRoot(
+    reactor: Any,
+    threadpool: Any,
+    logPath: str | None,
+    caPath: Callable[[], str | None] | None = None,
+) -> ApiRoot:
+    """
+    The API's resource tree.
+
+    @param caPath: where the CA certificate is (the site proxy); None for a
+        proxy that has no CA.
+    """
+    root = ApiRoot()
+    root.putChild(b"network", NetworkResource(reactor, threadpool, logPath))
+    root.putChild(b"network.har", HarResource(reactor, threadpool, logPath))
+    if caPath is not None:
+        root.putChild(b"ca.pem", FileResource(caPath, b"application/x-pem-file", "there is no CA certificate"))
+    return root

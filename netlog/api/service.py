@@ -1,0 +1,65 @@
+"""
+The API listener as a service: bound in twistd's privileged step like the
+proxy's listeners, served by the supervisor (so it stays up while a worker
+restarts) or, with C{--no-supervise}, by the proxy's own process.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from twisted.application.internet import StreamServerEndpointService
+from twisted.internet.endpoints import serverFromString
+from twisted.logger import Logger
+from twisted.web.server import Site
+
+from netlog.api.resource import makeApiRoot
+
+_log = Logger()
+
+#: The CA certificate's name in the site proxy's C{--state} folder.
+CA_CERT_FILE = "ca.pem"
+
+
+class ApiService(StreamServerEndpointService):
+    """
+    Serves the API; once bound, puts the address it got (the port, when the
+    description said 0) in C{config["api-address"]}, for the proxies'
+    destination policy and the worker.
+    """
+
+    name = "api"
+
+    def __init__(self, endpoint: Any, factory: Any, config: Any) -> None:
+        StreamServerEndpointService.__init__(self, endpoint, factory)
+        self._config = config
+        self.port: Any = None
+
+    def privilegedStartService(self) -> None:
+        StreamServerEndpointService.privilegedStartService(self)
+        self._waitingForPort.addCallback(self._bound)
+
+    def _bound(self, port: Any) -> Any:
+        self.port = port
+        address = port.getHost()
+        host = self._config.get("api-address", (address.host, address.port))[0]
+        self._config["api-address"] = (host, address.port)
+        _log.info("the API serves on http://{host}:{port}/network", host=address.host, port=address.port)
+        return port
+
+
+def makeApiService(config: Any, reactor: Any) -> ApiService:
+    """
+    The API listener for a proxy's C{config} (its C{api}, C{log}, and, for
+    the site proxy, C{state}).
+    """
+    state = config.get("state") if "state" in config else None
+    caPath = (lambda: os.path.join(state, CA_CERT_FILE)) if state else None
+    root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath)
+    site = Site(root)
+    site.displayTracebacks = False
+    # A poller asks many times a second: no access log line for each.
+    site.log = lambda request: None  # type: ignore[method-assign]
+    endpoint = serverFromString(reactor, config["api"])
+    return ApiService(endpoint, site, config)

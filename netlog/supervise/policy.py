@@ -1,0 +1,80 @@
+"""
+When to start a dead worker again: supervisord's policy as pure logic.
+
+A worker that ran a while and died is started again at once. One that dies
+quickly (within L{RestartPolicy.quick} seconds of starting) again and again is
+started after a delay that doubles each time, up to a ceiling; after
+L{RestartPolicy.maxQuickDeaths} quick deaths in a row the supervisor gives up,
+so that an outer supervisor (systemd, supervisord) sees it fail rather than a
+proxy that never serves.
+
+No clock and no I/O here: the shell says how long each worker lived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: A worker that lived less than this many seconds died quickly.
+QUICK_DEATH = 5.0
+#: The first delay after a quick death, in seconds.
+MIN_DELAY = 0.25
+#: The longest delay between starts, in seconds.
+MAX_DELAY = 8.0
+#: Quick deaths in a row after which the supervisor gives up.
+MAX_QUICK_DEATHS = 6
+
+
+@dataclass(frozen=True)
+class Decision:
+    """
+    What to do about a dead worker.
+
+    @ivar delay: seconds to wait before starting it again (0: at once).
+    @ivar giveUp: start no more workers.
+    @ivar quickDeaths: quick deaths in a row so far, this one included.
+    """
+
+    delay: float
+    giveUp: bool
+    quickDeaths: int
+
+
+class RestartPolicy:
+    """
+    Decides, death by death, when the next worker starts.
+    """
+
+    def __init__(
+        self,
+        quick: float = QUICK_DEATH,
+        minDelay: float = MIN_DELAY,
+        maxDelay: float = MAX_DELAY,
+        maxQuickDeaths: int = MAX_QUICK_DEATHS,
+    ) -> None:
+        if maxQuickDeaths < 1:
+            raise ValueError("maxQuickDeaths must be at least 1")
+        self.quick = quick
+        self.minDelay = minDelay
+        self.maxDelay = maxDelay
+        self.maxQuickDeaths = maxQuickDeaths
+        self.quickDeaths = 0
+        self._delay = 0.0
+
+    def died(self, lived: float) -> Decision:
+        """
+        A worker died after C{lived} seconds; say when to start the next.
+        """
+        if lived >= self.quick:
+            self.quickDeaths = 0
+            self._delay = 0.0
+            return Decision(0.0, False, 0)
+        self.quickDeaths += 1
+        if self.quickDeaths >= self.maxQuickDeaths:
+            return Decision(0.0, True, self.quickDeaths)
+        if self.quickDeaths == 1:
+            # At once the first time: one crash is no pattern.
+            self._delay = 0.0
+        else:
+            self._delay = min(max(self._delay * 2, self.minDelay), self.maxDelay)
+        return Decision(self._delay, False, self.quickDeaths)

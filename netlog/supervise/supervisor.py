@@ -1,0 +1,388 @@
+"""
+The supervisor: what runs in the twistd process when a proxy is supervised.
+
+In twistd's privileged step it opens the log and binds the listeners (and the
+API); twistd then drops to C{--uid/--gid}; only then does it start the proxy,
+as a worker process that inherits the log and the listening sockets. A worker
+that dies is started again (see L{netlog.supervise.policy}); the sockets stay
+open in the supervisor meanwhile, so connections wait in the backlog and are
+served by the next worker instead of being refused.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+from typing import Any, Callable
+
+from twisted.application.service import MultiService
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.error import ProcessDone, ProcessExitedAlready, ProcessTerminated
+from twisted.internet.protocol import ProcessProtocol
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+
+from netlog.log.writer import openLogFile
+from netlog.supervise.adopt import BoundListener, bindListener
+from netlog.supervise.policy import RestartPolicy
+from netlog.supervise.worker import READY, STATUS_FD, workerSpec
+
+_log = Logger(namespace="netlog.supervisor")
+
+#: Seconds a worker has to stop after C{SIGTERM} before it gets C{SIGKILL}.
+GRACE = 10.0
+#: The supervisor's exit code when it gave up on a worker that keeps dying.
+EXIT_GAVE_UP = 70  # EX_SOFTWARE
+#: Where the log and the listeners start among the worker's descriptors.
+FIRST_HANDED_FD = STATUS_FD + 1
+#: Longest worker output line copied to the supervisor's log, in bytes.
+MAX_OUTPUT_LINE = 16 * 1024
+
+
+def exitWhenDone(code: int) -> None:
+    """
+    Make the twistd process exit with C{code} once it has shut down cleanly
+    (twistd itself always exits 0 after its reactor stops).
+    """
+
+    def exit() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)
+
+    atexit.register(exit)
+
+
+def describeEnd(reason: Failure) -> str:
+    """
+    How a worker ended, in words: C{"killed by SIGKILL"}, C{"exited with 1"}.
+    """
+    value = reason.value
+    if isinstance(value, ProcessDone):
+        return "exited with 0"
+    if isinstance(value, ProcessTerminated):
+        if value.signal is not None:
+            try:
+                name = signal.Signals(value.signal).name
+            except ValueError:
+                name = f"signal {value.signal}"
+            return f"killed by {name}"
+        return f"exited with {value.exitCode}"
+    return str(value)
+
+
+class _Lines:
+    """
+    Split a stream into lines, bounded.
+    """
+
+    def __init__(self, onLine: Callable[[bytes], None]) -> None:
+        self._buffer = b""
+        self._onLine = onLine
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+        while True:
+            line, sep, rest = self._buffer.partition(b"\n")
+            if not sep:
+                if len(self._buffer) > MAX_OUTPUT_LINE:
+                    self._onLine(self._buffer[:MAX_OUTPUT_LINE])
+                    self._buffer = b""
+                return
+            self._onLine(line[:MAX_OUTPUT_LINE])
+            self._buffer = rest
+
+    def close(self) -> None:
+        if self._buffer:
+            self._onLine(self._buffer)
+            self._buffer = b""
+
+
+class WorkerProtocol(ProcessProtocol):
+    """
+    One worker process as the supervisor sees it.
+    """
+
+    def __init__(self, supervisor: Supervisor, startedAt: float) -> None:
+        self.supervisor = supervisor
+        self.startedAt = startedAt
+        self.ready = False
+        self.ended: Deferred[Failure] = Deferred()
+        self.pid: int | None = None
+        self._streams = {
+            1: _Lines(self._output),
+            2: _Lines(self._output),
+            STATUS_FD: _Lines(self._status),
+        }
+
+    def connectionMade(self) -> None:
+        self.pid = self.transport.pid
+
+    def childDataReceived(self, childFD: int, data: bytes) -> None:
+        stream = self._streams.get(childFD)
+        if stream is not None:
+            stream.feed(data)
+
+    def _output(self, line: bytes) -> None:
+        _log.info("worker {pid}: {line}", pid=self.pid, line=line.decode("utf-8", "replace"))
+
+    def _status(self, line: bytes) -> None:
+        if line + b"\n" == READY and not self.ready:
+            self.ready = True
+            self.supervisor.workerReady(self)
+
+    def signal(self, name: str) -> None:
+        try:
+            self.transport.signalProcess(name)
+        except ProcessExitedAlready:
+            pass
+
+    def processEnded(self, reason: Failure) -> None:
+        for stream in self._streams.values():
+            stream.close()
+        self.supervisor.workerEnded(self, reason)
+        self.ended.callback(reason)
+
+
+class Supervisor(MultiService):
+    """
+    Keeps the log and the listeners, and a worker serving them.
+
+    Its children (the API listener) start and stop with it.
+
+    @ivar exitCode: set when it gave up; twistd then exits with it.
+    """
+
+    name = "supervisor"
+
+    def __init__(
+        self,
+        *,
+        reactor: Any,
+        optionsClass: str,
+        buildProxy: str,
+        argv: list[str],
+        logPath: str | None,
+        listeners: list[tuple[str, str]],
+        privilegedFiles: list[str] = (),  # type: ignore[assignment]
+        uid: int | None = None,
+        gid: int | None = None,
+        apiAddress: Callable[[], tuple[str, int] | None] = lambda: None,
+        policy: RestartPolicy | None = None,
+        grace: float = GRACE,
+        executable: str = sys.executable,
+        env: dict[str, str] | None = None,
+        onGiveUp: Callable[[int], None] = exitWhenDone,
+    ) -> None:
+        MultiService.__init__(self)
+        self._reactor = reactor
+        self._optionsClass = optionsClass
+        self._buildProxy = buildProxy
+        self._argv = argv
+        self.logPath = logPath
+        self._listenerSpecs = listeners
+        self._privilegedPaths = list(privilegedFiles)
+        self.privilegedFiles: dict[str, int] = {}
+        self._uid = uid
+        self._gid = gid
+        self._apiAddress = apiAddress
+        self.policy = policy or RestartPolicy()
+        self.grace = grace
+        self._executable = executable
+        self._env = env
+        self._onGiveUp = onGiveUp
+        self.logFd: int | None = None
+        self.listeners: list[BoundListener] = []
+        self.worker: WorkerProtocol | None = None
+        self.exitCode: int | None = None
+        self.restarts = 0
+        self._restartCall: Any = None
+        self._stopping = False
+        self._lastDeath: tuple[int | None, float] | None = None
+        self._privileged = False
+
+    # -- service ------------------------------------------------------------
+
+    def privilegedStartService(self) -> None:
+        self._privileged = True
+        if self.logPath is not None and self.logFd is None:
+            self.logFd = openLogFile(self.logPath, self._uid, self._gid)
+        for path in self._privilegedPaths:
+            if path not in self.privilegedFiles:
+                self.privilegedFiles[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        if not self.listeners:
+            for role, description in self._listenerSpecs:
+                bound = bindListener(self._reactor, role, description)
+                self.listeners.append(bound)
+                _log.info(
+                    "{role} listener {description} bound on {address}",
+                    role=role,
+                    description=description,
+                    address=bound.getHost(),
+                )
+        MultiService.privilegedStartService(self)
+
+    def startService(self) -> None:
+        if not self._privileged:
+            # Run without twistd's privileged step (plain twist, tests).
+            self.privilegedStartService()
+        MultiService.startService(self)
+        self._stopping = False
+        self._spawn()
+
+    def stopService(self) -> Deferred[None]:
+        self._stopping = True
+        if self._restartCall is not None and self._restartCall.active():
+            self._restartCall.cancel()
+        self._restartCall = None
+        d = self._stopWorker()
+        d.addCallback(lambda _: self._release())
+        d.addCallback(lambda _: MultiService.stopService(self))
+        return d
+
+    def _stopWorker(self) -> Deferred[None]:
+        worker = self.worker
+        if worker is None:
+            return succeed(None)
+        _log.info("stopping worker {pid}", pid=worker.pid)
+        worker.signal("TERM")
+        kill = self._reactor.callLater(self.grace, self._kill, worker)
+
+        def ended(reason: Failure) -> None:
+            if kill.active():
+                kill.cancel()
+
+        return worker.ended.addCallback(ended)
+
+    def _kill(self, worker: WorkerProtocol) -> None:
+        _log.warn(
+            "worker {pid} did not stop within {grace} s of SIGTERM; killing it",
+            pid=worker.pid,
+            grace=self.grace,
+        )
+        worker.signal("KILL")
+
+    def _release(self) -> None:
+        for bound in self.listeners:
+            bound.close()
+        self.listeners = []
+        if self.logFd is not None:
+            os.close(self.logFd)
+            self.logFd = None
+        for fd in self.privilegedFiles.values():
+            os.close(fd)
+        self.privilegedFiles = {}
+
+    # -- workers ------------------------------------------------------------
+
+    def _spawn(self) -> None:
+        self._restartCall = None
+        if self._stopping:
+            return
+        childFDs: dict[int, Any] = {0: "w", 1: "r", 2: "r", STATUS_FD: "r"}
+        nextFd = FIRST_HANDED_FD
+        logFd = None
+        if self.logFd is not None:
+            logFd = nextFd
+            childFDs[logFd] = self.logFd
+            nextFd += 1
+        handed = []
+        for bound in self.listeners:
+            childFDs[nextFd] = bound.fd
+            handed.append(
+                {"fd": nextFd, "family": bound.family, "role": bound.role, "description": bound.description}
+            )
+            nextFd += 1
+        files = {}
+        for path, fd in self.privilegedFiles.items():
+            childFDs[nextFd] = fd
+            files[path] = nextFd
+            nextFd += 1
+        spec = workerSpec(
+            optionsClass=self._optionsClass,
+            buildProxy=self._buildProxy,
+            argv=self._argv,
+            logPath=self.logPath,
+            logFd=logFd,
+            listeners=handed,
+            apiAddress=self._apiAddress(),
+            files=files,
+        )
+        worker = WorkerProtocol(self, self._reactor.seconds())
+        self.worker = worker
+        self._reactor.spawnProcess(
+            worker,
+            self._executable,
+            [self._executable, "-m", "netlog.supervise.worker", spec],
+            env=self._env if self._env is not None else os.environ,
+            childFDs=childFDs,
+        )
+        _log.info("started worker {pid}", pid=worker.pid)
+
+    def workerReady(self, worker: WorkerProtocol) -> None:
+        """
+        The worker serves: say so, and how long nobody served.
+        """
+        if self._lastDeath is None:
+            _log.info(
+                "worker {pid} serving, {took:.3f} s after it was started",
+                pid=worker.pid,
+                took=self._reactor.seconds() - worker.startedAt,
+            )
+            return
+        deadPid, diedAt = self._lastDeath
+        _log.info(
+            "worker {pid} serving again, {down:.3f} s after worker {dead} died",
+            pid=worker.pid,
+            down=self._reactor.seconds() - diedAt,
+            dead=deadPid,
+        )
+
+    def workerEnded(self, worker: WorkerProtocol, reason: Failure) -> None:
+        """
+        A worker died or stopped: start another, later, or give up.
+        """
+        if worker is not self.worker:
+            return
+        self.worker = None
+        now = self._reactor.seconds()
+        lived = now - worker.startedAt
+        how = describeEnd(reason)
+        if self._stopping:
+            _log.info("worker {pid} stopped ({how})", pid=worker.pid, how=how)
+            return
+        self._lastDeath = (worker.pid, now)
+        decision = self.policy.died(lived)
+        if decision.giveUp:
+            _log.critical(
+                "worker {pid} died ({how}) after {lived:.3f} s; that is {count} quick "
+                "deaths in a row: giving up, the proxy stops (exit code {code})",
+                pid=worker.pid,
+                how=how,
+                lived=lived,
+                count=decision.quickDeaths,
+                code=EXIT_GAVE_UP,
+            )
+            self.exitCode = EXIT_GAVE_UP
+            self._onGiveUp(EXIT_GAVE_UP)
+            if self._reactor.running:
+                self._reactor.stop()
+            return
+        self.restarts += 1
+        _log.warn(
+            "worker {pid} died ({how}) after {lived:.3f} s; starting another "
+            "{when}",
+            pid=worker.pid,
+            how=how,
+            lived=lived,
+            when="at once" if not decision.delay else f"in {decision.delay:g} s",
+        )
+        if decision.delay:
+            self._restartCall = self._reactor.callLater(decision.delay, self._spawn)
+        else:
+            self._spawn()

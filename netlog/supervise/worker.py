@@ -1,0 +1,170 @@
+"""
+The worker: one proxy process started by the supervisor.
+
+C{python -m netlog.supervise.worker SPEC}, where SPEC is the JSON that
+L{workerSpec} makes. The worker inherits from the supervisor the log file,
+open for appending, and the listening sockets, already bound; it never opens
+the one nor binds the others, so it needs no privilege and holds none. It
+parses the plugin's options again from the same arguments, builds the proxy
+with the same C{buildProxy}, starts a LogWriter on the inherited file (which
+numbers on and ends the dead worker's open exchanges with "the proxy
+restarted") and serves the inherited sockets.
+
+Its file descriptors, as the supervisor hands them over:
+
+  - 0: the lifeline. The supervisor never writes to it; when it closes (the
+    supervisor died), the worker stops.
+  - 1, 2: its output, which the supervisor copies to its own log.
+  - L{STATUS_FD}: the worker writes C{ready} there once it serves.
+  - the log and the listeners at the numbers the SPEC names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from typing import Any
+
+#: Where the worker tells the supervisor it serves.
+STATUS_FD = 3
+#: What it writes there.
+READY = b"ready\n"
+#: The worker's exit code when its SPEC or the proxy can't be set up.
+EXIT_SETUP_FAILED = 3
+
+
+def workerSpec(
+    *,
+    optionsClass: str,
+    buildProxy: str,
+    argv: list[str],
+    logPath: str | None,
+    logFd: int | None,
+    listeners: list[dict[str, Any]],
+    apiAddress: tuple[str, int] | None,
+    files: dict[str, int] | None = None,
+) -> str:
+    """
+    The JSON argument of a worker.
+
+    @param optionsClass: the dotted name of the plugin's C{Options}.
+    @param buildProxy: the dotted name of its C{buildProxy}.
+    @param argv: the plugin's own arguments, as given to twistd.
+    @param listeners: one C{{"fd", "family", "role", "description"}} per
+        listener, in the order C{buildProxy}'s C{listeners} lists them.
+    @param files: the proxy's C{privilegedFiles}, opened by the supervisor:
+        path -> the worker's descriptor.
+    """
+    return json.dumps(
+        {
+            "options": optionsClass,
+            "build": buildProxy,
+            "argv": argv,
+            "log": {"path": logPath, "fd": logFd},
+            "listeners": listeners,
+            "api": list(apiAddress) if apiAddress else None,
+            "files": files or {},
+        }
+    )
+
+
+def dottedName(thing: Any) -> str:
+    """
+    The name under which the worker can import C{thing} again.
+    """
+    return f"{thing.__module__}.{thing.__qualname__}"
+
+
+def _startLogging() -> None:
+    from twisted.logger import eventAsText, globalLogBeginner
+
+    def observer(event: dict[str, Any]) -> None:
+        text = eventAsText(event, includeTimestamp=False, includeSystem=False)
+        try:
+            sys.stderr.write(text.replace("\n", "\n\t") + "\n")
+            sys.stderr.flush()
+        except OSError:
+            pass
+
+    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        sys.stderr.write("usage: python -m netlog.supervise.worker SPEC\n")
+        return EXIT_SETUP_FAILED
+    spec = json.loads(argv[1])
+    _startLogging()
+
+    from twisted.application.service import MultiService
+    from twisted.internet import reactor
+    from twisted.internet.protocol import Protocol
+    from twisted.internet.stdio import StandardIO
+    from twisted.logger import Logger
+    from twisted.python.reflect import namedAny
+
+    from netlog.log.writer import LogWriter
+    from netlog.supervise.adopt import AdoptedListeners
+    from netlog.tap.common import inheritPrivilegedFiles
+
+    log = Logger(namespace="netlog.worker")
+
+    try:
+        inheritPrivilegedFiles(spec.get("files") or {})
+        config = namedAny(spec["options"])()
+        config.parseOptions(spec["argv"])
+        config["api-address"] = tuple(spec["api"]) if spec["api"] else None
+        buildProxy = namedAny(spec["build"])
+        logSpec = spec["log"]
+        writer = LogWriter(logSpec["path"], reactor=reactor, fd=logSpec["fd"]) if logSpec["fd"] is not None else LogWriter(None, reactor=reactor)
+        top = MultiService()
+        writer.setServiceParent(top)
+        proxy = buildProxy(config, writer, reactor)
+        proxy.setServiceParent(top)
+        listeners = list(getattr(proxy, "listeners", []))
+        handed = spec["listeners"]
+        if [(r, d) for r, d, _ in listeners] != [(h["role"], h["description"]) for h in handed]:
+            raise RuntimeError(
+                "the worker's proxy has other listeners than the supervisor bound: "
+                f"{[(r, d) for r, d, _ in listeners]} against "
+                f"{[(h['role'], h['description']) for h in handed]}"
+            )
+        adopted = AdoptedListeners(
+            reactor,
+            [(h["fd"], getattr(socket, h["family"]), factory) for h, (_, _, factory) in zip(handed, listeners)],
+        )
+        adopted.setServiceParent(top)
+    except Exception:
+        log.failure("the worker could not set up the proxy")
+        return EXIT_SETUP_FAILED
+
+    class _Lifeline(Protocol):
+        def connectionLost(self, reason: Any = None) -> None:
+            if reactor.running:
+                log.info("the supervisor is gone; stopping")
+                reactor.stop()
+
+    lifeline = _Lifeline()
+    status = StandardIO(lifeline, stdin=0, stdout=STATUS_FD, reactor=reactor)
+
+    def start() -> None:
+        try:
+            top.startService()
+        except Exception:
+            log.failure("the worker could not start the proxy")
+            failed.append(True)
+            reactor.stop()
+            return
+        status.write(READY)
+
+    failed: list[bool] = []
+    reactor.callWhenRunning(start)
+    reactor.addSystemEventTrigger("before", "shutdown", top.stopService)
+    reactor.run()
+    return EXIT_SETUP_FAILED if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,83 @@
+"""
+A tiny proxy for testing the supervisor: it answers each line a client sends
+with C{ok LINE} and logs an open and an end line per connection, through the
+same C{buildProxy} contract as the real proxies.
+
+It is also a twistd plugin (C{twistd netlog-dummy}) when
+C{tests/supervise/plugins} is on C{PYTHONPATH}: see L{PLUGIN_PATH}.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from twisted.application.service import MultiService, Service
+from twisted.internet.protocol import Factory
+from twisted.protocols.basic import LineOnlyReceiver
+from twisted.python import usage
+
+from netlog.tap.common import LogOptions, makeProxyService
+
+#: The folder to put on C{PYTHONPATH} for twistd to find C{netlog-dummy}.
+PLUGIN_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins")
+
+
+class Options(LogOptions):
+    optParameters = [
+        ["listen", None, "tcp:0:interface=127.0.0.1", "Where to answer."],
+        ["start-delay", None, 0.0, "Seconds each worker waits before it serves.", float],
+    ]
+    optFlags = [
+        ["die-at-start", None, "Fail at once in each worker (to test giving up)."],
+        ["ignore-term", None, "Ignore SIGTERM in the worker (to test the KILL after the grace)."],
+    ]
+
+
+class Answer(LineOnlyReceiver):
+    delimiter = b"\n"
+
+    def connectionMade(self) -> None:
+        self.exchangeId = 0
+
+    def lineReceived(self, line: bytes) -> None:
+        writer = self.factory.writer
+        self.exchangeId = writer.open({"request": line.decode("ascii", "replace"), "pid": os.getpid()})
+        if line == b"hold":
+            return  # keep the exchange open until the connection ends
+        self.transport.write(b"ok " + line + b" " + str(os.getpid()).encode() + b"\n")
+        writer.end(self.exchangeId, {"status": "ok"})
+        self.exchangeId = 0
+        self.transport.loseConnection()
+
+    def connectionLost(self, reason: Any = None) -> None:
+        if self.exchangeId:
+            self.factory.writer.end(self.exchangeId, {"_failed": {"reason": "connection lost"}})
+
+
+class DummyProxy(MultiService):
+    def __init__(self, config: Options, writer: Any) -> None:
+        MultiService.__init__(self)
+        self.config = config
+        factory = Factory.forProtocol(Answer)
+        factory.writer = writer
+        self.listeners = [("answer", config["listen"], factory)]
+
+    def startService(self) -> None:
+        if self.config["die-at-start"]:
+            raise RuntimeError("told to die at start")
+        if self.config["start-delay"]:
+            time.sleep(self.config["start-delay"])
+        if self.config["ignore-term"]:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        MultiService.startService(self)
+
+
+def buildProxy(config: Options, writer: Any, reactor: Any) -> Service:
+    return DummyProxy(config, writer)
+
+
+def makeService(config: Options) -> MultiService:
+    return makeProxyService(config, buildProxy)

@@ -1,0 +1,218 @@
+"""
+Real C{twistd} processes for the supervisor's tests and the chaos script:
+start one, wait (bounded) for what its log says, talk to it, stop it by PID.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from typing import Any, Callable
+
+from tests.support import freePort, sourceEnv, twistdArgv
+from tests.supervise.dummy import PLUGIN_PATH
+
+#: How long to wait for something a process should do soon, in seconds.
+WAIT = 20.0
+
+
+def pluginEnv() -> dict[str, str]:
+    """
+    The source tree's environment, with C{netlog-dummy} findable by twistd.
+    """
+    env = sourceEnv()
+    env["PYTHONPATH"] = PLUGIN_PATH + os.pathsep + env["PYTHONPATH"]
+    return env
+
+
+def waitFor(check: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
+    """
+    Poll C{check} until it returns something true; fail after C{timeout}.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def canRun(uid: int, gid: int, path: str, read: list[str] = ()) -> bool:  # type: ignore[assignment]
+    """
+    Whether user C{uid} can execute C{path} and read the folders C{read}.
+    """
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            ok = os.access(path, os.X_OK) and all(os.access(p, os.R_OK | os.X_OK) for p in read)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def interpreterFor(uid: int, gid: int) -> tuple[str, dict[str, str]] | None:
+    """
+    A Python that user C{uid} can run with this tree's packages, and the
+    environment for it: this one, or the system's of the same version with
+    this one's C{site-packages} on its path (a virtualenv under C{/root}
+    can't be run by C{nobody}). None if there is none.
+    """
+    import site
+    import sys
+
+    env = pluginEnv()
+    packages = [p for p in site.getsitepackages() if os.path.isdir(p)]
+    if canRun(uid, gid, sys.executable, packages):
+        return sys.executable, env
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (f"/usr/bin/{version}", f"/usr/local/bin/{version}"):
+        if os.path.exists(candidate) and canRun(uid, gid, candidate, packages):
+            env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *packages])
+            return candidate, env
+    return None
+
+
+class Twistd:
+    """
+    One C{twistd -n PLUGIN ...} process, logging to C{folder/twistd.log}.
+    """
+
+    def __init__(
+        self,
+        folder: str,
+        plugin: str,
+        args: list[str],
+        twistdArgs: list[str] = (),  # type: ignore[assignment]
+        interpreter: tuple[str, dict[str, str]] | None = None,
+    ) -> None:
+        self.folder = folder
+        self.twistdLog = os.path.join(folder, "twistd.log")
+        self.output = open(os.path.join(folder, "twistd.out"), "wb")
+        argv = twistdArgv() + ["-n", "--pidfile=", "--logfile", self.twistdLog, *twistdArgs, plugin, *args]
+        env = pluginEnv()
+        if interpreter is not None:
+            argv[0], env = interpreter
+        self.process = subprocess.Popen(
+            argv, env=env, stdout=self.output, stderr=subprocess.STDOUT, cwd=folder
+        )
+
+    def text(self) -> str:
+        try:
+            with open(self.twistdLog, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def workers(self) -> list[int]:
+        """
+        The PIDs of the workers it started, in order.
+        """
+        return [int(pid) for pid in re.findall(r"started worker (\d+)", self.text())]
+
+    def servingCount(self) -> int:
+        return len(re.findall(r"worker \d+ serving", self.text()))
+
+    def waitServing(self, count: int = 1) -> int:
+        """
+        Wait until C{count} workers have said they serve; the last one's PID.
+        """
+        waitFor(lambda: self.servingCount() >= count or self.process.poll() is not None, f"worker #{count} serving")
+        if self.process.poll() is not None:
+            raise AssertionError(f"twistd ended with {self.process.returncode}:\n{self.text()}")
+        return int(re.findall(r"worker (\d+) serving", self.text())[count - 1])
+
+    def wait(self, timeout: float = WAIT) -> int:
+        return self.process.wait(timeout)
+
+    def stop(self) -> None:
+        """
+        End it (TERM, then KILL) and any worker still alive, by PID.
+        """
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(WAIT)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(WAIT)
+        for pid in self.workers():
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        self.output.close()
+
+
+def alive(pid: int) -> bool:
+    """
+    Whether a process is still running (a zombie is not).
+    """
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def uidOf(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return int(line.split()[2])  # effective
+    raise AssertionError(f"no Uid line for {pid}")
+
+
+def ask(port: int, line: bytes, timeout: float = WAIT) -> bytes:
+    """
+    Send one line to the dummy proxy and return its whole answer.
+    """
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(line + b"\n")
+        chunks = []
+        while chunk := s.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def getJSON(url: str) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=WAIT) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def readLog(path: str) -> list[dict[str, Any]]:
+    """
+    Every line of a log, parsed; fails on a line that is not whole JSON.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data.endswith(b"\n") or not data, "the log ends with a cut line"
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def checkLog(testCase: Any, records: list[dict[str, Any]]) -> None:
+    """
+    The log's invariants: numbers from 1 without gap or repeat, every open
+    ended exactly once, every end naming an earlier open.
+    """
+    testCase.assertEqual([r["n"] for r in records], list(range(1, len(records) + 1)))
+    opened = {r["id"] for r in records if r["type"] == "open"}
+    ends = [r["id"] for r in records if r["type"] == "end"]
+    testCase.assertEqual(sorted(ends), sorted(opened))
+    testCase.assertEqual(len(ends), len(set(ends)))
+
+
+__all__ = ["Twistd", "alive", "ask", "checkLog", "freePort", "getJSON", "readLog", "uidOf", "waitFor"]

@@ -1,0 +1,267 @@
+"""
+The supervisor as users run it: a real C{twistd -n netlog-dummy} (a tiny proxy
+on the same contract as the real ones, see L{tests.supervise.dummy}) whose
+worker is killed, stopped, and made to fail.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import grp
+import signal
+import socket
+import stat
+import time
+
+import pytest
+from twisted.trial.unittest import SynchronousTestCase
+
+from netlog.supervise.supervisor import EXIT_GAVE_UP
+from tests.supervise.running import (
+    Twistd,
+    alive,
+    ask,
+    checkLog,
+    freePort,
+    getJSON,
+    interpreterFor,
+    readLog,
+    uidOf,
+    waitFor,
+)
+
+
+@pytest.mark.slow
+class SupervisedTests(SynchronousTestCase):
+    def start(self, *args: str, twistdArgs: list[str] = (), folder: str | None = None) -> Twistd:  # type: ignore[assignment]
+        if folder is None:
+            folder = os.path.abspath(self.mktemp())
+            os.makedirs(folder)
+        self.folder = folder
+        self.logPath = os.path.join(folder, "log", "network.jsonl")
+        self.port = freePort()
+        self.apiPort = freePort()
+        twistd = Twistd(
+            folder,
+            "netlog-dummy",
+            [
+                "--log", self.logPath,
+                "--listen", f"tcp:{self.port}:interface=127.0.0.1",
+                "--api", f"tcp:{self.apiPort}",
+                *args,
+            ],
+            twistdArgs,
+        )
+        self.addCleanup(twistd.stop)
+        return twistd
+
+    def test_killedWorkerComesBack(self) -> None:
+        """
+        A worker killed with SIGKILL while an exchange is open is started
+        again at once; the new worker numbers on and ends the dead one's
+        open exchange with "the proxy restarted"; the supervisor's log says
+        which worker died of what and when the next one served.
+        """
+        twistd = self.start()
+        first = twistd.waitServing(1)
+        self.assertEqual(ask(self.port, b"one"), b"ok one %d\n" % first)
+        held = socket.create_connection(("127.0.0.1", self.port))
+        self.addCleanup(held.close)
+        held.sendall(b"hold\n")
+        waitFor(lambda: len(readLog(self.logPath)) == 3, "the held exchange's open line")
+        os.kill(first, signal.SIGKILL)
+        second = twistd.waitServing(2)
+        self.assertNotEqual(first, second)
+        self.assertEqual(ask(self.port, b"two"), b"ok two %d\n" % second)
+        records = readLog(self.logPath)
+        checkLog(self, records)
+        self.assertEqual(
+            [(r["type"], r["id"], r.get("_failed")) for r in records[2:4]],
+            [("open", 3, None), ("end", 3, {"reason": "the proxy restarted"})],
+        )
+        self.assertEqual(records[-2]["pid"], second)
+        text = twistd.text()
+        self.assertIn(f"worker {first} died (killed by SIGKILL)", text)
+        self.assertIn(f"worker {second} serving again", text)
+        self.assertIn(f"after worker {first} died", text)
+
+    def test_connectionsWaitForNextWorker(self) -> None:
+        """
+        Connections made while no worker runs are not refused: they wait in
+        the listening socket's backlog and the next worker answers them.
+        """
+        twistd = self.start("--start-delay", "1.0")
+        first = twistd.waitServing(1)
+        os.kill(first, signal.SIGKILL)
+        waitFor(lambda: not alive(first), "the worker's death")
+        answers = [ask(self.port, b"w%d" % i) for i in range(3)]
+        second = twistd.waitServing(2)
+        self.assertEqual(answers, [b"ok w%d %d\n" % (i, second) for i in range(3)])
+        checkLog(self, readLog(self.logPath))
+
+    def test_termStopsCleanly(self) -> None:
+        """
+        SIGTERM to the supervisor stops the worker with SIGTERM; its open
+        exchanges end with "the proxy stopped"; twistd ends and no
+        worker is left.
+        """
+        twistd = self.start()
+        worker = twistd.waitServing(1)
+        held = socket.create_connection(("127.0.0.1", self.port))
+        self.addCleanup(held.close)
+        held.sendall(b"hold\n")
+        waitFor(lambda: len(readLog(self.logPath)) == 1, "the held exchange's open line")
+        twistd.process.send_signal(signal.SIGTERM)
+        # twistd, once cleanly shut down, ends itself by the signal it got.
+        self.assertEqual(twistd.wait(), -signal.SIGTERM)
+        self.assertFalse(alive(worker))
+        records = readLog(self.logPath)
+        checkLog(self, records)
+        self.assertEqual(records[-1]["_failed"], {"reason": "the proxy stopped"})
+        self.assertIn(f"worker {worker} stopped (exited with 0)", twistd.text())
+
+    def test_killAfterGrace(self) -> None:
+        """
+        A worker that ignores SIGTERM is killed once the grace period is
+        over, and the supervisor still shuts down cleanly, saying so.
+        """
+        twistd = self.start("--ignore-term", "--grace", "0.5")
+        worker = twistd.waitServing(1)
+        twistd.process.send_signal(signal.SIGTERM)
+        # twistd, once cleanly shut down, ends itself by the signal it got.
+        self.assertEqual(twistd.wait(), -signal.SIGTERM)
+        self.assertFalse(alive(worker))
+        text = twistd.text()
+        self.assertIn(f"worker {worker} did not stop within 0.5 s of SIGTERM; killing it", text)
+        self.assertIn(f"worker {worker} stopped (killed by SIGKILL)", text)
+
+    def test_givesUp(self) -> None:
+        """
+        A worker that dies at once every time is started again with growing
+        delays, then the supervisor gives up and twistd exits non-zero.
+        """
+        twistd = self.start("--die-at-start")
+        self.assertEqual(twistd.wait(timeout=60), EXIT_GAVE_UP)
+        text = twistd.text()
+        self.assertIn("starting another at once", text)
+        self.assertIn("starting another in 0.25 s", text)
+        self.assertIn("starting another in 0.5 s", text)
+        self.assertIn("quick deaths in a row: giving up", text)
+        for pid in twistd.workers():
+            self.assertFalse(alive(pid))
+
+    def test_apiStaysUpWhileWorkerIsDown(self) -> None:
+        """
+        The API is served by the supervisor: it answers while no worker runs.
+        """
+        twistd = self.start("--start-delay", "2.0")
+        first = twistd.waitServing(1)
+        ask(self.port, b"one")
+        os.kill(first, signal.SIGKILL)
+        waitFor(lambda: not alive(first), "the worker's death")
+        status, body = getJSON(f"http://127.0.0.1:{self.apiPort}/network?after=0")
+        self.assertEqual(status, 200)
+        self.assertEqual([line["n"] for line in body["lines"]], [1, 2])
+        self.assertEqual(twistd.servingCount(), 1)
+
+    def test_noSupervise(self) -> None:
+        """
+        With --no-supervise the proxy runs in the twistd process itself: no
+        worker, the same answers and the API.
+        """
+        twistd = self.start("--no-supervise")
+        answer = waitFor(lambda: _tryAsk(self.port, b"one"), "the proxy to answer")
+        self.assertEqual(answer, b"ok one %d\n" % twistd.process.pid)
+        self.assertEqual(twistd.workers(), [])
+        status, body = getJSON(f"http://127.0.0.1:{self.apiPort}/network?after=1")
+        self.assertEqual((status, body["lines"][0]["n"], body["next"]), (200, 2, 2))
+        twistd.process.send_signal(signal.SIGTERM)
+        # twistd, once cleanly shut down, ends itself by the signal it got.
+        self.assertEqual(twistd.wait(), -signal.SIGTERM)
+
+
+def _tryAsk(port: int, line: bytes) -> bytes | None:
+    try:
+        return ask(port, line)
+    except OSError:
+        return None
+
+
+@pytest.mark.slow
+class UnprivilegedWorkerTests(SynchronousTestCase):
+    """
+    Run as root with C{--uid nobody --gid nogroup}, as in production.
+    """
+
+    def setUp(self) -> None:
+        if os.geteuid() != 0:
+            raise self.skipTest("needs root to drop privileges")  # type: ignore[misc]
+        try:
+            self.uid = pwd.getpwnam("nobody").pw_uid
+            self.gid = grp.getgrnam("nogroup").gr_gid
+        except KeyError:
+            raise self.skipTest("no nobody/nogroup on this system")  # type: ignore[misc]
+        self.interpreter = interpreterFor(self.uid, self.gid)
+        if self.interpreter is None:
+            raise self.skipTest("no Python with this tree's packages that nobody can run")  # type: ignore[misc]
+
+    def test_workerCantTouchLog(self) -> None:
+        """
+        The worker runs as nobody and logs through the file it inherited, but
+        as nobody the log can't be opened to append, truncated, or replaced;
+        it is root's, 0644.
+        """
+        folder = os.path.abspath(self.mktemp())
+        os.makedirs(folder)
+        # mktemp's folder is made 0700; the log must be readable by nobody.
+        os.chmod(os.path.dirname(folder), 0o755)
+        port, apiPort = freePort(), freePort()
+        logPath = os.path.join(folder, "log", "network.jsonl")
+        twistd = Twistd(
+            folder,
+            "netlog-dummy",
+            ["--log", logPath, "--listen", f"tcp:{port}:interface=127.0.0.1", "--api", f"tcp:{apiPort}"],
+            ["--uid", "nobody", "--gid", "nogroup"],
+            self.interpreter,
+        )
+        self.addCleanup(twistd.stop)
+        worker = twistd.waitServing(1)
+        self.assertEqual(uidOf(worker), self.uid)
+        self.assertEqual(uidOf(twistd.process.pid), self.uid)
+        self.assertEqual(ask(port, b"one"), b"ok one %d\n" % worker)
+        st = os.stat(logPath)
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o644))
+
+        pid = os.fork()
+        if pid == 0:  # the child: become nobody and try
+            code = 0
+            try:
+                os.setgroups([])
+                os.setgid(self.gid)
+                os.setuid(self.uid)
+                tries = [
+                    lambda: os.open(logPath, os.O_WRONLY | os.O_APPEND),
+                    lambda: os.truncate(logPath, 0),
+                    lambda: os.rename(logPath, logPath + ".old"),
+                    lambda: os.unlink(logPath),
+                    lambda: open(os.path.join(os.path.dirname(logPath), "new"), "w"),
+                ]
+                for bit, attempt in enumerate(tries):
+                    try:
+                        attempt()
+                    except PermissionError:
+                        continue
+                    code |= 1 << bit
+                with open(logPath, "rb") as f:  # but it can read it
+                    f.read()
+            except BaseException:
+                code = 128
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        records = readLog(logPath)
+        checkLog(self, records)
+        self.assertEqual(len(records), 2)
+        status, body = getJSON(f"http://127.0.0.1:{apiPort}/network")
+        self.assertEqual(len(body["lines"]), 2)
