@@ -46,7 +46,7 @@ class FrameCounter:
         self._fin = False
         self._fragmented = False
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
         """
         Count C{data}, the next bytes of this direction.
         """
@@ -66,10 +66,10 @@ class FrameCounter:
                 continue
             # A frame header: at most 14 bytes, buffered across cuts.
             if self._head:
-                head = self._head + data[pos : pos + 14]
+                head = self._head + bytes(data[pos : pos + 14])
                 base = len(self._head)
             else:
-                head = data[pos : pos + 14]
+                head = bytes(data[pos : pos + 14])
                 base = 0
             need = _headerLength(head)
             if need is None or len(head) < need:

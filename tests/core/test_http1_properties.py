@@ -1,0 +1,325 @@
+"""
+Hypothesis tests of L{netlog.core.http1}: however a stream of valid messages
+is cut, the reader reads the same messages, and they are what h11 (the
+oracle) reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import h11
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from twisted.trial.unittest import SynchronousTestCase
+
+from netlog.core.http1 import (
+    Body,
+    EndOfMessage,
+    Event,
+    Refused,
+    RequestHead,
+    RequestReader,
+    ResponseHead,
+    ResponseReader,
+    Unparsable,
+)
+
+from .test_http1 import rawOf, summary
+
+_TCHAR = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_RESERVED = {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer", "expect"}
+
+tokens = st.text(alphabet=_TCHAR, min_size=1, max_size=12).map(str.encode)
+fieldNames = tokens.filter(lambda name: name.lower().decode() not in _RESERVED)
+_VCHAR = bytes(range(0x21, 0x7F)) + bytes(range(0x80, 0x100))
+vchars = st.sampled_from([bytes([b]) for b in _VCHAR])
+fieldValues = st.one_of(
+    st.just(b""),
+    vchars,
+    st.builds(
+        lambda first, middle, last: first + b"".join(middle) + last,
+        vchars,
+        st.lists(st.one_of(vchars, st.sampled_from([b" ", b"\t"])), max_size=20),
+        vchars,
+    ),
+)
+fields = st.lists(st.tuples(fieldNames, fieldValues), max_size=8)
+pathChars = st.sampled_from([bytes([b]) for b in b"abcXYZ019-._~!$&'()*+,;=:@%/?"])
+paths = st.lists(pathChars, max_size=30).map(lambda cs: b"/" + b"".join(cs))
+methods = st.one_of(st.sampled_from([b"GET", b"POST", b"PUT", b"DELETE", b"PATCH", b"OPTIONS", b"HEAD"]), tokens).filter(
+    lambda m: m != b"CONNECT"
+)
+#: Chunk extensions h11 reads too (it refuses the blanks RFC 9112 allows before ";").
+h11ChunkExts = [b"", b";a", b";a=b", b"; a = b", b';q="x \\" y"', b";a;b=c"]
+chunkExts = st.sampled_from(h11ChunkExts + [b" ; a = b", b"\t;a"])
+
+
+@dataclass
+class Message:
+    """
+    A generated message: its parts and its bytes.
+    """
+
+    start: tuple[bytes, bytes]
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    trailers: list[tuple[bytes, bytes]]
+    wire: bytes
+
+
+@st.composite
+def bodies(draw: st.DrawFn, forH11: bool = False) -> tuple[list[tuple[bytes, bytes]], bytes, list[tuple[bytes, bytes]], bytes]:
+    """
+    A body and its framing: (framing headers, body, trailers, wire bytes).
+    """
+    kind = draw(st.sampled_from(["none", "length", "chunked"]))
+    body = draw(st.binary(max_size=300))
+    if kind == "none":
+        return [], b"", [], b""
+    if kind == "length":
+        return [(b"Content-Length", b"%d" % (len(body),))], body, [], body
+    cuts = sorted(draw(st.lists(st.integers(0, len(body)), max_size=5)))
+    wire = []
+    last = 0
+    for cut in cuts + [len(body)]:
+        piece = body[last:cut]
+        last = cut
+        if not piece:
+            continue
+        size = b"%x" % (len(piece),)
+        if draw(st.booleans()):
+            size = size.upper()
+        wire.append(size + draw(st.sampled_from(h11ChunkExts) if forH11 else chunkExts) + b"\r\n" + piece + b"\r\n")
+    exts = st.sampled_from(h11ChunkExts) if forH11 else chunkExts
+    trailers = draw(fields)
+    wire.append(b"0" + draw(exts) + b"\r\n" + b"".join(n + b": " + v + b"\r\n" for n, v in trailers) + b"\r\n")
+    return [(b"Transfer-Encoding", b"chunked")], body, trailers, b"".join(wire)
+
+
+@st.composite
+def requests(draw: st.DrawFn, forwardProxy: bool, forH11: bool = False) -> Message:
+    method = draw(methods)
+    path = draw(paths)
+    target = b"http://a.test" + path if forwardProxy else path
+    framing, body, trailers, wireBody = draw(bodies(forH11))
+    headers = draw(fields)
+    at = draw(st.integers(0, len(headers)))
+    headers[at:at] = [(b"Host", b"a.test")]
+    headers += framing
+    head = method + b" " + target + b" HTTP/1.1\r\n" + b"".join(n + b": " + v + b"\r\n" for n, v in headers) + b"\r\n"
+    return Message((method, target), headers, body, trailers, head + wireBody)
+
+
+def split(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    pieces = []
+    last = 0
+    for p in points + [len(data)]:
+        pieces.append(data[last:p])
+        last = p
+    return pieces
+
+
+def expectedRequests(messages: list[Message]) -> list[object]:
+    out: list[object] = []
+    for m in messages:
+        out.append(("request", m.start[0], m.start[1], m.headers))
+        if m.body:
+            out.append(("body", m.body))
+        out.append(("end", m.trailers))
+    return out
+
+
+def feedPieces(reader: RequestReader | ResponseReader, pieces: list[bytes]) -> list[Event]:
+    events: list[Event] = []
+    for piece in pieces:
+        events += reader.feed(piece)
+    return events
+
+
+def h11Request(wire: bytes) -> list[object]:
+    """
+    What h11 reads from one request, in L{summary}'s shape.
+    """
+    conn = h11.Connection(h11.SERVER)
+    conn.receive_data(wire)
+    out: list[object] = []
+    body = b""
+    while True:
+        event = conn.next_event()
+        if isinstance(event, h11.Request):
+            out.append(("request", event.method, event.target, list(event.headers.raw_items())))
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            if body:
+                out.append(("body", body))
+            out.append(("end", list(event.headers.raw_items())))
+            return out
+        else:
+            raise AssertionError(f"h11 stopped at {event!r}")
+
+
+class RequestPropertyTests(SynchronousTestCase):
+    """
+    Valid request streams read the same however they are cut, and as h11
+    reads them.
+    """
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.booleans(), st.data(), st.lists(st.integers(0, 10_000), max_size=12))
+    def test_splits(self, forwardProxy: bool, data: st.DataObject, cuts: list[int]) -> None:
+        """
+        A stream of requests cut anywhere gives the requests generated, and
+        the raw bytes of the events are the stream.
+        """
+        messages = data.draw(st.lists(requests(forwardProxy), min_size=1, max_size=4))
+        stream = b"".join(m.wire for m in messages)
+        whole = RequestReader(forwardProxy=forwardProxy).feed(stream)
+        self.assertEqual(summary(whole), expectedRequests(messages))
+        self.assertEqual(rawOf(whole), stream)
+        cut = feedPieces(RequestReader(forwardProxy=forwardProxy), split(stream, cuts))
+        self.assertEqual(summary(cut), summary(whole))
+        self.assertEqual(rawOf(cut), stream)
+
+    @settings(max_examples=200, deadline=None)
+    @given(requests(forwardProxy=False, forH11=True))
+    def test_h11(self, message: Message) -> None:
+        """
+        h11 reads each generated request as the reader does.
+        """
+        events = RequestReader(forwardProxy=False).feed(message.wire)
+        self.assertEqual(summary(events), h11Request(message.wire))
+
+    @settings(max_examples=300, deadline=None)
+    @given(requests(forwardProxy=False, forH11=True), st.integers(0, 10_000), st.sampled_from([b"", b" ", b"\t", b"\r", b"\n", b"\x00", b":", b"\r\n", b"0", b"a", b";", b",", b"\x7f"]), st.integers(0, 2))
+    def test_mutationsNeverLooser(self, message: Message, at: int, byte: bytes, how: int) -> None:
+        """
+        A valid request with one byte inserted, replaced or deleted is
+        either refused, or read exactly as h11 reads it: the reader is never
+        looser than h11.
+        """
+        wire = message.wire
+        at %= len(wire)
+        if how == 0:
+            wire = wire[:at] + byte + wire[at:]
+        elif how == 1:
+            wire = wire[:at] + byte + wire[at + 1 :]
+        else:
+            wire = wire[:at] + wire[at + 1 :]
+        events = RequestReader(forwardProxy=False).feed(wire)
+        if any(isinstance(e, Refused) for e in events):
+            return
+        ends = [i for i, e in enumerate(events) if isinstance(e, EndOfMessage)]
+        if not ends:
+            return
+        first = events[: ends[0] + 1]
+        used = len(rawOf(first))
+        # Empty lines before a request line are skipped on purpose (RFC
+        # 9112 2.2); h11 refuses them at a connection's start.
+        skipped = 0
+        while wire.startswith(b"\r\n", skipped):
+            skipped += 2
+        try:
+            theirs = h11Request(wire[skipped : skipped + used])
+        except (h11.RemoteProtocolError, AssertionError) as e:
+            self.fail(f"read {wire!r} that h11 refuses: {e}")
+        self.assertEqual(summary(first), theirs)
+
+
+@st.composite
+def responses(draw: st.DrawFn) -> tuple[bytes, Message]:
+    method = draw(st.sampled_from([b"GET", b"POST", b"HEAD"]))
+    status = draw(st.sampled_from([200, 201, 204, 301, 304, 404, 500]))
+    reason = draw(st.sampled_from([b"OK", b"", b"Some Reason", b"x"]))
+    framing, body, trailers, wireBody = draw(bodies(True))
+    if method == b"HEAD" or status in (204, 304):
+        # No body, whatever the framing fields say.
+        framing = [(b"Content-Length", b"%d" % (len(body),))] if framing else []
+        body, trailers, wireBody = b"", [], b""
+    elif not framing:
+        framing = [(b"Content-Length", b"0")]
+    headers = draw(fields) + framing
+    interim = draw(st.sampled_from([b"", b"HTTP/1.1 100 Continue\r\n\r\n"]))
+    head = b"HTTP/1.1 %d %s\r\n" % (status, reason) + b"".join(n + b": " + v + b"\r\n" for n, v in headers) + b"\r\n"
+    return method, Message((b"%d" % (status,), reason), headers, body, trailers, interim + head + wireBody)
+
+
+def h11Response(method: bytes, wire: bytes) -> list[object]:
+    conn = h11.Connection(h11.CLIENT)
+    conn.send(h11.Request(method=method, target="/", headers=[("Host", "a.test")]))
+    conn.send(h11.EndOfMessage())
+    conn.receive_data(wire)
+    out: list[object] = []
+    body = b""
+    while True:
+        event = conn.next_event()
+        if isinstance(event, h11.InformationalResponse):
+            out.append(("response", event.status_code, True, list(event.headers.raw_items())))
+        elif isinstance(event, h11.Response):
+            out.append(("response", event.status_code, False, list(event.headers.raw_items())))
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            if body:
+                out.append(("body", body))
+            out.append(("end", list(event.headers.raw_items())))
+            return out
+        else:
+            raise AssertionError(f"h11 stopped at {event!r}")
+
+
+class ResponsePropertyTests(SynchronousTestCase):
+    """
+    Valid response streams read the same however they are cut, and as h11
+    reads them.
+    """
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(responses(), min_size=1, max_size=4), st.lists(st.integers(0, 10_000), max_size=12))
+    def test_splitsAndH11(self, exchanges: list[tuple[bytes, Message]], cuts: list[int]) -> None:
+        """
+        Pipelined answers cut anywhere read the same as whole, and each is
+        what h11 reads.
+        """
+        stream = b"".join(m.wire for _, m in exchanges)
+        reader = ResponseReader()
+        for method, _ in exchanges:
+            reader.expectResponseTo(method)
+        whole = reader.feed(stream)
+        self.assertFalse(any(isinstance(e, Unparsable) for e in whole), whole)
+        self.assertEqual(rawOf(whole), stream)
+        expected: list[object] = []
+        for method, m in exchanges:
+            expected += h11Response(method, m.wire)
+        self.assertEqual(summary(whole), expected)
+        reader = ResponseReader()
+        for method, _ in exchanges:
+            reader.expectResponseTo(method)
+        cut = feedPieces(reader, split(stream, cuts))
+        self.assertEqual(summary(cut), summary(whole))
+        self.assertEqual(rawOf(cut), stream)
+        self.assertTrue(all(isinstance(e, (ResponseHead, Body, EndOfMessage)) for e in cut))
+
+
+class RawRelayTests(SynchronousTestCase):
+    """
+    The raw bytes of the events are the bytes fed, in order, whatever the
+    cut, so a proxy can relay them as they came.
+    """
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(requests(forwardProxy=True), min_size=1, max_size=3), st.integers(1, 64))
+    def test_fixedSizeFeeds(self, messages: list[Message], size: int) -> None:
+        """
+        Feeding fixed-size pieces gives, piece by piece, raw bytes that add
+        up to the stream with nothing held back at a message's end.
+        """
+        stream = b"".join(m.wire for m in messages)
+        reader = RequestReader(forwardProxy=True)
+        out = b""
+        for i in range(0, len(stream), size):
+            out += rawOf(reader.feed(stream[i : i + size]))
+        self.assertEqual(out, stream)
+        self.assertTrue(reader.idle)
