@@ -5,6 +5,7 @@ each started from this source tree and ended by its PID.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import select
@@ -88,6 +89,17 @@ class Site:
     http: int
     https: int
     certPEM: bytes
+    connLog: str
+
+    def connections(self) -> list[dict[str, Any]]:
+        """
+        The connections that have ended, with their bytes each way.
+        """
+        try:
+            with open(self.connLog, encoding="utf-8") as f:
+                return [json.loads(line) for line in f if line.endswith("\n")]
+        except FileNotFoundError:
+            return []
 
 
 def startSite(directory: str, addCleanup: Callable[..., Any]) -> Site:
@@ -96,8 +108,10 @@ def startSite(directory: str, addCleanup: Callable[..., Any]) -> Site:
     C{directory}.
     """
     certDir = os.path.join(directory, "site-cert")
+    connLog = os.path.join(directory, "site-connections.jsonl")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.browser.site_app", "--http", "0", "--https", "0", "--cert-dir", certDir],
+        [sys.executable, "-m", "tests.browser.site_app", "--http", "0", "--https", "0",
+         "--cert-dir", certDir, "--conn-log", connLog],
         cwd=REPO,
         env=sourceEnv(),
         stdout=subprocess.PIPE,
@@ -115,7 +129,7 @@ def startSite(directory: str, addCleanup: Callable[..., Any]) -> Site:
         raise AssertionError(f"the test site did not start: {line!r} {proc.stdout.read().decode('utf-8', 'replace')}")
     with open(os.path.join(certDir, "cert.pem"), "rb") as f:
         certPEM = f.read()
-    return Site(int(match.group(1)), int(match.group(2)), certPEM)
+    return Site(int(match.group(1)), int(match.group(2)), certPEM, connLog)
 
 
 def runNetlog(args: list[str], timeout: float = 120.0) -> subprocess.CompletedProcess[bytes]:
@@ -136,3 +150,136 @@ def runNetlog(args: list[str], timeout: float = 120.0) -> subprocess.CompletedPr
 
 
 __all__ = ["start", "stop", "startSite", "waitForPort", "runNetlog", "twistdArgv", "Site"]
+
+
+#: How long the log may take to end every exchange after the browser closes.
+SETTLE_TIMEOUT = 20.0
+
+
+def twistdCommand(plugin: str, directory: str, args: list[str]) -> list[str]:
+    """
+    C{twistd -n PLUGIN ARGS}, in the foreground, no pidfile, its own log in
+    C{directory}.
+    """
+    return twistdArgv() + [
+        "-n", "--pidfile=", "-l", os.path.join(directory, plugin + ".twistd.log"), plugin
+    ] + args
+
+
+def openIds(logPath: str) -> set[int]:
+    """
+    The ids of the log's exchanges that have an open line and no end line.
+    """
+    opened: set[int] = set()
+    try:
+        with open(logPath, "rb") as f:
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    break
+                line = json.loads(raw)
+                if line["type"] == "open":
+                    opened.add(line["id"])
+                else:
+                    opened.discard(line["id"])
+    except FileNotFoundError:
+        pass
+    return opened
+
+
+def waitForEnds(logPath: str, timeout: float = SETTLE_TIMEOUT) -> None:
+    """
+    Wait until every exchange in the log has ended (the browser has closed, so
+    its connections end).
+    """
+    deadline = time.monotonic() + timeout
+    while openIds(logPath):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"exchanges {sorted(openIds(logPath))} still open after {timeout}s in {logPath}")
+        time.sleep(0.1)
+
+
+@dataclass
+class Proxy:
+    """
+    A running netlog proxy: its forward port, its log, and for the site proxy
+    its HTTPS route port, API port and state folder.
+    """
+
+    port: int
+    log: str
+    proc: subprocess.Popen[Any]
+    routePort: int | None = None
+    apiPort: int | None = None
+    state: str | None = None
+
+
+def writeSites(directory: str, site: Site) -> str:
+    """
+    A C{sites.toml} with the test site as C{shop.test} (HTTPS) on its HTTP
+    backend.
+    """
+    path = os.path.join(directory, "sites.toml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(
+            "[[site]]\n"
+            'name = "shop"\n'
+            'origins = ["https://shop.test"]\n'
+            f'backend = "http://127.0.0.1:{site.http}"\n'
+        )
+    return path
+
+
+def startSiteProxy(
+    directory: str, site: Site, addCleanup: Callable[..., Any], api: bool = False
+) -> Proxy:
+    """
+    C{twistd netlog-proxy} for the test site: a forward port and an HTTPS
+    route, names resolved only by C{--resolve}.
+    """
+    from tests.support import freePort
+
+    port, route = freePort(), freePort()
+    state = os.path.join(directory, "state")
+    log = os.path.join(directory, "network.jsonl")
+    args = [
+        "--sites", writeSites(directory, site),
+        "--state", state,
+        "--log", log,
+        "--listen", f"tcp:{port}:interface=127.0.0.1",
+        "--https-route", f"tcp:{route}:interface=127.0.0.1",
+        "--resolve", "shop.test=127.0.0.1",
+        "--resolve-only",
+    ]
+    apiPort = None
+    if api:
+        apiPort = freePort()
+        args += ["--api", f"tcp:{apiPort}:interface=127.0.0.1"]
+    out = os.path.join(directory, "netlog-proxy.out")
+    proc = start(twistdCommand("netlog-proxy", directory, args), addCleanup, out)
+    for p in (port, route) + ((apiPort,) if apiPort else ()):
+        waitForPort(p, proc, out)
+    return Proxy(port, log, proc, route, apiPort, state)
+
+
+def startStandin(
+    directory: str, connectPorts: list[int], addCleanup: Callable[..., Any]
+) -> Proxy:
+    """
+    C{twistd netlog-standin}: CONNECT allowed to C{connectPorts} only,
+    C{shop.test} the only name that resolves.
+    """
+    from tests.support import freePort
+
+    port = freePort()
+    log = os.path.join(directory, "standin.jsonl")
+    args = [
+        "--log", log,
+        "--listen", f"tcp:{port}:interface=127.0.0.1",
+        "--connect-ports", ",".join(str(p) for p in connectPorts),
+        "--resolve", "shop.test=127.0.0.1",
+        "--resolve-only",
+    ]
+    out = os.path.join(directory, "netlog-standin.out")
+    proc = start(twistdCommand("netlog-standin", directory, args), addCleanup, out)
+    waitForPort(port, proc, out)
+    return Proxy(port, log, proc)

@@ -50,7 +50,9 @@ from typing import Any
 import brotli
 from twisted.internet import reactor as _reactor
 from twisted.internet import ssl
+from twisted.internet.protocol import Factory
 from twisted.logger import Logger
+from twisted.protocols import policies, tls
 from twisted.python.failure import Failure
 from twisted.web import resource, server
 from twisted.web.server import NOT_DONE_YET, Request
@@ -494,6 +496,54 @@ def buildSite() -> server.Site:
     return site
 
 
+class CountingProtocol(policies.ProtocolWrapper):
+    """
+    Counts the bytes on the wire (TLS records included) each way, so a test
+    can match them with the bytes netlog says a tunnel carried.
+    """
+
+    bytesIn = 0
+    bytesOut = 0
+
+    def dataReceived(self, data: bytes) -> None:
+        self.bytesIn += len(data)
+        super().dataReceived(data)
+
+    def write(self, data: bytes) -> None:
+        self.bytesOut += len(data)
+        super().write(data)
+
+    def writeSequence(self, data: Any) -> None:
+        data = list(data)
+        self.bytesOut += sum(len(d) for d in data)
+        super().writeSequence(data)
+
+    def connectionLost(self, reason: Failure) -> None:
+        self.factory.connectionCounted(self)
+        super().connectionLost(reason)
+
+
+class CountingFactory(policies.WrappingFactory):
+    """
+    Wraps a listener's factory; when a connection ends, appends
+    C{{"listener": NAME, "in": N, "out": N}} as a line to C{path} (if any).
+    """
+
+    protocol = CountingProtocol
+
+    def __init__(self, wrapped: Any, name: str, path: str | None) -> None:
+        super().__init__(wrapped)
+        self.name = name
+        self.path = path
+
+    def connectionCounted(self, proto: CountingProtocol) -> None:
+        if self.path is None:
+            return
+        line = json.dumps({"listener": self.name, "in": proto.bytesIn, "out": proto.bytesOut})
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+
+
 def makeCertificate(names: tuple[str, ...] = CERT_NAMES) -> tuple[bytes, bytes]:
     """
     A self-signed certificate for C{names}: (key PEM, certificate PEM).
@@ -535,6 +585,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http", type=int, required=True, help="HTTP port on 127.0.0.1 (0: any)")
     parser.add_argument("--https", type=int, required=True, help="HTTPS port on 127.0.0.1 (0: any)")
     parser.add_argument("--cert-dir", help="write cert.pem and key.pem here")
+    parser.add_argument(
+        "--conn-log", help="append a JSON line with the bytes each way of every connection that ends"
+    )
     args = parser.parse_args(argv)
 
     keyPEM, certPEM = makeCertificate()
@@ -546,8 +599,9 @@ def main(argv: list[str] | None = None) -> int:
     options = ssl.PrivateCertificate.loadPEM(keyPEM + certPEM).options()
     site = buildSite()
     reactor: Any = _reactor
-    http = reactor.listenTCP(args.http, site, interface="127.0.0.1")
-    https = reactor.listenSSL(args.https, site, options, interface="127.0.0.1")
+    http = reactor.listenTCP(args.http, CountingFactory(site, "http", args.conn_log), interface="127.0.0.1")
+    tlsSite: Factory = tls.TLSMemoryBIOFactory(options, False, site)
+    https = reactor.listenTCP(args.https, CountingFactory(tlsSite, "https", args.conn_log), interface="127.0.0.1")
     print(f"ready http={http.getHost().port} https={https.getHost().port}", flush=True)
     reactor.run()
     return 0
