@@ -325,9 +325,12 @@ class BrowserConnection(Protocol):
 
     def _process(self) -> None:
         while self.queue and not self.closing and self.relay is None:
-            if self.connecting or (self.exchange is not None and self.exchange.requestDone):
-                # Wait: for the connection, or for the answer to the request
-                # read whole; read nothing more from the browser meanwhile.
+            if self.connecting:
+                # Wait for the connection (reading is paused meanwhile).
+                return
+            if self.exchange is not None and self.exchange.requestDone:
+                # A request pipelined behind one still being answered: read
+                # nothing more from the browser until the answer is whole.
                 self.gate.hold(ANSWER)
                 return
             event = self.queue.popleft()
@@ -352,6 +355,18 @@ class BrowserConnection(Protocol):
         port = head.port or 0
         if head.isConnect:
             exchange.openFields = self._openFields(exchange, TUNNEL, f"https://{_authority(host, port)}/")
+        else:
+            assert head.url is not None
+            exchange.openFields = self._openFields(exchange, EXCHANGE, head.url)
+        for later in self.queue:
+            # The rest of this message is already read and malformed: turn
+            # it down before connecting anywhere.
+            if isinstance(later, (RequestHead, EndOfMessage)):
+                break
+            if isinstance(later, Refused):
+                self._refuse(exchange, later.status, later.reason)
+                return
+        if head.isConnect:
             if port not in self.settings.connectPorts:
                 allowed = ", ".join(str(p) for p in sorted(self.settings.connectPorts))
                 self._refuse(
@@ -362,7 +377,6 @@ class BrowserConnection(Protocol):
                 return
         else:
             assert head.url is not None
-            exchange.openFields = self._openFields(exchange, EXCHANGE, head.url)
             if not head.url.lower().startswith("http://"):
                 self._refuse(
                     exchange, 400, "an https:// URL must be requested through CONNECT, not as plain HTTP"

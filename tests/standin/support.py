@@ -244,6 +244,28 @@ def listenOrigin(testCase: Any, tls: tuple[str, str] | None = None) -> tuple[Ori
     return factory, port.getHost().port
 
 
+def _unsupervised() -> list[str]:
+    """
+    C{--no-supervise} when the shared options have it: these tests check the
+    proxy itself, and kill it themselves.
+    """
+    from netlog.tap.standin import Options
+
+    return ["--no-supervise"] if "no-supervise" in Options().longOpt else []
+
+
+def tempDirectory(testCase: Any) -> str:
+    """
+    A fresh folder outside the work tree, removed at the test's end.
+    """
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="netlog-standin-")
+    testCase.addCleanup(shutil.rmtree, path, True)
+    return path
+
+
 class Standin:
     """
     A real C{twistd -n netlog-standin} process.
@@ -260,7 +282,7 @@ class Standin:
     def start(self) -> defer.Deferred[None]:
         argv = twistdArgv() + [
             "-n", "--pidfile=", f"--logfile={os.path.join(self.directory, 'twistd.log')}",
-            "netlog-standin", "--no-supervise",
+            "netlog-standin", *_unsupervised(),
             "--listen", f"tcp:{self.port}:interface=127.0.0.1",
             "--log", self.log, "--resolve-only",
         ] + self.args

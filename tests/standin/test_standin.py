@@ -23,6 +23,7 @@ from tests.standin.support import (
     listenOrigin,
     makeCertificate,
     rawExchange,
+    tempDirectory,
     tlsClientContext,
 )
 from tests.support import freePort
@@ -50,16 +51,9 @@ class PlainHTTPTests(unittest.TestCase):
     @defer.inlineCallbacks
     def setUp(self) -> Any:
         self.origin, self.originPort = listenOrigin(self)
-        self.standin = Standin(self, self.mktemp_dir(), ["--resolve", "origin.test=127.0.0.1"])
+        self.standin = Standin(self, tempDirectory(self), ["--resolve", "origin.test=127.0.0.1"])
         yield self.standin.start()
         self.base = f"http://origin.test:{self.originPort}"
-
-    def mktemp_dir(self) -> str:
-        import os
-
-        path = self.mktemp()
-        os.makedirs(path)
-        return os.path.abspath(path)
 
     @defer.inlineCallbacks
     def test_get(self) -> Any:
@@ -329,10 +323,7 @@ class TunnelTests(unittest.TestCase):
 
     @defer.inlineCallbacks
     def setUp(self) -> Any:
-        import os
-
-        self.directory = os.path.abspath(self.mktemp())
-        os.makedirs(self.directory)
+        self.directory = tempDirectory(self)
         self.cert, key = makeCertificate("tls.test", self.directory)
         self.origin, self.originPort = listenOrigin(self, tls=(self.cert, key))
         self.plainOrigin, self.plainPort = listenOrigin(self)
