@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from twisted.internet import defer, error
+from OpenSSL import SSL
+from twisted.internet import error
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -444,8 +445,12 @@ class Exchange:
             self._retry()
             return
         if not self.responseStarted:
+            where = f"{self.route.host}:{self.route.port}"
+            if reason.check(SSL.Error):
+                self._noAnswer(f"TLS with {where} failed: {describeTLSError(reason.value)}")
+                return
             what = "reset" if not reason.check(error.ConnectionDone) else "closed"
-            self._noAnswer(f"{self.route.host}:{self.route.port} {what} the connection before answering")
+            self._noAnswer(f"{where} {what} the connection before answering")
         else:
             self.closedBy = SERVER
             self.fail(f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer",
@@ -610,5 +615,12 @@ class Exchange:
         self.browser.exchangeDone(self, close=self.closeBrowser and not self.raw)
 
 
-def connectedAt(reactor: Any) -> defer.Deferred[float]:
-    return defer.succeed(reactor.seconds())
+def describeTLSError(value: BaseException) -> str:
+    """
+    An OpenSSL error in words: C{certificate verify failed}.
+    """
+    parts = []
+    for item in getattr(value, "args", [[]])[0] or []:
+        if isinstance(item, tuple) and item:
+            parts.append(str(item[-1]))
+    return "; ".join(p for p in parts if p) or str(value) or "handshake failed"

@@ -118,8 +118,13 @@ class ScriptedServer(Protocol):
         self.received = b""
         self.record = record
 
+    lost = False
+
     def connectionMade(self) -> None:
         self.record.append(self)
+
+    def connectionLost(self, reason: Any = None) -> None:
+        self.lost = True
 
     def dataReceived(self, data: bytes) -> None:
         self.received += data
@@ -138,7 +143,7 @@ def listenScripted(case: TestCase, script: Callable[[ScriptedServer, bytes], Non
 
     def closeAll() -> None:
         for p in record:
-            if p.transport is not None:
+            if p.transport is not None and not p.lost:
                 p.transport.abortConnection()
 
     case.addCleanup(closeAll)

@@ -1,0 +1,379 @@
+"""
+The site proxy's relay, end to end over loopback sockets: live hosts (blind
+tunnels, plain requests relayed both ways at once, answers that aren't HTTP),
+framing (chunked both ways, trailers, HEAD, 204, 304), WebSockets, https
+backends, and an entry that stays open until its answer ends.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+from typing import Any
+
+from twisted.internet import defer, reactor, task, threads
+from twisted.trial.unittest import TestCase
+from twisted.web import resource
+
+from netlog.site.ca import CertificateAuthority
+from netlog.site.tls import HostTLS
+from tests.site.support import (
+    RunningProxy,
+    ScriptedServer,
+    connectTunnel,
+    listenScripted,
+    listenWeb,
+    openSocket,
+    readAll,
+    readHead,
+    readResponse,
+    request,
+)
+
+
+def sites(port: int, extra: str = "") -> str:
+    return f"""
+[[site]]
+name = "shop"
+origins = ["https://shop.test", "http://shop.test"]
+backend = "http://127.0.0.1:{port}"
+{extra}
+[live]
+hosts = ["*.live.test"]
+"""
+
+
+class Echo(resource.Resource):
+    isLeaf = True
+
+    def render_GET(self, request: Any) -> bytes:
+        if request.path == b"/empty":
+            request.setResponseCode(204)
+            return b""
+        if request.path == b"/cached":
+            request.setResponseCode(304)
+            return b""
+        request.setHeader(b"content-type", b"text/plain")
+        return b"x" * 100
+
+    def render_HEAD(self, request: Any) -> bytes:
+        request.setHeader(b"content-type", b"text/plain")
+        request.setHeader(b"content-length", b"100")
+        return b""
+
+    def render_POST(self, request: Any) -> bytes:
+        request.setHeader(b"content-type", b"text/plain")
+        return b"got " + request.content.read()
+
+
+class LiveTests(TestCase):
+    timeout = 60
+
+    @defer.inlineCallbacks
+    def test_tunnel(self) -> Any:
+        """
+        A live host's CONNECT is a blind tunnel, kept as a connection entry
+        with its bytes each way and who closed it.
+        """
+        def echo(server: ScriptedServer, received: bytes) -> None:
+            server.transport.write(received[-4:])
+
+        port, _ = listenScripted(self, echo)
+        running = RunningProxy(self, sites(1), resolve={"echo.live.test": "127.0.0.1"})
+
+        def client() -> bytes:
+            sock = connectTunnel(running.ports["forward"], f"echo.live.test:{port}", None)
+            sock.sendall(b"ping")
+            got = b""
+            while len(got) < 4:
+                got += sock.recv(4)
+            sock.close()
+            return got
+
+        self.assertEqual((yield threads.deferToThread(client)), b"ping")
+        [(opened, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(opened["kind"], "tunnel")
+        self.assertEqual(opened["request"]["url"], f"https://echo.live.test:{port}/")
+        self.assertEqual(opened["server"]["address"], "127.0.0.1")
+        self.assertEqual(ended["bytes"], {"up": 4, "down": 4})
+        self.assertEqual(ended["closed_by"], "client")
+
+    @defer.inlineCallbacks
+    def test_plainContinue(self) -> Any:
+        """
+        A plain request to a live host goes both ways at once: the server's
+        100 Continue reaches the browser before it sends the body; the entry
+        is kept whole and counts the interim answer.
+        """
+        def serve(server: ScriptedServer, received: bytes) -> None:
+            if received.endswith(b"\r\n\r\n") and b"hello" not in received:
+                server.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            elif received.endswith(b"hello"):
+                server.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                                       b"Content-Length: 2\r\n\r\nok")
+
+        port, _ = listenScripted(self, serve)
+        running = RunningProxy(self, sites(1), resolve={"api.live.test": "127.0.0.1"})
+
+        def client() -> Any:
+            sock = openSocket(running.ports["forward"])
+            sock.sendall(f"POST http://api.live.test:{port}/up HTTP/1.1\r\nHost: api.live.test:{port}\r\n"
+                         f"Expect: 100-continue\r\nContent-Length: 5\r\n\r\n".encode())
+            interim = readHead(sock)
+            sock.sendall(b"hello")
+            return interim, readResponse(sock, "POST")
+
+        interim, (status, _, body, _) = yield threads.deferToThread(client)
+        self.assertTrue(interim.startswith(b"HTTP/1.1 100"), interim)
+        self.assertEqual((status, body), (200, b"ok"))
+        [(opened, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(opened["request"]["url"], f"http://api.live.test:{port}/up")
+        self.assertEqual(ended["interim"], [100])
+        self.assertEqual(base64.b64decode(ended["request_body"]["data"]), b"hello")
+        self.assertEqual(base64.b64decode(ended["response"]["body"]["data"]), b"ok")
+
+    @defer.inlineCallbacks
+    def test_plainEarlyAnswer(self) -> Any:
+        """
+        A live host's early 413 reaches the browser while its upload is still
+        going; the entry ends with that answer.
+        """
+        def serve(server: ScriptedServer, received: bytes) -> None:
+            if b"\r\n\r\n" in received and not getattr(server, "answered", False):
+                server.answered = True  # type: ignore[attr-defined]
+                server.transport.write(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\n"
+                                       b"Connection: close\r\n\r\nbig")
+                server.transport.loseConnection()
+
+        port, _ = listenScripted(self, serve)
+        running = RunningProxy(self, sites(1), resolve={"api.live.test": "127.0.0.1"})
+
+        def client() -> Any:
+            sock = openSocket(running.ports["forward"])
+            sock.sendall(f"POST http://api.live.test:{port}/up HTTP/1.1\r\nHost: api.live.test:{port}\r\n"
+                         f"Content-Length: 100000000\r\n\r\n".encode() + b"a" * 1000)
+            return readResponse(sock, "POST")
+
+        status, _, body, _ = yield threads.deferToThread(client)
+        self.assertEqual((status, body), (413, b"big"))
+        [(_, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(ended["response"]["status"], 413)
+
+    @defer.inlineCallbacks
+    def test_unparsed(self) -> Any:
+        """
+        An answer that isn't HTTP is relayed as it came, and its entry is
+        marked C{_unparsed} with the bytes that passed.
+        """
+        garbage = b"SSH-2.0-OpenSSH_9.0\r\nnot http at all\n"
+
+        def serve(server: ScriptedServer, received: bytes) -> None:
+            if b"\r\n\r\n" in received:
+                server.transport.write(garbage)
+                server.transport.loseConnection()
+
+        port, _ = listenScripted(self, serve)
+        running = RunningProxy(self, sites(1), resolve={"odd.live.test": "127.0.0.1"})
+
+        def client() -> bytes:
+            sock = openSocket(running.ports["forward"])
+            sock.sendall(f"GET http://odd.live.test:{port}/ HTTP/1.1\r\nHost: odd.live.test:{port}\r\n\r\n"
+                         .encode())
+            return readAll(sock)
+
+        self.assertEqual((yield threads.deferToThread(client)), garbage)
+        [(_, ended)] = yield running.waitForEnds(1)
+        self.assertTrue(ended["_unparsed"])
+        self.assertNotIn("response", ended)
+        self.assertEqual(ended["bytes"]["down"], len(garbage))
+
+
+class FramingTests(TestCase):
+    timeout = 60
+
+    def setUp(self) -> None:
+        self.port = listenWeb(self, Echo())
+        self.running = RunningProxy(self, sites(self.port))
+
+    @defer.inlineCallbacks
+    def test_chunkedUp(self) -> Any:
+        """
+        A chunked request body reaches the backend whole and is kept with the
+        transfer coding undone.
+        """
+        running = self.running
+
+        def client() -> Any:
+            sock = connectTunnel(running.ports["forward"], "shop.test:443", running.sslContext())
+            sock.sendall(b"POST /up HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+            return readResponse(sock, "POST")
+
+        status, _, body, _ = yield threads.deferToThread(client)
+        self.assertEqual(body, b"got hello world")
+        [(_, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(ended["request_body"]["size"], 11)
+        self.assertEqual(base64.b64decode(ended["request_body"]["data"]), b"hello world")
+
+    @defer.inlineCallbacks
+    def test_headNoContentNotModified(self) -> Any:
+        """
+        HEAD, 204 and 304 answers carry no body, and the connection goes on
+        to the next request.
+        """
+        running = self.running
+
+        def client() -> Any:
+            sock = connectTunnel(running.ports["forward"], "shop.test:443", running.sslContext())
+            out = [request(sock, "HEAD", "/h", [("Host", "shop.test")])]
+            out.append(request(sock, "GET", "/empty", [("Host", "shop.test")]))
+            out.append(request(sock, "GET", "/cached", [("Host", "shop.test")]))
+            out.append(request(sock, "GET", "/after", [("Host", "shop.test")]))
+            return out
+
+        results = yield threads.deferToThread(client)
+        self.assertEqual([r[0] for r in results], [200, 204, 304, 200])
+        self.assertEqual([r[2] for r in results], [b"", b"", b"", b"x" * 100])
+        entries = yield running.waitForEnds(4)
+        self.assertEqual(entries[0][1]["response"]["body"]["size"], 0)
+
+    @defer.inlineCallbacks
+    def test_chunkedDownWithTrailers(self) -> Any:
+        """
+        A chunked answer with trailers reaches the browser with its trailers;
+        the entry keeps the body with the transfer coding undone.
+        """
+        def serve(server: ScriptedServer, received: bytes) -> None:
+            if received.endswith(b"\r\n\r\n"):
+                server.transport.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+                    b"Trailer: X-Sum\r\n\r\n4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\nX-Sum: 7\r\n\r\n")
+
+        port, _ = listenScripted(self, serve)
+        running = RunningProxy(self, sites(port))
+
+        def client() -> bytes:
+            sock = connectTunnel(running.ports["forward"], "shop.test:443", running.sslContext())
+            sock.sendall(b"GET /t HTTP/1.1\r\nHost: shop.test\r\n\r\n")
+            return readResponse(sock)[3]
+
+        raw = yield threads.deferToThread(client)
+        self.assertIn(b"0\r\nX-Sum: 7\r\n\r\n", raw)
+        self.assertIn(b"Transfer-Encoding: chunked", raw)
+        [(_, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(base64.b64decode(ended["response"]["body"]["data"]), b'{"a":1}')
+
+    @defer.inlineCallbacks
+    def test_openUntilEnded(self) -> Any:
+        """
+        An exchange's open line is written once its request has gone up; its
+        end line only when the answer has ended.
+        """
+        servers: list[ScriptedServer] = []
+
+        def serve(server: ScriptedServer, received: bytes) -> None:
+            if received.endswith(b"\r\n\r\n"):
+                servers.append(server)
+                server.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                                       b"Content-Length: 4\r\n\r\nsl")
+
+        port, _ = listenScripted(self, serve)
+        running = RunningProxy(self, sites(port))
+        sock = socket.socket()
+
+        def client() -> None:
+            sock.connect(("127.0.0.1", running.ports["forward"]))
+            sock.settimeout(10)
+            sock.sendall(b"GET http://shop.test/slow HTTP/1.1\r\nHost: shop.test\r\n\r\n")
+
+        yield threads.deferToThread(client)
+        for _ in range(500):
+            if servers:
+                break
+            yield task.deferLater(reactor, 0.01, lambda: None)
+        yield task.deferLater(reactor, 0.05, lambda: None)
+        [(opened, ended)] = running.entries()
+        self.assertIsNone(ended)
+        servers[0].transport.write(b"ow")
+        result = yield threads.deferToThread(readResponse, sock)
+        sock.close()
+        self.assertEqual(result[2], b"slow")
+        [(_, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(ended["response"]["body"]["size"], 4)
+
+
+class HTTPSBackendTests(TestCase):
+    timeout = 60
+
+    def setUp(self) -> None:
+        folder = os.path.abspath(self.mktemp())
+        self.backendCA = CertificateAuthority.loadOrCreate(os.path.join(folder, "backend-ca"))
+        self.otherCA = CertificateAuthority.loadOrCreate(os.path.join(folder, "other-ca"))
+
+        def serve(server: ScriptedServer, received: bytes) -> None:
+            if received.endswith(b"\r\n\r\n"):
+                server.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                                       b"Content-Length: 6\r\n\r\nsecure")
+
+        self.port, _ = listenScripted(self, serve, HostTLS(self.backendCA, "backend.test"))
+
+    def _through(self, extra: str) -> Any:
+        running = RunningProxy(
+            self,
+            f"""
+[[site]]
+name = "vault"
+origins = ["https://vault.test"]
+backend = "https://backend.test:{self.port}"
+{extra}
+""",
+            resolve={"backend.test": "127.0.0.1"},
+        )
+
+        def client() -> Any:
+            sock = connectTunnel(running.ports["forward"], "vault.test:443", running.sslContext())
+            return request(sock, "GET", "/", [("Host", "vault.test")])
+
+        return running, threads.deferToThread(client)
+
+    @defer.inlineCallbacks
+    def test_verified(self) -> Any:
+        """
+        An https backend is reached over TLS, verified against the site's
+        C{ca_file}.
+        """
+        running, d = self._through(f'ca_file = "{self.backendCA_path()}"')
+        status, _, body, _ = yield d
+        self.assertEqual((status, body), (200, b"secure"))
+
+    def backendCA_path(self) -> str:
+        path = os.path.abspath(self.mktemp())
+        with open(path, "wb") as f:
+            f.write(self.backendCA.certPEM())
+        return path
+
+    @defer.inlineCallbacks
+    def test_notVerified(self) -> Any:
+        """
+        A backend whose certificate doesn't verify is answered 502, the entry
+        C{_failed}.
+        """
+        path = os.path.abspath(self.mktemp())
+        with open(path, "wb") as f:
+            f.write(self.otherCA.certPEM())
+        running, d = self._through(f'ca_file = "{path}"')
+        status, _, _, _ = yield d
+        self.assertEqual(status, 502)
+        [(_, ended)] = yield running.waitForEnds(1)
+        self.assertIn("certificate", ended["_failed"]["reason"])
+
+    @defer.inlineCallbacks
+    def test_verifyFalse(self) -> Any:
+        """
+        C{verify = false} reaches a backend whatever its certificate.
+        """
+        running, d = self._through("verify = false")
+        status, _, body, _ = yield d
+        self.assertEqual((status, body), (200, b"secure"))
