@@ -9,6 +9,7 @@ large log, not all of it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -111,24 +112,65 @@ def recover(readAt: ReadAt, size: int) -> Recovered:
     stopBelow: int | None = None
     ended: set[int] = set()
     unended: list[int] = []
+    previous: int | None = None
     for line in linesBackwards(readAt, wholeSize):
-        record = decodeLine(line)
-        if record is None:
-            continue
-        n = record["n"]
         if result.lastNumber == 0:
-            result.lastNumber = n
+            record = decodeLine(line)
+            if record is None:
+                continue
+            parsed = _fields(record)
+            if parsed is None:
+                continue
+            result.lastNumber = parsed[0]
             openFrom = record.get("open_from")
-            stopBelow = openFrom if isinstance(openFrom, int) else 1
-        if stopBelow is not None and n < stopBelow:
-            break
-        exchangeId = record.get("id")
-        if not isinstance(exchangeId, int):
+            stopBelow = openFrom if isinstance(openFrom, int) and not isinstance(openFrom, bool) else 1
+        else:
+            parsed = _quickFields(line)
+            if parsed is None:
+                continue
+        n, kind, exchangeId = parsed
+        if previous is not None and n >= previous:
+            # Numbers only grow through a log; a line that doesn't fit is a
+            # cut line whose number the next process gave again.
             continue
-        if record.get("type") == END:
+        previous = n
+        assert stopBelow is not None
+        if n < stopBelow:
+            break
+        if kind == END:
             ended.add(exchangeId)
-        elif record.get("type") == OPEN and exchangeId not in ended:
+        elif kind == OPEN and exchangeId not in ended:
             unended.append(exchangeId)
     unended.reverse()
     result.unended = unended
     return result
+
+
+#: The start of every line netlog writes (L{netlog.core.logline.encodeLine}).
+_PREFIX = re.compile(rb'\{"n":([1-9][0-9]*),"type":"(open|end)","id":([1-9][0-9]*),')
+
+
+def _fields(record: dict) -> tuple[int, str, int] | None:  # type: ignore[type-arg]
+    exchangeId = record.get("id")
+    kind = record.get("type")
+    if not isinstance(exchangeId, int) or isinstance(exchangeId, bool) or kind not in (OPEN, END):
+        return None
+    return record["n"], kind, exchangeId
+
+
+def _quickFields(line: bytes) -> tuple[int, str, int] | None:
+    """
+    A line's C{n}, C{type} and C{id}, read from its fixed start when it has
+    netlog's shape (an object closed at its end), else by parsing it all.
+
+    The quick read trusts a line that isn't whole JSON only in one case, a
+    line cut by a crash that happens to end in C{}}; such a line always has
+    the number of the line after it, and L{recover} drops it for that.
+    """
+    match = _PREFIX.match(line)
+    if match is not None and line.endswith(b"}"):
+        return int(match[1]), match[2].decode("ascii"), int(match[3])
+    record = decodeLine(line)
+    if record is None:
+        return None
+    return _fields(record)

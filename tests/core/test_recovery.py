@@ -125,3 +125,17 @@ class RecoverTests(SynchronousTestCase):
         data = encodeLine(1, OPEN, 1, 1, 0.0, {}) + encodeLine(2, END, 1, 3, 0.0, {}) + b"garbage\n"
         found = recover(reader(data), len(data))
         self.assertEqual((found.lastNumber, found.cut, found.unended), (2, False, []))
+
+    def test_cutLineEndingInBrace(self) -> None:
+        """
+        A line cut by a crash just after an inner C{}} looks whole at its
+        start and end; its number was given again to the next line, and it
+        is not taken for an exchange of its own.
+        """
+        one = encodeLine(1, OPEN, 1, 1, 0.0, {})
+        two = encodeLine(2, END, 1, 3, 0.0, {})
+        cut = encodeLine(3, OPEN, 3, 3, 0.0, {"server": {"port": 1}})[:-2]
+        again = encodeLine(3, OPEN, 3, 3, 0.0, {"server": {"port": 2}})
+        data = one + two + cut + b"\n" + again
+        found = recover(reader(data), len(data))
+        self.assertEqual((found.lastNumber, found.unended), (3, [3]))
