@@ -47,8 +47,9 @@ import re
 from array import array
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 from typing import Any, Callable, Iterator
-from urllib.parse import parse_qsl, quote, urljoin, urlsplit
+from urllib.parse import parse_qsl, quote, unquote_plus, urljoin, urlsplit
 
 import netlog
 from netlog.core.decoding import (
@@ -281,8 +282,16 @@ def isoTime(seconds: float) -> str:
     """
     ISO 8601 in UTC with milliseconds, as HAR writes times.
     """
-    t = datetime.fromtimestamp(seconds, timezone.utc)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (t.microsecond // 1000)
+    whole = int(seconds // 1)
+    millis = int(round((seconds - whole) * 1000))
+    if millis >= 1000:
+        whole, millis = whole + 1, millis - 1000
+    return "%s.%03dZ" % (_isoSecond(whole), millis)
+
+
+@lru_cache(maxsize=1024)
+def _isoSecond(whole: int) -> str:
+    return datetime.fromtimestamp(whole, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def _num(v: object) -> float | None:
@@ -387,10 +396,25 @@ def _httpDate(value: str) -> str | None:
 
 
 def _queryString(url: str) -> list[dict[str, str]]:
-    query = urlsplit(url).query
-    if not query:
+    """
+    The query's names and values, decoded as URLSearchParams does (C{+} a
+    space, percent escapes as UTF-8).
+    """
+    start = url.find("?")
+    if start < 0:
         return []
-    return [{"name": k, "value": v} for k, v in parse_qsl(query, keep_blank_values=True)]
+    end = url.find("#", start)
+    query = url[start + 1 :] if end < 0 else url[start + 1 : end]
+    out = []
+    for piece in query.split("&"):
+        if not piece:
+            continue
+        name, _, value = piece.partition("=")
+        if "%" in piece or "+" in piece:
+            name = unquote_plus(name)
+            value = unquote_plus(value)
+        out.append({"name": name, "value": value})
+    return out
 
 
 def _bareHostUrl(method: str, url: str, server: dict[str, Any]) -> str:
@@ -455,6 +479,11 @@ def _serverAddress(server: dict[str, Any]) -> str | None:
     address = server.get("address")
     if not isinstance(address, str) or not address:
         return None
+    return _bareAddress(address)
+
+
+@lru_cache(maxsize=1024)
+def _bareAddress(address: str) -> str | None:
     candidate = address.strip("[]")
     try:
         return str(ipaddress.ip_address(candidate))
