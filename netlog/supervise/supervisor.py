@@ -155,6 +155,12 @@ class Supervisor(MultiService):
 
     Its children (the API listener) start and stop with it.
 
+    @param privileged: the proxy's own privileged step (loading a CA as
+        root, say), run here once, in twistd's privileged step.
+    @param privilegedFiles: after it, the files only root may read that the
+        worker needs; they are opened here and handed over (see
+        L{netlog.tap.common.openPrivileged}).
+
     @ivar exitCode: set when it gave up; twistd then exits with it.
     """
 
@@ -169,7 +175,8 @@ class Supervisor(MultiService):
         argv: list[str],
         logPath: str | None,
         listeners: list[tuple[str, str]],
-        privilegedFiles: list[str] = (),  # type: ignore[assignment]
+        privileged: Callable[[], None] = lambda: None,
+        privilegedFiles: Callable[[], list[str]] = lambda: [],
         uid: int | None = None,
         gid: int | None = None,
         apiAddress: Callable[[], tuple[str, int] | None] = lambda: None,
@@ -186,7 +193,8 @@ class Supervisor(MultiService):
         self._argv = argv
         self.logPath = logPath
         self._listenerSpecs = listeners
-        self._privilegedPaths = list(privilegedFiles)
+        self._proxyPrivileged = privileged
+        self._privilegedPaths = privilegedFiles
         self.privilegedFiles: dict[str, int] = {}
         self._uid = uid
         self._gid = gid
@@ -204,33 +212,33 @@ class Supervisor(MultiService):
         self._restartCall: Any = None
         self._stopping = False
         self._lastDeath: tuple[int | None, float] | None = None
-        self._privileged = False
+        self._privilegedDone = False
 
     # -- service ------------------------------------------------------------
 
     def privilegedStartService(self) -> None:
-        self._privileged = True
-        if self.logPath is not None and self.logFd is None:
+        if self._privilegedDone:
+            return
+        self._privilegedDone = True
+        if self.logPath is not None:
             self.logFd = openLogFile(self.logPath, self._uid, self._gid)
-        for path in self._privilegedPaths:
-            if path not in self.privilegedFiles:
-                self.privilegedFiles[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-        if not self.listeners:
-            for role, description in self._listenerSpecs:
-                bound = bindListener(self._reactor, role, description)
-                self.listeners.append(bound)
-                _log.info(
-                    "{role} listener {description} bound on {address}",
-                    role=role,
-                    description=description,
-                    address=bound.getHost(),
-                )
+        self._proxyPrivileged()
+        for path in self._privilegedPaths():
+            self.privilegedFiles[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        for role, description in self._listenerSpecs:
+            bound = bindListener(self._reactor, role, description)
+            self.listeners.append(bound)
+            _log.info(
+                "{role} listener {description} bound on {address}",
+                role=role,
+                description=description,
+                address=bound.getHost(),
+            )
         MultiService.privilegedStartService(self)
 
     def startService(self) -> None:
-        if not self._privileged:
-            # Run without twistd's privileged step (plain twist, tests).
-            self.privilegedStartService()
+        # Without twistd's privileged step (plain twist, tests), do it now.
+        self.privilegedStartService()
         MultiService.startService(self)
         self._stopping = False
         self._spawn()

@@ -12,8 +12,11 @@ listeners in twistd's privileged step, and runs the proxy in a worker process
 that inherits them and is started again when it dies. The worker imports the
 plugin's C{Options} and C{buildProxy} by name and parses the same arguments
 again, so both must be importable module-level names, and C{buildProxy} must
-only build (start nothing) since the supervisor calls it too, to learn the
-listeners.
+only build (start nothing) since the supervisor calls it too: to learn the
+listeners, and to run the proxy's C{privilegedStartService} as root (the
+worker never runs it). Files only root may read that the worker needs (a CA
+key) are listed in the proxy's C{privilegedFiles} and opened in the worker
+with L{openPrivileged}.
 
 With C{--no-supervise} it wires everything in this process: the LogWriter
 first, so the file is open before privileges drop, then the proxy, then a
@@ -261,7 +264,8 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         argv=list(argv),
         logPath=config["log"],
         listeners=listeners,
-        privilegedFiles=list(getattr(proxy, "privilegedFiles", [])),
+        privileged=proxy.privilegedStartService,
+        privilegedFiles=lambda: list(getattr(proxy, "privilegedFiles", [])),
         uid=uid,
         gid=gid,
         apiAddress=lambda: config.get("api-address"),

@@ -19,7 +19,7 @@ from twisted.internet.protocol import Factory
 from twisted.protocols.basic import LineOnlyReceiver
 from twisted.python import usage
 
-from netlog.tap.common import LogOptions, makeProxyService
+from netlog.tap.common import LogOptions, makeProxyService, openPrivileged
 
 #: The folder to put on C{PYTHONPATH} for twistd to find C{netlog-dummy}.
 PLUGIN_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins")
@@ -29,6 +29,7 @@ class Options(LogOptions):
     optParameters = [
         ["listen", None, "tcp:0:interface=127.0.0.1", "Where to answer."],
         ["start-delay", None, 0.0, "Seconds each worker waits before it serves.", float],
+        ["secret", None, None, "A file only root may read, told to a client that asks 'secret'."],
     ]
     optFlags = [
         ["die-at-start", None, "Fail at once in each worker (to test giving up)."],
@@ -45,6 +46,11 @@ class Answer(LineOnlyReceiver):
     def lineReceived(self, line: bytes) -> None:
         writer = self.factory.writer
         self.exchangeId = writer.open({"request": line.decode("ascii", "replace"), "pid": os.getpid()})
+        if line == b"secret":
+            self.transport.write(self.factory.secret + b"\n")
+            writer.end(self.exchangeId, {"status": "secret"})
+            self.transport.loseConnection()
+            return
         if line == b"hold":
             return  # keep the exchange open until the connection ends
         self.transport.write(b"ok " + line + b" " + str(os.getpid()).encode() + b"\n")
@@ -63,11 +69,20 @@ class DummyProxy(MultiService):
         self.config = config
         factory = Factory.forProtocol(Answer)
         factory.writer = writer
+        factory.secret = b""
+        self.factory = factory
         self.listeners = [("answer", config["listen"], factory)]
+        self.privilegedFiles = [config["secret"]] if config["secret"] else []
 
     def startService(self) -> None:
         if self.config["die-at-start"]:
             raise RuntimeError("told to die at start")
+        if self.config["secret"]:
+            fd = openPrivileged(self.config["secret"])
+            try:
+                self.factory.secret = os.read(fd, 1024).strip()
+            finally:
+                os.close(fd)
         if self.config["start-delay"]:
             time.sleep(self.config["start-delay"])
         if self.config["ignore-term"]:

@@ -210,7 +210,8 @@ class UnprivilegedWorkerTests(SynchronousTestCase):
         """
         The worker runs as nobody and logs through the file it inherited, but
         as nobody the log can't be opened to append, truncated, or replaced;
-        it is root's, 0644.
+        it is root's, 0644. A root-only file the proxy lists as privileged
+        reaches the worker open.
         """
         folder = os.path.abspath(self.mktemp())
         os.makedirs(folder)
@@ -218,10 +219,19 @@ class UnprivilegedWorkerTests(SynchronousTestCase):
         os.chmod(os.path.dirname(folder), 0o755)
         port, apiPort = freePort(), freePort()
         logPath = os.path.join(folder, "log", "network.jsonl")
+        secret = os.path.join(folder, "secret")
+        with open(secret, "w") as f:
+            f.write("only root reads this\n")
+        os.chmod(secret, 0o600)
         twistd = Twistd(
             folder,
             "netlog-dummy",
-            ["--log", logPath, "--listen", f"tcp:{port}:interface=127.0.0.1", "--api", f"tcp:{apiPort}"],
+            [
+                "--log", logPath,
+                "--listen", f"tcp:{port}:interface=127.0.0.1",
+                "--api", f"tcp:{apiPort}",
+                "--secret", secret,
+            ],
             ["--uid", "nobody", "--gid", "nogroup"],
             self.interpreter,
         )
@@ -230,6 +240,9 @@ class UnprivilegedWorkerTests(SynchronousTestCase):
         self.assertEqual(uidOf(worker), self.uid)
         self.assertEqual(uidOf(twistd.process.pid), self.uid)
         self.assertEqual(ask(port, b"one"), b"ok one %d\n" % worker)
+        # A file only root may read, opened by the supervisor in the
+        # privileged step, reached the unprivileged worker.
+        self.assertEqual(ask(port, b"secret"), b"only root reads this\n")
         st = os.stat(logPath)
         self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o644))
 
@@ -262,6 +275,6 @@ class UnprivilegedWorkerTests(SynchronousTestCase):
         self.assertEqual(os.waitstatus_to_exitcode(status), 0)
         records = readLog(logPath)
         checkLog(self, records)
-        self.assertEqual(len(records), 2)
+        self.assertEqual(len(records), 4)
         status, body = getJSON(f"http://127.0.0.1:{apiPort}/network")
-        self.assertEqual(len(body["lines"]), 2)
+        self.assertEqual(len(body["lines"]), 4)
