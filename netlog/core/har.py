@@ -372,7 +372,7 @@ def responseCookie(header: str, received: float | None) -> dict[str, Any] | None
         elif key == "secure":
             cookie["secure"] = True
         elif key == "samesite":
-            cookie["sameSite"] = val
+            cookie["_sameSite"] = val
     if maxAge is not None:
         cookie["expires"] = maxAge
     elif expires is not None:

@@ -277,7 +277,7 @@ class CookieTests(HarTestCase):
             [
                 {"name": "a", "value": "x=y", "expires": "2026-01-01T00:00:10.500Z", "httpOnly": False, "secure": False},
                 {"name": "b", "value": "", "expires": "1970-01-01T00:00:00.000Z", "httpOnly": False, "secure": False},
-                {"name": "c", "value": '"quoted"', "sameSite": "Lax", "httpOnly": False, "secure": False},
+                {"name": "c", "value": '"quoted"', "_sameSite": "Lax", "httpOnly": False, "secure": False},
                 {
                     "name": "d",
                     "value": "1",
