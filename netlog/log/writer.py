@@ -359,6 +359,12 @@ class LogWriter(Service):
         """
         if not self.enabled:
             return 0
+        if not self._recovered:
+            # Numbers come from the file, which isn't open yet: a line now
+            # would take a number the file may already hold.
+            self.droppedLines += 1
+            _log.error("netlog's LogWriter got a line before it started; the line is dropped")
+            return 0
         if self._pendingBytes > MAX_PENDING_BYTES:
             self.droppedLines += 1
             if exchangeId is not None:

@@ -401,7 +401,7 @@ class ConcurrentReadTests(SynchronousTestCase):
         follower = startChild(self, "from netlog.log.readcli import main; raise SystemExit(main())", path, "--follow")
         writer = startChild(self, WRITE_MANY, path, "100")
         writer.communicate(timeout=CHILD_TIMEOUT)
-        seen = []
+        seen: list[int] = []
         deadline = time.monotonic() + CHILD_TIMEOUT
         while len(seen) < 200 and time.monotonic() < deadline:
             seen.append(json.loads(readLine(follower))["n"])

@@ -11,10 +11,10 @@ import os
 import pwd
 import stat
 import tempfile
-from typing import Any
+from typing import Any, cast
 
 from twisted.internet.task import Clock
-from twisted.logger import globalLogPublisher
+from twisted.logger import ILogObserver, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core.logline import REASON_LOG_FAILED, REASON_RESTARTED, REASON_STOPPED
@@ -68,8 +68,12 @@ class NumberingTests(SynchronousTestCase):
     def startWriter(self, **kw: Any) -> LogWriter:
         writer = LogWriter(self.path, clock=lambda: 1000.0, **kw)
         writer.startService()
-        self.addCleanup(lambda: writer.running and writer.stopService())
+        self.addCleanup(self.stopIfRunning, writer)
         return writer
+
+    def stopIfRunning(self, writer: LogWriter) -> None:
+        if writer.running:
+            writer.stopService()
 
     def test_numbersAndIds(self) -> None:
         """
@@ -156,6 +160,17 @@ class NumberingTests(SynchronousTestCase):
         self.assertEqual([r["n"] for r in lines], [1, 2])
         self.assertIn("_unencodable", lines[0])
         self.assertIn("_unencodable", lines[1])
+        self.flushLoggedErrors()
+
+    def test_lineBeforeStart(self) -> None:
+        """
+        A line handed over before the writer started (so before it knows
+        where the file's numbers are) is dropped and counted, never given a
+        number the file may hold.
+        """
+        writer = LogWriter(self.path)
+        self.assertEqual(writer.open({}), 0)
+        self.assertEqual(writer.droppedLines, 1)
         self.flushLoggedErrors()
 
     def test_disabled(self) -> None:
@@ -311,12 +326,17 @@ class FailingWriteTests(SynchronousTestCase):
         self.path = os.path.join(self.folder, "log.jsonl")
         self.clock = Clock()
         self.events: list[dict[str, Any]] = []
-        globalLogPublisher.addObserver(self.events.append)
-        self.addCleanup(globalLogPublisher.removeObserver, self.events.append)
+        observer = cast(ILogObserver, self.events.append)
+        globalLogPublisher.addObserver(observer)
+        self.addCleanup(globalLogPublisher.removeObserver, observer)
         self.fd = os.open("/dev/full", os.O_WRONLY | os.O_APPEND)
         self.writer = LogWriter(None, fd=self.fd, reactor=self.clock, clock=lambda: 1.0)
         self.writer.startService()
-        self.addCleanup(lambda: self.writer.running and self.writer.stopService())
+        self.addCleanup(self.stopIfRunning)
+
+    def stopIfRunning(self) -> None:
+        if self.writer.running:
+            self.writer.stopService()
 
     def spaceComesBack(self) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
