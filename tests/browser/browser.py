@@ -203,3 +203,44 @@ def expectedSeen() -> dict[str, Any]:
         + '"]',
         "search": SEARCH,
     }
+
+
+def openWebScenario(page: Any, httpBase: str, httpsBase: str, unreachable: list[str]) -> dict[str, Any]:
+    """
+    The open-web pattern, for the stand-in: sign in over plain HTTP at
+    C{httpBase}, then use the HTTPS site at C{httpsBase} (cart, big text,
+    chat), then try each of C{unreachable} (destinations the proxy turns down
+    or can't reach). Returns what the pages showed and, for each unreachable
+    URL, the error Chromium gave.
+    """
+    seen: dict[str, Any] = {}
+    page.goto(httpBase + "/")
+    page.click("#to-login")
+    page.wait_for_url(httpBase + "/login")
+    page.locator("#username").press_sequentially(USER)
+    page.locator("#password").press_sequentially(PASSWORD)
+    page.click("#submit")
+    page.wait_for_url(httpBase + "/account")
+    seen["account"] = page.inner_text("#who")
+
+    page.goto(httpsBase + "/cart")
+    page.click("#add")
+    page.wait_for_function("document.getElementById('result').textContent.startsWith('ok')")
+    seen["cart"] = page.inner_text("#result")
+    page.goto(httpsBase + "/big.txt")
+    seen["big"] = len(page.evaluate("document.body.innerText"))
+    page.goto(httpsBase + "/chat")
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('closed')")
+    seen["chat"] = page.inner_text("#status")
+
+    from playwright.sync_api import Error
+
+    errors: dict[str, str | None] = {}
+    for url in unreachable:
+        try:
+            page.goto(url)
+            errors[url] = None
+        except Error as e:  # the navigation failed, as it should
+            errors[url] = str(e).splitlines()[0]
+    seen["errors"] = errors
+    return seen

@@ -50,7 +50,7 @@ from typing import Any
 import brotli
 from twisted.internet import reactor as _reactor
 from twisted.internet import ssl
-from twisted.internet.protocol import Factory
+from twisted.internet.protocol import connectionDone
 from twisted.logger import Logger
 from twisted.protocols import policies, tls
 from twisted.python.failure import Failure
@@ -518,7 +518,7 @@ class CountingProtocol(policies.ProtocolWrapper):
         self.bytesOut += sum(len(d) for d in data)
         super().writeSequence(data)
 
-    def connectionLost(self, reason: Failure) -> None:
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         self.factory.connectionCounted(self)
         super().connectionLost(reason)
 
@@ -600,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     site = buildSite()
     reactor: Any = _reactor
     http = reactor.listenTCP(args.http, CountingFactory(site, "http", args.conn_log), interface="127.0.0.1")
-    tlsSite: Factory = tls.TLSMemoryBIOFactory(options, False, site)
+    tlsSite = tls.TLSMemoryBIOFactory(options, False, site)  # type: ignore[arg-type]
     https = reactor.listenTCP(args.https, CountingFactory(tlsSite, "https", args.conn_log), interface="127.0.0.1")
     print(f"ready http={http.getHost().port} https={https.getHost().port}", flush=True)
     reactor.run()
