@@ -398,7 +398,7 @@ class ConcurrentReadTests(SynchronousTestCase):
         path = os.path.join(publicTempDir(self), "log.jsonl")
         with open(path, "wb"):
             pass
-        follower = startChild(self, "from netlog.log.readcli import main; raise SystemExit(main())", path, "--follow")
+        follower = startChild(self, "from netlog.cli import main; raise SystemExit(main())", "read", path, "--follow")
         writer = startChild(self, WRITE_MANY, path, "100")
         writer.communicate(timeout=CHILD_TIMEOUT)
         seen: list[int] = []

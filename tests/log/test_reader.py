@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core.logline import OPEN, encodeLine
 from netlog.log.reader import LogReader, LogUnreadable, follow, read
-from tests.support import sourceEnv
+from tests.support import netlogArgv, sourceEnv
 
 from .test_writer import publicTempDir
 
@@ -121,7 +120,7 @@ class ReadCommandTests(SynchronousTestCase):
 
     def runRead(self, *args: str) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(
-            [sys.executable, "-m", "netlog.log.readcli", *args],
+            [*netlogArgv(), "read", *args],
             env=sourceEnv(),
             capture_output=True,
             timeout=60,
