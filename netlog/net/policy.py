@@ -94,12 +94,18 @@ class DestinationPolicy:
         canonical = parseAddress(address)
         if canonical is None:
             return f"{address} is not an IP address"
-        ip = _plain(ipaddress.ip_address(canonical))
+        given = ipaddress.ip_address(canonical)
+        ip = _plain(given)
         if self._isOwnListener(ip, port):
             return f"{canonical} port {port} is this proxy's own listener"
         kind = _private(ip)
         if kind is None or named:
             return None
-        if any(ip.version == net.version and ip in net for net in self.allow):
-            return None
-        return f"{canonical} is a {kind} address (allow it with --allow or name the host with --resolve)"
+        for candidate in {ip, given}:
+            if any(candidate.version == net.version and candidate in net for net in self.allow):
+                return None
+        article = "an" if kind[0] in "aeiou" else "a"
+        return (
+            f"{canonical} is {article} {kind} address "
+            f"(allow it with --allow or name the host with --resolve)"
+        )
