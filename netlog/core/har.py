@@ -18,11 +18,12 @@ comes later, after any number of other lines. Two ways to join them:
  2. Two passes (chosen): the first reads the log once, parsing only each
     line's head (C{n}, C{type}, C{id}: they lead every line netlog writes, so
     a regular expression reads them without parsing the JSON), and records
-    where each open line and each end line lies (L{LineIndex}: two machine
-    integers per line, in arrays). The second walks the open lines in order
-    and reads each one's end line at its offset. Memory is the largest entry
-    plus 16 bytes a line, whatever stays open; the end lines are read at most
-    twice, and the second read is almost always still in the page cache.
+    where each open line and each end line lies (L{LineIndex}: machine
+    integers in arrays, about 40 bytes an exchange). The second walks the
+    open lines in order and reads each one's end line at its offset. Memory
+    is the largest entry plus the index, whatever stays open; the end lines
+    are read twice, and the second read is almost always still in the page
+    cache.
 
 So this module offers L{LineIndex} (fed C{(offset, line)} pairs in file
 order), L{joinEntries} (given the index and a C{readAt(offset, length)}
@@ -45,6 +46,7 @@ import ipaddress
 import json
 import re
 from array import array
+from bisect import bisect_left
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
@@ -93,7 +95,6 @@ class LineIndex:
         self._endOffsets = array("q")
         self._endLengths = array("q")
         self._sparse: dict[int, tuple[int, int]] = {}
-        self._opened: set[int] = set()
         #: more end lines for an id that had one (tried in turn if the first
         #: can't be read)
         self.extraEnds: dict[int, list[tuple[int, int]]] = {}
@@ -119,19 +120,24 @@ class LineIndex:
                 if not (_isInt(n) and _isInt(exchangeId) and kind in ("open", "end")):
                     raise TypeError
                 isOpen = kind == "open"
-            except (ValueError, TypeError, KeyError):
+            except (ValueError, TypeError, KeyError, RecursionError):
                 self.unreadable += 1
                 return
+        openIds = self.openIds
         if isOpen:
-            if exchangeId != n or exchangeId in self._opened:
+            # numbers only grow in a log; an open that doesn't follow the
+            # last one is a repeat or out of place
+            if exchangeId != n or (openIds and exchangeId <= openIds[-1]):
                 self.unreadable += 1
                 return
-            self._opened.add(exchangeId)
+            if self._base is None:
+                self._base = exchangeId
             self.openOffsets.append(offset)
             self.openLengths.append(len(line))
             self.openIds.append(exchangeId)
         else:
-            if exchangeId not in self._opened:
+            i = bisect_left(openIds, exchangeId)
+            if i == len(openIds) or openIds[i] != exchangeId:
                 self.unreadable += 1
                 return
             self._addEnd(exchangeId, offset, len(line))
@@ -140,8 +146,7 @@ class LineIndex:
         if self.endOf(exchangeId) is not None:
             self.extraEnds.setdefault(exchangeId, []).append((offset, length))
             return
-        if self._base is None:
-            self._base = exchangeId
+        assert self._base is not None
         slot = exchangeId - self._base
         if 0 <= slot < len(self._endOffsets):
             self._endOffsets[slot] = offset
@@ -187,7 +192,7 @@ def _isInt(v: object) -> bool:
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
 
@@ -229,7 +234,7 @@ def joinEntries(
                 stats.unreadable += 1
         try:
             yield buildEntry(opened, ended)
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError):
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError):
             stats.unreadable += 1 + (1 if ended is not None else 0)
 
 

@@ -70,7 +70,7 @@ def indexLog(fd: int, size: int, progress: Progress | None = None) -> LineIndex:
 def writeHar(logPath: str, out: BinaryIO, progress: Progress | None = None) -> ExportResult:
     """
     Write the HAR of the log at C{logPath} to C{out} (binary, UTF-8 JSON, no
-    BOM). Memory: the largest entry, plus 16 bytes per log line for the
+    BOM). Memory: the largest entry, plus about 40 bytes per exchange for the
     index (see L{netlog.core.har}).
     """
     fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
