@@ -205,6 +205,8 @@ _CHUNK_EXT = re.compile(
 )
 _HEX = re.compile(rb"[0-9A-Fa-f]+")
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+#: The fields a reader looks up to frame a message, indexed as heads are read.
+_FRAMING_FIELDS = frozenset({b"host", b"content-length", b"transfer-encoding", b"upgrade"})
 _KNOWN_CODINGS = {b"chunked", b"gzip", b"x-gzip", b"deflate", b"compress", b"x-compress"}
 
 #: Hop-by-hop fields (RFC 9110 7.6.1, plus the old Proxy-Connection and Keep-Alive).
@@ -340,6 +342,7 @@ class _Reader:
 
     _strict = True
     _discardWhenDead = False
+    _index: dict[bytes, list[bytes]] = {}
     _maxHead: int
     _maxFields: int
 
@@ -353,10 +356,11 @@ class _Reader:
 
     # What the subclasses provide.
 
-    def _readHead(self, buf: bytes) -> tuple[list[Event], int]:
+    def _readHead(self, buf: bytes, start: int) -> tuple[list[Event], int]:
         """
-        Try to read a head from C{buf}; return events and bytes consumed
-        (0 and no events when more bytes are needed).  Sets the state.
+        Try to read a head from C{buf} at C{start}; return events and where
+        reading stopped (C{start} and no events when more bytes are
+        needed).  Sets the state.
         """
         raise NotImplementedError()
 
@@ -421,7 +425,7 @@ class _Reader:
         Read what C{buf} holds; return the bytes left unread.
 
         C{self._mark} is where the raw bytes not yet given in an event start;
-        C{self._cur} is C{buf} (rebased at each head).
+        C{self._cur} is C{buf}.
         """
         pos = 0
         end = len(buf)
@@ -431,12 +435,8 @@ class _Reader:
             while pos < end:
                 state = self._state
                 if state == _HEAD:
-                    if pos:
-                        buf = self._cur = buf[pos:]
-                        end -= pos
-                        pos = self._mark = 0
-                    headEvents, used = self._readHead(buf)
-                    if not used:
+                    headEvents, used = self._readHead(buf, pos)
+                    if used == pos:
                         break
                     events += headEvents
                     pos = self._mark = used
@@ -553,7 +553,7 @@ class _Reader:
             return None
         stop = buf.find(b"\r\n\r\n", pos)
         limit = stop + 2 if stop >= 0 else len(buf)
-        self._checkBareLF(buf, pos, limit)
+        self._checkBareLF(buf, pos, limit, pos)
         if stop < 0:
             if len(buf) - pos > self._maxHead:
                 raise self._bad(431, "trailer section too large")
@@ -567,10 +567,16 @@ class _Reader:
             raise self._bad(431, "too many trailer fields")
         return self._parseFields(lines), stop + 4
 
-    def _checkBareLF(self, buf: bytes, start: int, limit: int) -> None:
+    def _checkBareLF(self, buf: bytes, start: int, limit: int, floor: int) -> None:
+        """
+        Refuse an LF between C{start} and C{limit} without a CR before it
+        (at or after C{floor}, where the head or section begins).
+        """
+        if buf.count(b"\n", start, limit) == buf.count(b"\r\n", max(floor, start - 1), limit):
+            return
         lf = buf.find(b"\n", start, limit)
         while lf >= 0:
-            if lf == 0 or buf[lf - 1] != 13:
+            if lf == floor or buf[lf - 1] != 13:
                 raise self._bad(400, "bare LF in the head")
             lf = buf.find(b"\n", lf + 1, limit)
 
@@ -586,16 +592,25 @@ class _Reader:
     def _parseFields(self, lines: list[bytes]) -> Headers:
         headers: Headers = []
         token = _TOKEN.match
+        index: dict[bytes, list[bytes]] = {}
+        self._index = index
         for line in lines:
             colon = line.find(b":")
             if colon > 0 and token(line, 0, colon):
-                headers.append((line[:colon], line[colon + 1 :].strip(b" \t")))
+                name = line[:colon]
+                value = line[colon + 1 :].strip(b" \t")
+                headers.append((name, value))
+                lowered = name.lower()
+                if lowered in _FRAMING_FIELDS:
+                    index.setdefault(lowered, []).append(value)
                 continue
             if line[:1] in (b" ", b"\t"):
                 if self._strict or not headers:
                     raise self._bad(400, "obsolete line folding (obs-fold)")
                 name, value = headers[-1]
                 headers[-1] = (name, (value + b" " + line.strip(b" \t")).strip(b" "))
+                if name.lower() in _FRAMING_FIELDS:
+                    index[name.lower()][-1] = headers[-1][1]
                 continue
             if colon < 0:
                 raise self._bad(400, "header line without a colon")
@@ -605,7 +620,11 @@ class _Reader:
             if name[-1:] in (b" ", b"\t"):
                 if self._strict:
                     raise self._bad(400, "whitespace before a header's colon")
-                headers.append((name.rstrip(b" \t"), line[colon + 1 :].strip(b" \t")))
+                name = name.rstrip(b" \t")
+                value = line[colon + 1 :].strip(b" \t")
+                headers.append((name, value))
+                if name.lower() in _FRAMING_FIELDS:
+                    index.setdefault(name.lower(), []).append(value)
                 continue
             raise self._bad(400, "invalid header name")
         return headers
@@ -620,7 +639,7 @@ class _Reader:
         The one Content-Length of a message, L{None} when there is none.
         Identical repeated values (in one field or several) are accepted.
         """
-        values = headerValues(headers, b"content-length")
+        values = self._index.get(b"content-length", ())
         if not values:
             return None
         lengths = set()
@@ -637,7 +656,7 @@ class _Reader:
         return lengths.pop()
 
     def _transferCodings(self, headers: Headers) -> list[bytes] | None:
-        values = headerValues(headers, b"transfer-encoding")
+        values = self._index.get(b"transfer-encoding", ())
         if not values:
             return None
         codings = []
@@ -705,41 +724,42 @@ class RequestReader(_Reader):
             return []
         return [Incomplete("the connection closed in the middle of a request")]
 
-    def _readHead(self, buf: bytes) -> tuple[list[Event], int]:
+    def _readHead(self, buf: bytes, start: int) -> tuple[list[Event], int]:
         # Empty lines before a request line are ignored (RFC 9112 2.2).
-        start = 0
-        while buf.startswith(b"\r\n", start):
-            start += 2
-        if start:
+        if buf.startswith(b"\r\n", start):
+            at = start
+            while buf.startswith(b"\r\n", at):
+                at += 2
+            return [], at
+        size = len(buf) - start
+        if size == 1 and buf[start] == 13:
             return [], start
-        if buf == b"\r":
-            return [], 0
         if self._line is None:
-            lf = buf.find(b"\n", 0, self._maxLine + 2)
+            lf = buf.find(b"\n", start, start + self._maxLine + 2)
             if lf < 0:
-                if len(buf) > self._maxLine + 1:
+                if size > self._maxLine + 1:
                     raise self._bad(414, "request line too long")
-                return [], 0
-            if lf == 0 or buf[lf - 1] != 13:
+                return [], start
+            if lf == start or buf[lf - 1] != 13:
                 raise self._bad(400, "bare LF after the request line")
-            if lf - 1 > self._maxLine:
+            if lf - 1 - start > self._maxLine:
                 raise self._bad(414, "request line too long")
-            self._line = self._requestLine(buf[: lf - 1])
-            self._scanned = lf + 1
-        endAt = buf.find(b"\r\n\r\n", max(0, self._scanned - 3))
+            self._line = self._requestLine(buf[start : lf - 1])
+            self._scanned = lf + 1 - start
+        endAt = buf.find(b"\r\n\r\n", start + max(0, self._scanned - 3))
         limit = endAt + 2 if endAt >= 0 else len(buf)
-        self._checkBareLF(buf, self._scanned, limit)
-        self._scanned = limit
+        self._checkBareLF(buf, start + self._scanned, limit, start)
+        self._scanned = limit - start
         if endAt < 0:
-            if len(buf) > self._maxHead:
+            if size > self._maxHead:
                 raise self._bad(431, "request head too large")
-            return [], 0
+            return [], start
         used = endAt + 4
-        if used > self._maxHead:
+        if used - start > self._maxHead:
             raise self._bad(431, "request head too large")
-        head = buf[:used]
+        head = buf[start:used]
         self._checkBytes(head)
-        lines = head[:endAt].split(b"\r\n")
+        lines = buf[start:endAt].split(b"\r\n")
         if len(lines) - 1 > self._maxFields:
             raise self._bad(431, "too many header fields")
         headers = self._parseFields(lines[1:])
@@ -777,7 +797,7 @@ class RequestReader(_Reader):
     def _makeHead(
         self, method: bytes, target: bytes, version: bytes, headers: Headers, raw: bytes
     ) -> RequestHead:
-        hosts = headerValues(headers, b"host")
+        hosts = self._index.get(b"host", ())
         if len(hosts) > 1:
             raise self._bad(400, "more than one Host field")
         hostField: tuple[str, int | None] | None = None
@@ -841,14 +861,14 @@ class RequestReader(_Reader):
                     raise self._bad(400, "Host field disagrees with the URL")
             path = rest if rest[:1] == b"/" else b"/" + rest
             url = scheme + "://" + authority.decode("latin-1") + path.decode("latin-1")
-        upgrade = bool(commaValues(headers, b"upgrade"))
+        upgrade = any(v.strip(b" \t,") for v in self._index.get(b"upgrade", ()))
         return RequestHead(method, target, version, headers, raw, url, host, port, upgrade)
 
     def _framing(self, head: RequestHead, events: list[Event]) -> None:
         codings = self._transferCodings(head.headers)
         after = _PAUSED if head.upgrade else _HEAD
         if codings is not None:
-            if headerValues(head.headers, b"content-length"):
+            if b"content-length" in self._index:
                 raise self._bad(400, "both Content-Length and Transfer-Encoding")
             if head.version == b"HTTP/1.0":
                 raise self._bad(400, "Transfer-Encoding in an HTTP/1.0 request")
@@ -904,7 +924,8 @@ class ResponseReader(_Reader):
 
     def feedEOF(self) -> list[Event]:
         """
-        The server closed its end: ends a body read to EOF.
+        The server closed its end: ends a body read to EOF; a head cut short
+        is L{Unparsable} (with its bytes), a body cut short L{Incomplete}.
         """
         state = self._state
         if state >= _PAUSED:
@@ -913,38 +934,43 @@ class ResponseReader(_Reader):
         if state == _EOF_BODY:
             raw, self._pendingRaw = self._pendingRaw, b""
             return [EndOfMessage([], raw)]
-        if state == _HEAD and not self._buf:
-            return []
+        if state == _HEAD:
+            if not self._buf:
+                return []
+            # A head cut short can't be read: relay what came.
+            raw, self._buf = self._buf, b""
+            return [Unparsable("the connection closed in the middle of a response head", raw)]
         return [Incomplete("the connection closed in the middle of a response")]
 
-    def _readHead(self, buf: bytes) -> tuple[list[Event], int]:
-        start = 0
-        while buf.startswith(b"\r\n", start):
-            start += 2
-        if start:
+    def _readHead(self, buf: bytes, start: int) -> tuple[list[Event], int]:
+        if buf.startswith(b"\r\n", start):
+            at = start
+            while buf.startswith(b"\r\n", at):
+                at += 2
+            return [], at
+        size = len(buf) - start
+        if size == 1 and buf[start] == 13:
             return [], start
-        if buf == b"\r":
-            return [], 0
-        if not buf.startswith(b"HTTP/"[: len(buf)]):
+        if not buf.startswith(b"HTTP/"[:size], start):
             raise self._bad(0, "not an HTTP response")
-        endAt = buf.find(b"\r\n\r\n", max(0, self._scanned - 3))
+        endAt = buf.find(b"\r\n\r\n", start + max(0, self._scanned - 3))
         limit = endAt + 2 if endAt >= 0 else len(buf)
-        self._checkBareLF(buf, self._scanned, limit)
-        self._scanned = limit
+        self._checkBareLF(buf, start + self._scanned, limit, start)
+        self._scanned = limit - start
         if endAt < 0:
-            if len(buf) > self._maxHead:
+            if size > self._maxHead:
                 raise self._bad(0, "response head too large")
-            return [], 0
+            return [], start
         used = endAt + 4
-        if used > self._maxHead:
+        if used - start > self._maxHead:
             raise self._bad(0, "response head too large")
-        head = buf[:used]
+        head = buf[start:used]
         self._scanned = 0
         if b"\x00" in head:
             raise self._bad(0, "NUL in the response head")
         if head.count(b"\r") != head.count(b"\n"):
             raise self._bad(0, "bare CR in the response head")
-        lines = head[:endAt].split(b"\r\n")
+        lines = buf[start:endAt].split(b"\r\n")
         if len(lines) - 1 > self._maxFields:
             raise self._bad(0, "too many header fields")
         statusLine = lines[0]

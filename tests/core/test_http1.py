@@ -185,6 +185,11 @@ FORWARD_REFUSED: list[tuple[str, bytes, int]] = [
     ("bare LF ending the head", b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\n", 400),
     ("bare LFs only", b"GET http://a.test/ HTTP/1.1\nHost: a.test\n\n", 400),
     ("bare LF inside a value", b"GET http://a.test/ HTTP/1.1\r\nFoo: a\nb\r\n" + HOST + b"\r\n", 400),
+    (
+        "bare LF starting the next request, after a body ending in CR",
+        b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Content-Length: 1\r\n\r\n\r\nGET http://a.test/ HTTP/1.1\r\n" + HOST + b"\r\n",
+        400,
+    ),
     # The request line.
     ("two spaces", b"GET  http://a.test/ HTTP/1.1\r\n" + HOST + b"\r\n", 400),
     ("trailing space", b"GET http://a.test/ HTTP/1.1 \r\n" + HOST + b"\r\n", 400),
@@ -756,6 +761,17 @@ class ResponseTests(SynchronousTestCase):
         """
         events = response(b"GET", b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", eof=True)
         self.assertIsInstance(events[-1], Incomplete)
+        events = response(b"GET", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", eof=True)
+        self.assertIsInstance(events[-1], Incomplete)
+        self.assertEqual(response(b"GET", b"", eof=True), [])
+
+    def test_eofInHead(self) -> None:
+        """
+        EOF inside a head is L{Unparsable} with the bytes that came, so the
+        proxy can relay them.
+        """
+        events = response(b"GET", b"HTTP/1.1 200 OK\r\nServer: x", eof=True)
+        self.assertEqual(events, [Unparsable("the connection closed in the middle of a response head", b"HTTP/1.1 200 OK\r\nServer: x")])
 
 
 class HelperTests(SynchronousTestCase):
