@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 _log = Logger()
 
 PROXY_NAME = "site"
+#: What an exchange's captures become once their fields are written.
+_SPENT = BodyCapture(0, keep=False, hashAll=False)
 #: A request whose head and body together are at most this many bytes is
 #: sent again on a new connection when a reused one turns out closed.
 MAX_RETRY_BYTES = 64 * 1024
@@ -596,6 +598,10 @@ class Exchange:
         if self.unparsed:
             fields["_unparsed"] = True
         fields.update(extra)
+        # The kept bodies are in the fields now: let their bytes go before
+        # the line is encoded (a 10 MB upload would otherwise be held twice).
+        self.requestBody = _SPENT
+        self.responseBody = _SPENT if self.responseBody is not None else None
         return fields
 
     def _finish(self, extra: dict[str, Any], reuseUpstream: bool) -> None:

@@ -90,7 +90,7 @@ class RunningProxy:
             if len(self.ended()) >= count:
                 return self.ended()
             yield task.deferLater(reactor, 0.02, lambda: None)
-        raise AssertionError(f"only {len(self.ended())} of {count} exchanges ended: {self.lines()}")
+        raise AssertionError(f"only {len(self.ended())} of {count} exchanges ended")
 
     def sslContext(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self.caFile)
