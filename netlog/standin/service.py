@@ -16,8 +16,13 @@ from netlog.standin.proxy import Settings, StandinFactory
 #: Where the stand-in listens when no C{--listen} is given.
 DEFAULT_LISTEN = "tcp:3128:interface=127.0.0.1"
 
-_TCP = re.compile(r"^tcp6?:(?:port=)?(\d+)")
-_INTERFACE = re.compile(r":interface=([^:]+(?:\\:[^:]*)*)")
+def _split(description: str) -> list[str]:
+    """
+    The parts of an endpoint description, split at colons not escaped by a
+    backslash, escapes undone.
+    """
+    parts = re.split(r"(?<!\\):", description)
+    return [part.replace("\\:", ":") for part in parts]
 
 
 def listenerAddress(description: str) -> tuple[str, int] | None:
@@ -26,12 +31,22 @@ def listenerAddress(description: str) -> tuple[str, int] | None:
     destination policy knows the proxy's own listeners before any connection
     comes (a port 0 is learnt from the connections themselves).
     """
-    match = _TCP.match(description)
-    if match is None:
+    parts = _split(description)
+    if parts[0] not in ("tcp", "tcp6") or len(parts) < 2:
         return None
-    interface = _INTERFACE.search(description)
-    host = interface.group(1).replace("\\:", ":") if interface else "0.0.0.0"
-    return host, int(match.group(1))
+    host = "0.0.0.0" if parts[0] == "tcp" else "::"
+    port = None
+    for index, part in enumerate(parts[1:]):
+        key, sep, value = part.partition("=")
+        if not sep and index == 0 and part.isdigit():
+            port = int(part)
+        elif key == "port" and value.isdigit():
+            port = int(value)
+        elif key == "interface":
+            host = value
+    if port is None:
+        return None
+    return host, port
 
 
 class StandinService(Service):

@@ -275,6 +275,23 @@ class PlainHTTPTests(unittest.TestCase):
         self.assertEqual(ended["bytes"]["down"], len(answer))
 
     @defer.inlineCallbacks
+    def test_silentServerTimesOut(self) -> Any:
+        """
+        An origin that never answers gets a 504 after the idle timeout, and
+        a C{_failed} entry saying so.
+        """
+        fast = Standin(self, tempDirectory(self), ["--resolve", "origin.test=127.0.0.1",
+                                                   "--idle-timeout", "1"])
+        yield fast.start()
+        status, _, body = yield inThread(_get, fast.port, self.base + "/silent")
+        self.assertEqual(status, 504)
+        self.assertIn(b"sent nothing for 1 seconds", body)
+        entries = yield fast.waitEnded(1)
+        [(_, ended)] = entries.values()
+        self.assertIn("--idle-timeout", ended["_failed"]["reason"])
+        self.assertEqual(ended["response"]["status"], 504)
+
+    @defer.inlineCallbacks
     def test_loopbackLiteralRefused(self) -> Any:
         """
         A loopback address not named by C{--resolve} is refused with 403.
