@@ -283,3 +283,23 @@ def startStandin(
     proc = start(twistdCommand("netlog-standin", directory, args), addCleanup, out)
     waitForPort(port, proc, out)
     return Proxy(port, log, proc)
+
+
+#: How long an API request may take (seconds).
+API_TIMEOUT = 60.0
+
+
+def fetchAPI(proxy: Proxy, path: str) -> bytes:
+    """
+    C{GET path} from the proxy's loopback API (no proxy from the
+    environment in between); fails unless it answers 200.
+    """
+    import urllib.request
+
+    assert proxy.apiPort is not None, "the proxy was started without --api"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(f"http://127.0.0.1:{proxy.apiPort}{path}", timeout=API_TIMEOUT) as answer:
+        if answer.status != 200:
+            raise AssertionError(f"GET {path} from the API answered {answer.status}")
+        body: bytes = answer.read()
+    return body

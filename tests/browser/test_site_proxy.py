@@ -4,7 +4,7 @@ scenario once through the forward port (CONNECT, decrypted with netlog's CA)
 and once through the HTTPS route; then the C{network.har} that C{netlog har}
 exports is read by WebArena-Verified 1.2.3's own loader, checked by
 har-validator, and compared entry by entry with Playwright's own HAR of the
-same session.
+same session. C{GET /network.har} on the proxy's API gives the same HAR.
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ class SiteProxyTests(SynchronousTestCase):
         self.tmp = tempfile.mkdtemp(prefix="netlog-browser-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.site = procs.startSite(self.tmp, self.addCleanup)
-        self.proxy = procs.startSiteProxy(self.tmp, self.site, self.addCleanup)
+        self.proxy = procs.startSiteProxy(self.tmp, self.site, self.addCleanup, api=True)
         self.spki = procs.runNetlog(["ca", "--state", str(self.proxy.state), "--spki-only"]).stdout.decode().strip()
 
-    def session(self, run: browser.Run) -> tuple[bytes, dict[str, Any]]:
+    def session(self, run: browser.Run) -> tuple[bytes, bytes, dict[str, Any]]:
         """
         Walk the shop with Chromium as C{run} says; once every exchange has
-        ended, export the log with C{netlog har}. Returns our HAR's bytes and
-        Playwright's HAR.
+        ended, export the log with C{netlog har} and fetch it from the API's
+        C{GET /network.har}. Returns both HARs' bytes and Playwright's HAR.
         """
         run.harPath = os.path.join(self.tmp, "playwright.har")
         seen = browser.withBrowser(run, lambda page: browser.shopScenario(page, BASE))
@@ -48,12 +48,14 @@ class SiteProxyTests(SynchronousTestCase):
         procs.runNetlog(["har", self.proxy.log, "-o", harPath])
         with open(harPath, "rb") as f:
             ours = f.read()
-        return ours, grading.load(run.harPath)
+        return ours, procs.fetchAPI(self.proxy, "/network.har"), grading.load(run.harPath)
 
-    def checkSession(self, ours: bytes, theirs: dict[str, Any]) -> None:
+    def checkSession(self, ours: bytes, fromAPI: bytes, theirs: dict[str, Any]) -> None:
         har = json.loads(ours.decode("utf-8"))
-        self.assertEqual(validate(ours), [], "har-validator's verdict on network.har")
-        grading.checkGraded(self, wavLoad(ours), BASE)
+        self.assertEqual(json.loads(fromAPI.decode("utf-8")), har, "GET /network.har vs netlog har")
+        for name, exported in (("netlog har", ours), ("GET /network.har", fromAPI)):
+            self.assertEqual(validate(exported), [], f"har-validator's verdict on {name}")
+            grading.checkGraded(self, wavLoad(exported), BASE)
         grading.checkOurs(self, har, BASE)
 
         comparison = harcompare.Comparison(har["log"]["entries"], theirs["log"]["entries"])
@@ -70,17 +72,17 @@ class SiteProxyTests(SynchronousTestCase):
         CA trusted by its SPKI hash alone: every page works, and the HAR is
         graded right, validates, and agrees with Playwright's.
         """
-        ours, theirs = self.session(
+        ours, fromAPI, theirs = self.session(
             browser.Run(proxy=f"http://127.0.0.1:{self.proxy.port}", spkiHashes=[self.spki])
         )
-        self.checkSession(ours, theirs)
+        self.checkSession(ours, fromAPI, theirs)
 
     def test_httpsRoute(self) -> None:
         """
         Through the HTTPS route (C{shop.test} mapped to the route's port, no
         proxy setting): the same.
         """
-        ours, theirs = self.session(
+        ours, fromAPI, theirs = self.session(
             browser.Run(spkiHashes=[self.spki], maps={"shop.test": f"127.0.0.1:{self.proxy.routePort}"})
         )
-        self.checkSession(ours, theirs)
+        self.checkSession(ours, fromAPI, theirs)
