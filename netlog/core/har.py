@@ -415,8 +415,9 @@ def _queryString(url: str) -> list[dict[str, str]]:
         if not piece:
             continue
         name, _, value = piece.partition("=")
-        if "%" in piece or "+" in piece:
+        if "%" in name or "+" in name:
             name = unquote_plus(name)
+        if "%" in value or "+" in value:
             value = unquote_plus(value)
         out.append({"name": name, "value": value})
     return out
@@ -502,32 +503,43 @@ def _bareAddress(address: str) -> str | None:
         return None
 
 
+def _times(ended: dict[str, Any]) -> dict[str, Any]:
+    times = ended.get("times")
+    return times if isinstance(times, dict) else {}
+
+
 def _timings(opened: dict[str, Any], ended: dict[str, Any] | None) -> tuple[dict[str, float], float]:
     """
     HAR's timings in milliseconds from the log's times, and their sum. Each
     phase runs from the previous time that happened to its own; a phase whose
     end never happened is 0 (send, wait, receive) or -1 (connect).
     """
-    started = _num(opened.get("started")) or _num(opened.get("time")) or 0.0
-    timings = {"blocked": -1.0, "dns": -1.0, "connect": -1.0, "send": 0.0, "wait": 0.0, "receive": 0.0, "ssl": -1.0}
     if ended is None:
-        return timings, 0.0
-    times = ended.get("times") if isinstance(ended.get("times"), dict) else {}
+        return dict(_NO_TIMINGS), 0
+    started = _num(opened.get("started")) or _num(opened.get("time")) or 0.0
+    times = _times(ended)
     last = started
+    connect: float = -1
     connected = _num(times.get("connected"))
     if connected is not None:
-        timings["connect"] = max(0.0, (connected - last) * 1000)
+        connect = round(max(0.0, connected - last) * 1000, 3)
         last = max(last, connected)
-    for name, key in (("send", "sent"), ("wait", "first_byte"), ("receive", "end")):
+    phases = [0.0, 0.0, 0.0]
+    for i, key in enumerate(("sent", "first_byte", "end")):
         t = _num(times.get(key))
-        if key == "end" and t is None:
+        if t is None and i == 2:
             t = _num(ended.get("ended"))
         if t is not None:
-            timings[name] = max(0.0, (t - last) * 1000)
-            last = max(last, t)
-    timings = {k: round(v, 3) for k, v in timings.items()}
-    total = round(sum(v for v in timings.values() if v > 0), 3)
+            if t > last:
+                phases[i] = round((t - last) * 1000, 3)
+                last = t
+    send, wait, receive = phases
+    timings = {"blocked": -1, "dns": -1, "connect": connect, "send": send, "wait": wait, "receive": receive, "ssl": -1}
+    total = round(max(connect, 0) + send + wait + receive, 3)
     return timings, total
+
+
+_NO_TIMINGS = {"blocked": -1, "dns": -1, "connect": -1, "send": 0, "wait": 0, "receive": 0, "ssl": -1}
 
 
 def _b64(data: object) -> bytes:
@@ -740,7 +752,7 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
     }
 
     answer = ended.get("response") if ended is not None else None
-    if isinstance(answer, dict):
+    if isinstance(answer, dict) and ended is not None:
         entry["response"] = _response(answer, url, ended)
     elif isTunnel and ended is not None and method == "CONNECT" and not (
         ended.get("_failed") or ended.get("_refused")
@@ -809,7 +821,7 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
 
 def _response(answer: dict[str, Any], url: str, ended: dict[str, Any]) -> dict[str, Any]:
     headers = _pairs(answer.get("headers"))
-    times = ended.get("times") if isinstance(ended.get("times"), dict) else {}
+    times = _times(ended)
     received = _num(times.get("first_byte")) or _num(ended.get("ended")) or _num(ended.get("time"))
     cookies = []
     for h in headers:
