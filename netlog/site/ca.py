@@ -115,9 +115,14 @@ class CertificateAuthority:
         self._contexts: dict[str, SSL.Context] = {}
 
     @classmethod
-    def loadOrCreate(cls, stateDir: str) -> "CertificateAuthority":
+    def loadOrCreate(cls, stateDir: str, openKey: Callable[[str, int], int] | None = None
+                     ) -> "CertificateAuthority":
         """
         Load the CA from C{stateDir}, creating it (and the folder) on first use.
+
+        @param openKey: opens the key file (C{os.open} by default; a
+            supervised worker opens the descriptor its supervisor inherited
+            to it, since it may not read the file itself).
 
         @raise CAError: the files can't be read, are unsafe, or don't match.
         """
@@ -126,25 +131,26 @@ class CertificateAuthority:
                 os.makedirs(stateDir, mode=STATE_MODE, exist_ok=True)
             keyPath = os.path.join(stateDir, KEY_FILE)
             certPath = os.path.join(stateDir, CERT_FILE)
-            if not os.path.lexists(keyPath) and not os.path.lexists(certPath):
+            if openKey is None and not os.path.lexists(keyPath) and not os.path.lexists(certPath):
                 key, cert = createCA()
                 _writeFile(keyPath, key.private_bytes(
                     serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                     serialization.NoEncryption()), KEY_MODE)
                 _writeFile(certPath, cert.public_bytes(serialization.Encoding.PEM), CERT_MODE)
                 return cls(key, cert)
-            if not os.path.lexists(keyPath) or not os.path.lexists(certPath):
+            if openKey is None and (not os.path.lexists(keyPath) or not os.path.lexists(certPath)):
                 raise CAError(
                     f"{stateDir} holds only one of {KEY_FILE} and {CERT_FILE}; restore the other "
                     f"or remove both to make a new CA"
                 )
-            return cls.load(keyPath, certPath)
+            return cls.load(keyPath, certPath, openKey)
         except OSError as e:
             raise CAError(f"netlog can't use its CA in {stateDir}: {e.strerror} ({e.filename})") from None
 
     @classmethod
-    def load(cls, keyPath: str, certPath: str) -> "CertificateAuthority":
-        fd = os.open(keyPath, os.O_RDONLY | os.O_NOFOLLOW)
+    def load(cls, keyPath: str, certPath: str, openKey: Callable[[str, int], int] | None = None
+             ) -> "CertificateAuthority":
+        fd = (openKey or os.open)(keyPath, os.O_RDONLY | os.O_NOFOLLOW)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):

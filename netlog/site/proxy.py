@@ -10,6 +10,7 @@ the caller (twistd's privileged step, or a supervisor that adopts them).
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Any
 
 from twisted.application.service import Service
@@ -29,7 +30,7 @@ from netlog.net.policy import DestinationPolicy
 from netlog.net.relay import DEFAULT_IDLE_TIMEOUT
 from netlog.net.resolve import Resolver
 from netlog.site.browser import FORWARD, HTTP_ROUTE, HTTPS_ROUTE, BrowserFactory
-from netlog.site.ca import CertificateAuthority
+from netlog.site.ca import CERT_FILE, KEY_FILE, CertificateAuthority
 from netlog.site.config import SitesConfig
 from netlog.site.exchange import DestinationRefused, Route
 from netlog.site.tls import SNITLS, backendTLS
@@ -80,6 +81,7 @@ class SiteProxy(Service):
         connectTimeout: float = DEFAULT_CONNECT_TIMEOUT,
         idleTimeout: float = DEFAULT_IDLE_TIMEOUT,
         ca: CertificateAuthority | None = None,
+        openKey: Any = None,
     ) -> None:
         self.config = config
         self.writer = writer
@@ -90,6 +92,7 @@ class SiteProxy(Service):
         self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
         self.ca: CertificateAuthority | None = ca
+        self.openKey = openKey
         self.pool = Pool(reactor)
         self.connections: set[Any] = set()
         self._ids = itertools.count(1)
@@ -107,6 +110,14 @@ class SiteProxy(Service):
 
     # -- service ------------------------------------------------------------------
 
+    @property
+    def privilegedFiles(self) -> list[str]:
+        """
+        The files a supervised worker can't read itself: the CA key, opened
+        for it by its supervisor after the privileged step.
+        """
+        return [os.path.join(self.stateDir, KEY_FILE)]
+
     def privilegedStartService(self) -> None:
         self._loadCA()
         Service.privilegedStartService(self)
@@ -117,7 +128,10 @@ class SiteProxy(Service):
 
     def _loadCA(self) -> None:
         if self.ca is None:
-            self.ca = CertificateAuthority.loadOrCreate(self.stateDir)
+            if self.openKey is not None and os.path.exists(os.path.join(self.stateDir, CERT_FILE)):
+                self.ca = CertificateAuthority.loadOrCreate(self.stateDir, self.openKey)
+            else:
+                self.ca = CertificateAuthority.loadOrCreate(self.stateDir)
             # Mint the sites' certificates now, while the key is at hand.
             for site in self.config.sites:
                 for origin in site.origins:
@@ -200,7 +214,12 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> SiteProxy:
     """
     The site proxy for the parsed options of C{twistd netlog-proxy}.
     """
+    from netlog.tap.common import openPrivileged
+
     resolver, policy = buildDestinations(config, reactor)
+    api = config.get("api-address")
+    if api:
+        policy.addListener(api[0], api[1])
     return SiteProxy(
         config.sitesConfig,
         writer,
@@ -213,4 +232,5 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> SiteProxy:
         config.get("http-route"),
         float(config["connect-timeout"]),
         float(config["idle-timeout"]),
+        openKey=openPrivileged,
     )

@@ -270,3 +270,69 @@ backend = "http://127.0.0.1:{self.backend.server_address[1]}"
         # Generous bounds: a body held whole would add over 100 MB.
         self.assertLess(afterDown - baseline, 30 * 1024)
         self.assertLess(afterUp - baseline, 90 * 1024)
+
+
+@pytest.mark.slow
+class UnprivilegedTests(SynchronousTestCase):
+    """
+    Run as root with C{--uid nobody --gid nogroup}, as in production.
+    """
+
+    def test_caKeyStaysRoots(self) -> None:
+        """
+        The CA is created as root in the privileged step (key 0600, root's);
+        the worker runs as nobody, can't open the key file, and still
+        decrypts a site's CONNECT with certificates the CA signs.
+        """
+        import grp
+        import pwd
+
+        from tests.supervise.running import Twistd, interpreterFor, uidOf
+
+        if os.geteuid() != 0:
+            raise self.skipTest("needs root to drop privileges")  # type: ignore[misc]
+        try:
+            uid = pwd.getpwnam("nobody").pw_uid
+            gid = grp.getgrnam("nogroup").gr_gid
+        except KeyError:
+            raise self.skipTest("no nobody/nogroup on this system")  # type: ignore[misc]
+        interpreter = interpreterFor(uid, gid)
+        if interpreter is None:
+            raise self.skipTest("no Python with this tree's packages that nobody can run")  # type: ignore[misc]
+        backend = _Server(("127.0.0.1", 0), _Backend)
+        threading.Thread(target=backend.serve_forever, daemon=True).start()
+        self.addCleanup(backend.server_close)
+        self.addCleanup(backend.shutdown)
+        folder = os.path.abspath(self.mktemp())
+        os.makedirs(folder)
+        os.chmod(os.path.dirname(folder), 0o755)
+        os.chmod(folder, 0o755)
+        sites = os.path.join(folder, "sites.toml")
+        with open(sites, "w") as f:
+            f.write(f'[[site]]\nname = "shop"\norigins = ["https://shop.test"]\n'
+                    f'backend = "http://127.0.0.1:{backend.server_address[1]}"\n')
+        state = os.path.join(folder, "state")
+        port = freePort()
+        twistd = Twistd(folder, "netlog-proxy", [
+            "--sites", sites, "--listen", f"tcp:{port}:interface=127.0.0.1",
+            "--log", os.path.join(folder, "log", "network.jsonl"), "--state", state,
+            "--resolve", "shop.test=127.0.0.1", "--resolve-only",
+        ], ["--uid", "nobody", "--gid", "nogroup"], interpreter)
+        self.addCleanup(twistd.stop)
+        worker = twistd.waitServing(1)
+        self.assertEqual(uidOf(worker), uid)
+        key = os.stat(os.path.join(state, "ca.key"))
+        self.assertEqual((key.st_uid, key.st_mode & 0o777), (0, 0o600))
+        context = ssl.create_default_context(cafile=os.path.join(state, "ca.pem"))
+        sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        sock.sendall(b"CONNECT shop.test:443 HTTP/1.1\r\nHost: shop.test:443\r\n\r\n")
+        self.assertTrue(readHead(sock).startswith(b"HTTP/1.1 200"))
+        tls = context.wrap_socket(sock, server_hostname="shop.test")
+        tls.sendall(b"GET /hi HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while True:
+            data = tls.recv(65536)
+            if not data:
+                break
+            answer += data
+        self.assertTrue(answer.endswith(b"\r\n\r\nok"), answer)
