@@ -10,5 +10,10 @@ if [ -x "$venv/bin/python" ] &&
    "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('webarena-verified') != '$WAV_VERSION')" 2>/dev/null; then
     exit 0
 fi
-python3 -m venv "$venv"
+# the interpreter netlog's own .venv was made from (>= 3.11, as both need)
+base=python3
+if [ -x .venv/bin/python ]; then
+    base=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
+fi
+"$base" -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check "webarena-verified==$WAV_VERSION"
