@@ -78,7 +78,9 @@ class LiveTests(TestCase):
         with its bytes each way and who closed it.
         """
         def echo(server: ScriptedServer, received: bytes) -> None:
-            server.transport.write(received[-4:])
+            echoed = getattr(server, "echoed", 0)
+            server.transport.write(received[echoed:])
+            server.echoed = len(received)  # type: ignore[attr-defined]
 
         port, _ = listenScripted(self, echo)
         running = RunningProxy(self, sites(1), resolve={"echo.live.test": "127.0.0.1"})
