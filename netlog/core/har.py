@@ -285,13 +285,19 @@ def encodeEntry(entry: dict[str, Any]) -> bytes:
 
 def isoTime(seconds: float) -> str:
     """
-    ISO 8601 in UTC with milliseconds, as HAR writes times.
+    ISO 8601 in UTC with milliseconds, as HAR writes times; a time before
+    the epoch or past year 9999 (only in a damaged line) is held to them.
     """
+    seconds = min(max(seconds, 0.0), _LAST_SECOND)
     whole = int(seconds // 1)
     millis = int(round((seconds - whole) * 1000))
     if millis >= 1000:
         whole, millis = whole + 1, millis - 1000
     return "%s.%03dZ" % (_isoSecond(whole), millis)
+
+
+#: 9999-12-31T23:59:59Z: the last time ISO 8601's four-digit years hold.
+_LAST_SECOND = 253402300799.0
 
 
 @lru_cache(maxsize=1024)
@@ -803,9 +809,10 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
     if isTunnel:
         wire = ended.get("bytes") if ended is not None else None
         wire = wire if isinstance(wire, dict) else {}
+        urlHost, urlPort = _hostPort(url)
         tunnel: dict[str, Any] = {
-            "host": str(server.get("host") or urlsplit(url).hostname or ""),
-            "port": _int(server.get("port"), urlsplit(url).port or 443),
+            "host": str(server.get("host") or urlHost),
+            "port": _int(server.get("port"), urlPort),
             "bytes_up": _int(wire.get("up"), 0) if ended is not None else None,
             "bytes_down": _int(wire.get("down"), 0) if ended is not None else None,
         }
@@ -817,6 +824,17 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
         wire = wire if isinstance(wire, dict) else {}
         entry["_unparsed"] = {"bytes_up": _int(wire.get("up"), 0), "bytes_down": _int(wire.get("down"), 0)}
     return entry
+
+
+def _hostPort(url: str) -> tuple[str, int]:
+    """
+    The host and port a URL names (443 when it names none or can't be read).
+    """
+    try:
+        parts = urlsplit(url)
+        return parts.hostname or "", parts.port or 443
+    except ValueError:
+        return "", 443
 
 
 def _response(answer: dict[str, Any], url: str, ended: dict[str, Any]) -> dict[str, Any]:
