@@ -170,3 +170,52 @@ class CommandLineTests(SynchronousTestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertIn(b"nope.jsonl", proc.stderr)
         self.assertFalse(os.path.exists(out))
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class ProgressTests(SynchronousTestCase):
+    """
+    The progress bar's automatic choice.
+    """
+
+    def setUp(self) -> None:
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(lambda: __import__("shutil").rmtree(self.dir, ignore_errors=True))
+        self.path = os.path.join(self.dir, "network.jsonl")
+        log = Log()
+        log.end(log.open())
+        with open(self.path, "wb") as f:
+            f.write(log.bytes())
+
+    def runCli(self, stderr: io.StringIO, minBytes: int) -> str:
+        import argparse
+        import sys
+
+        from netlog.har import cli as harCli
+
+        self.patch(harCli, "PROGRESS_MIN_BYTES", minBytes)
+        self.patch(sys, "stderr", stderr)
+        parser = argparse.ArgumentParser()
+        harCli.addArguments(parser)
+        args = parser.parse_args([self.path, "-o", os.path.join(self.dir, "out.har")])
+        self.assertEqual(harCli.run(args), 0)
+        return stderr.getvalue()
+
+    def test_terminalLargeLog(self) -> None:
+        """
+        A terminal and a log past the threshold: a bar, ended by a newline.
+        """
+        shown = self.runCli(_Terminal(), 0)
+        self.assertIn("1/1 entries", shown)
+        self.assertTrue(shown.endswith("\n"))
+
+    def test_smallLogOrNoTerminal(self) -> None:
+        """
+        A log under the threshold, or a stderr that isn't a terminal: no bar.
+        """
+        self.assertEqual(self.runCli(_Terminal(), 10**12), "")
+        self.assertEqual(self.runCli(io.StringIO(), 0), "")
