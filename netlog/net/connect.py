@@ -5,13 +5,11 @@ words a log reader understands.
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any, Callable
 
 from twisted.internet import defer, error
-from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint
 from twisted.internet.interfaces import IProtocol
-from twisted.internet.protocol import Factory
+from twisted.internet.protocol import ClientFactory
 from twisted.python.failure import Failure
 
 from netlog.net.resolve import DoesNotResolve
@@ -32,12 +30,47 @@ def connectTo(
     timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> defer.Deferred[IProtocol]:
     """
-    Connect to C{address:port} (an IP address) within C{timeout} seconds.
+    Connect to C{address:port} (an IP address) within C{timeout} seconds;
+    fires with the protocol once it is connected.
     """
-    ip = ipaddress.ip_address(address)
-    endpointClass = TCP6ClientEndpoint if ip.version == 6 else TCP4ClientEndpoint
-    endpoint = endpointClass(reactor, address, port, timeout=timeout)
-    return endpoint.connect(Factory.forProtocol(lambda: buildProtocol()))  # type: ignore[arg-type]
+    factory = _OneConnection(buildProtocol)
+    # connectTCP takes IPv6 literals as well; the endpoint classes cost more
+    # per connection than a proxy wants to pay.
+    reactor.connectTCP(address, port, factory, timeout=timeout)
+    return factory.deferred
+
+
+class _OneConnection(ClientFactory):
+    """
+    Builds the caller's protocol for one connection and says when it is
+    made or why it failed; quiet, since a proxy makes one per connection and
+    "Starting factory" lines would flood its log.
+    """
+
+    noisy = False
+
+    def __init__(self, build: Callable[[], IProtocol]) -> None:
+        self._build = build
+        self.deferred: defer.Deferred[IProtocol] = defer.Deferred()
+
+    def buildProtocol(self, addr: Any) -> IProtocol:  # type: ignore[override]
+        protocol = self._build()
+        protocol.factory = self  # type: ignore[attr-defined]
+        made = protocol.connectionMade
+
+        def connectionMade() -> None:
+            made()
+            deferred, self.deferred = self.deferred, None  # type: ignore[assignment]
+            if deferred is not None:
+                deferred.callback(protocol)
+
+        protocol.connectionMade = connectionMade  # type: ignore[method-assign]
+        return protocol
+
+    def clientConnectionFailed(self, connector: Any, reason: Failure) -> None:
+        deferred, self.deferred = self.deferred, None  # type: ignore[assignment]
+        if deferred is not None:
+            deferred.errback(reason)
 
 
 def describeFailure(failure: Failure, host: str = "", port: int | None = None) -> tuple[str, int]:

@@ -61,6 +61,8 @@ class DestinationPolicy:
         self.allow = list(allow)
         self._listeners: set[tuple[IPAddress, int]] = set()
         self._wildcardPorts: set[int] = set()
+        self._seen: set[tuple[str, int]] = set()
+        self._decided: dict[tuple[str, int, bool], str | None] = {}
 
     def addListener(self, host: str, port: int) -> None:
         """
@@ -68,6 +70,10 @@ class DestinationPolicy:
         accepted connection with its C{getHost()}, and for the configured
         descriptions with a fixed port).
         """
+        if (host, port) in self._seen:
+            return
+        self._seen.add((host, port))
+        self._decided.clear()
         canonical = parseAddress(host)
         if canonical is None or not port:
             return
@@ -91,6 +97,17 @@ class DestinationPolicy:
 
         @param named: the host was named by C{--resolve}.
         """
+        key = (address, port, named)
+        try:
+            return self._decided[key]
+        except KeyError:
+            pass
+        if len(self._decided) > 4096:
+            self._decided.clear()
+        why = self._decided[key] = self._check(address, port, named)
+        return why
+
+    def _check(self, address: str, port: int, named: bool) -> str | None:
         canonical = parseAddress(address)
         if canonical is None:
             return f"{address} is not an IP address"

@@ -4,6 +4,7 @@ Name resolution with overrides: C{--resolve NAME=ADDRESS} and C{--resolve-only}.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ class Resolution:
     named: bool = False
 
 
+@functools.lru_cache(maxsize=4096)
 def parseAddress(text: str) -> str | None:
     """
     The canonical form of an IP address literal (brackets allowed), or
