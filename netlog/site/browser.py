@@ -415,18 +415,25 @@ class BrowserConnection(Protocol):
         self.proxy.writer.refuse(opened, self._localEnd(response, now, {"_failed": {"reason": reason}}))
         self.close()
 
-    def failAfterOpen(self, exchange: Exchange, status: int, reason: str) -> None:
+    def failAfterOpen(self, exchange: Exchange, status: int, reason: str, refused: bool = False) -> None:
         """
-        The upstream went away before answering: the browser gets C{status},
-        the open entry ends C{_failed}.
+        The upstream went away before answering (or the request's body turned
+        out malformed, C{refused}): the browser gets C{status}, the open entry
+        ends C{_failed} (or C{_refused}).
         """
         self.exchange = None
-        message = f"netlog got no answer: {reason}.\n".encode("utf-8")
+        if refused:
+            message = f"netlog refused this request: {reason}.\n".encode("utf-8")
+            extra = {"_refused": {"reason": reason, "status": status}}
+        else:
+            message = f"netlog got no answer: {reason}.\n".encode("utf-8")
+            extra = {"_failed": {"reason": reason}}
         response = self._answer(status, message)
         wire = response.pop("_wire", 0)
         exchange.response = response
+        exchange.responseBody = None
         exchange.down += wire
-        fields = exchange.endFields({"_failed": {"reason": reason}})
+        fields = exchange.endFields(extra)
         self.proxy.writer.end(exchange.id, fields)
         self.close()
 

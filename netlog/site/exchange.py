@@ -26,6 +26,7 @@ from netlog.core.http1 import (
     EndOfMessage,
     Event,
     Incomplete,
+    Refused,
     RequestHead,
     ResponseHead,
     Unparsable,
@@ -314,6 +315,17 @@ class Exchange:
             self.requestDone = True
             self.closedBy = CLIENT
             self.fail("the browser closed the connection in the middle of the request", abortBrowser=True)
+        elif isinstance(event, Refused):
+            # The body turned out malformed (a bad chunk): nothing more of it
+            # can be read, so the exchange ends here.
+            self.requestDone = True
+            if self.responseStarted:
+                self.fail(f"the request was malformed: {event.reason}", abortBrowser=True)
+            else:
+                self._detach()
+                self._dropUpstream()
+                self.done = True
+                self.browser.failAfterOpen(self, event.status, event.reason, refused=True)
 
     responseComplete = False
 

@@ -220,6 +220,45 @@ class FramingTests(TestCase):
         self.assertEqual(base64.b64decode(ended["request_body"]["data"]), b"hello world")
 
     @defer.inlineCallbacks
+    def test_badChunk(self) -> Any:
+        """
+        A chunked request body that turns out malformed after its head went
+        up is answered 400 and its entry ends C{_refused}.
+        """
+        running = self.running
+
+        def client() -> bytes:
+            sock = connectTunnel(running.ports["forward"], "shop.test:443", running.sslContext())
+            sock.sendall(b"POST /up HTTP/1.1\r\nHost: shop.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"5\r\nhello\r\nzz\r\n")
+            return readAll(sock)
+
+        answer = yield threads.deferToThread(client)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 400"), answer)
+        [(_, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(ended["_refused"]["status"], 400)
+        self.assertEqual(ended["request_body"]["size"], 5)
+
+    @defer.inlineCallbacks
+    def test_pipelined(self) -> Any:
+        """
+        Requests sent back to back on one connection are answered in order.
+        """
+        running = self.running
+
+        def client() -> Any:
+            sock = connectTunnel(running.ports["forward"], "shop.test:443", running.sslContext())
+            sock.sendall(b"POST /a HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 1\r\n\r\n1"
+                         b"POST /b HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 1\r\n\r\n2")
+            return readResponse(sock, "POST"), readResponse(sock, "POST")
+
+        first, second = yield threads.deferToThread(client)
+        self.assertEqual((first[2], second[2]), (b"got 1", b"got 2"))
+        entries = yield running.waitForEnds(2)
+        self.assertEqual([o["request"]["url"] for o, _ in entries],
+                         ["https://shop.test/a", "https://shop.test/b"])
+
+    @defer.inlineCallbacks
     def test_headNoContentNotModified(self) -> Any:
         """
         HEAD, 204 and 304 answers carry no body, and the connection goes on
