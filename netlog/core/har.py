@@ -70,7 +70,8 @@ UNKNOWN_MIME_TYPE = "x-unknown"
 
 _HEAD = re.compile(rb'\{"n":(\d{1,18}),"type":"(open|end)","id":(\d{1,18})[,}]')
 
-_entryEncoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+#: Entries are trees built here, never cyclic: no need to check.
+_entryEncoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
 
 
 # --- the index (first pass) -------------------------------------------------
@@ -316,11 +317,22 @@ def _int(v: object, default: int = -1) -> int:
 
 
 def _pairs(headers: object) -> list[dict[str, str]]:
+    """
+    C{[name, value]} pairs as HAR's C{{name, value}}; pairs that aren't two
+    strings are made strings or left out.
+    """
+    if not isinstance(headers, list):
+        return []
+    try:
+        out = [{"name": n, "value": v} for n, v in headers]
+        if all(type(h["name"]) is str and type(h["value"]) is str for h in out):
+            return out
+    except (TypeError, ValueError):
+        pass
     out = []
-    if isinstance(headers, list):
-        for pair in headers:
-            if isinstance(pair, (list, tuple)) and len(pair) == 2:
-                out.append({"name": str(pair[0]), "value": str(pair[1])})
+    for pair in headers:
+        if isinstance(pair, (list, tuple)) and len(pair) == 2:
+            out.append({"name": str(pair[0]), "value": str(pair[1])})
     return out
 
 
