@@ -73,6 +73,8 @@ class BrowserConnection(Protocol):
         once a site's CONNECT has been decrypted.
     """
 
+    transport: Any
+
     def __init__(self, proxy: SiteProxy, mode: str) -> None:
         self.proxy = proxy
         self.reactor = proxy.reactor
@@ -462,6 +464,7 @@ class BrowserConnection(Protocol):
         self.tunnelSite = site
         self.tunnelAuthority = authority(host, port, "https")
         self.reader = RequestReader(forwardProxy=False, scheme="https")
+        assert self.proxy.ca is not None
         self.transport.startTLS(HostTLS(self.proxy.ca, host))
         if leftover:
             # Bytes of the TLS handshake sent before our 200 arrived.
@@ -512,7 +515,7 @@ class LiveTunnel:
         browser = self.browser
         self.connectedAt = self.proxy.reactor.seconds()
         if browser.gone:
-            protocol.transport.loseConnection()
+            protocol.transport.loseConnection()  # type: ignore[union-attr,misc]
             return
         browser.transport.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         pending = b"".join(self._early) + browser.enterRaw(self)

@@ -15,7 +15,7 @@ import hashlib
 import ipaddress
 import os
 import stat
-from typing import Callable
+from typing import Any, Callable
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -231,7 +231,7 @@ class CertificateAuthority:
         return context
 
 
-def _selectALPN(connection: SSL.Connection, offered: list[bytes]) -> bytes:
+def _selectALPN(connection: SSL.Connection, offered: list[bytes]) -> Any:
     if b"http/1.1" in offered:
         return b"http/1.1"
     return SSL.NO_OVERLAPPING_PROTOCOLS

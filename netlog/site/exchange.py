@@ -461,7 +461,9 @@ class Exchange:
         if not self.responseStarted:
             where = f"{self.route.host}:{self.route.port}"
             if reason.check(SSL.Error):
-                self._noAnswer(f"TLS with {where} failed: {describeTLSError(reason.value)}")
+                error_ = reason.value
+                assert error_ is not None
+                self._noAnswer(f"TLS with {where} failed: {describeTLSError(error_)}")
                 return
             what = "reset" if not reason.check(error.ConnectionDone) else "closed"
             self._noAnswer(f"{where} {what} the connection before answering")

@@ -53,6 +53,7 @@ class _LazySNI:
         if self._tls is None:
             config = self.proxy.config
             hosts = [o.host for s in config.sites for o in s.origins if o.scheme == "https"]
+            assert self.proxy.ca is not None
             self._tls = SNITLS(self.proxy.ca, lambda host: config.siteFor(host) is not None, hosts[0])
         return self._tls.serverConnectionForTLS(protocol)
 
@@ -97,13 +98,13 @@ class SiteProxy(Service):
         self.connections: set[Any] = set()
         self._ids = itertools.count(1)
         self._backendTLS: dict[Any, Any] = {}
-        self.listeners: list[tuple[str, str, Factory]] = []
+        self.listeners: list[tuple[str, str, Any]] = []
         for description in listen:
             self.listeners.append(("forward", description, BrowserFactory(self, FORWARD)))
         if httpsRoute:
             self.listeners.append(
                 ("https-route", httpsRoute,
-                 TLSMemoryBIOFactory(_LazySNI(self), False, BrowserFactory(self, HTTPS_ROUTE)))
+                 TLSMemoryBIOFactory(_LazySNI(self), False, BrowserFactory(self, HTTPS_ROUTE)))  # type: ignore[arg-type]
             )
         if httpRoute:
             self.listeners.append(("http-route", httpRoute, BrowserFactory(self, HTTP_ROUTE)))
@@ -182,7 +183,8 @@ class SiteProxy(Service):
 
         endpointClass = TCP6ClientEndpoint if ipaddress.ip_address(address).version == 6 else TCP4ClientEndpoint
         endpoint = endpointClass(self.reactor, address, port, timeout=self.connectTimeout)
-        return endpoint.connect(Factory.forProtocol(protocolClass))
+        factory: Any = Factory.forProtocol(protocolClass)
+        return endpoint.connect(factory)  # type: ignore[no-any-return]
 
     def upstreamFor(self, route: Route, fresh: bool = False) -> defer.Deferred[tuple[UpstreamProtocol, bool, str, float | None]]:
         """
@@ -194,7 +196,7 @@ class SiteProxy(Service):
         if not fresh:
             idle = self.pool.take(key)
             if idle is not None:
-                peer = idle.transport.getPeer()
+                peer = idle.transport.getPeer()  # type: ignore[union-attr]
                 return defer.succeed((idle, True, getattr(peer, "host", route.host), None))
         tls = None
         if route.scheme == "https" and route.backend is not None:

@@ -37,6 +37,8 @@ class UpstreamProtocol(Protocol):
     @ivar firstByteAt: when the current exchange's first answer byte came.
     """
 
+    transport: Any
+
     def __init__(self, reactor: Any, key: Hashable) -> None:
         self.reactor = reactor
         self.key = key
@@ -72,7 +74,7 @@ class UpstreamProtocol(Protocol):
 
     @property
     def reusable(self) -> bool:
-        return self.connected and not self.raw and self.reader.idle
+        return bool(self.connected and not self.raw and self.reader.idle)
 
 
 def connectUpstream(
@@ -86,7 +88,8 @@ def connectUpstream(
     endpoint: Any = endpointClass(reactor, address, port, timeout=timeout)
     if tlsCreator is not None:
         endpoint = wrapClientTLS(tlsCreator, endpoint)
-    return endpoint.connect(Factory.forProtocol(lambda: UpstreamProtocol(reactor, key)))
+    factory: Any = Factory.forProtocol(lambda: UpstreamProtocol(reactor, key))  # type: ignore[arg-type]
+    return endpoint.connect(factory)  # type: ignore[no-any-return]
 
 
 class Pool:

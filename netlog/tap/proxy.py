@@ -29,7 +29,7 @@ class Options(LogOptions, DestinationOptions):
     )
     logName = "network"
 
-    optParameters = LogOptions.optParameters + [
+    optParameters = LogOptions.optParameters + [  # type: ignore[assignment]
         ["sites", None, None, "The sites.toml naming the sites and live hosts (required)."],
         ["https-route", None, None,
          "Also serve the sites directly over HTTPS by SNI and Host on this endpoint "
@@ -71,4 +71,4 @@ class Options(LogOptions, DestinationOptions):
 def makeService(config: Options, reactor: Any = None) -> MultiService:
     from netlog.site.proxy import buildProxy
 
-    return makeProxyService(config, buildProxy, reactor)
+    return makeProxyService(config, buildProxy, reactor)  # type: ignore[arg-type]
