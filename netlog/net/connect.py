@@ -56,7 +56,7 @@ class _OneConnection(ClientFactory):
     def buildProtocol(self, addr: Any) -> IProtocol:  # type: ignore[override]
         protocol = self._build()
         protocol.factory = self  # type: ignore[attr-defined]
-        made = protocol.connectionMade
+        made = getattr(protocol, "connectionMade")
 
         def connectionMade() -> None:
             made()
@@ -64,7 +64,9 @@ class _OneConnection(ClientFactory):
             if deferred is not None:
                 deferred.callback(protocol)
 
-        protocol.connectionMade = connectionMade  # type: ignore[method-assign]
+        # As the endpoints' wrapping protocol does: the connection is made
+        # once the protocol has seen it.
+        setattr(protocol, "connectionMade", connectionMade)
         return protocol
 
     def clientConnectionFailed(self, connector: Any, reason: Failure) -> None:
@@ -91,5 +93,5 @@ def describeFailure(failure: Failure, host: str = "", port: int | None = None) -
         return f"{host or 'the host'} doesn't resolve", BAD_GATEWAY
     if failure.check(error.ConnectionLost, error.ConnectionDone):
         return f"{where} closed or reset the connection", BAD_GATEWAY
-    message = failure.getErrorMessage() or failure.type.__name__
+    message = failure.getErrorMessage() or getattr(failure.type, "__name__", "error")
     return f"connecting to {where} failed: {message}", BAD_GATEWAY

@@ -191,6 +191,8 @@ class Upstream(Protocol):
     alive), or the server side of a tunnel.
     """
 
+    transport: Any
+
     def __init__(self, owner: BrowserConnection, host: str, port: int, address: str) -> None:
         self.owner: BrowserConnection | None = owner
         self.host = host
@@ -254,6 +256,8 @@ class BrowserConnection(Protocol):
     """
     One browser connection to the stand-in.
     """
+
+    transport: Any
 
     def __init__(self, factory: StandinFactory) -> None:
         self.factory = factory
@@ -432,7 +436,8 @@ class BrowserConnection(Protocol):
         exchange.openFields["server"]["address"] = address
         upstream = Upstream(self, host, port, address)
         d = connectTo(
-            self.reactor, address, port, lambda: upstream, timeout=self.settings.connectTimeout
+            self.reactor, address, port, lambda: upstream,  # type: ignore[arg-type, return-value]
+            timeout=self.settings.connectTimeout,
         )
         d.addCallback(lambda _: self._connected(exchange, upstream))
         d.addErrback(self._connectFailed, exchange, host, port)

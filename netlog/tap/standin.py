@@ -36,7 +36,7 @@ class Options(DestinationOptions, LogOptions):
     )
     logName = "standin"
 
-    optParameters = [
+    optParameters: list[Any] = [
         ["connect-ports", None, ",".join(str(p) for p in sorted(DEFAULT_CONNECT_PORTS)),
          "Ports a CONNECT may reach (others get 403).", _ports],
         ["header-timeout", None, DEFAULT_HEADER_TIMEOUT,
@@ -65,4 +65,4 @@ class Options(DestinationOptions, LogOptions):
 
 
 def makeService(config: Any, reactor: Any = None) -> MultiService:
-    return makeProxyService(config, buildProxy, reactor)
+    return makeProxyService(config, buildProxy, reactor)  # type: ignore[arg-type]
