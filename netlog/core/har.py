@@ -683,7 +683,12 @@ def _content(headers: list[dict[str, str]], body: dict[str, Any]) -> dict[str, A
         content["size"] = len(data)
         if codings:
             content["compression"] = len(data) - _int(body.get("size"), len(raw))
-    if mediaType and not isTextType(mediaType):
+    text: str | None = None
+    lossless = True
+    if not mediaType:
+        # no type named: text if it reads as UTF-8, else bytes
+        text, lossless = decodeText(data, mediaType, params, decoded.truncated)
+    if (mediaType and not isTextType(mediaType)) or not lossless:
         # kept by the proxy, but not text: size and digest only
         if not decoded.truncated:
             content["_sha256"] = hashlib.sha256(data).hexdigest()
@@ -692,7 +697,8 @@ def _content(headers: list[dict[str, str]], body: dict[str, Any]) -> dict[str, A
         if decoded.truncated:
             content["_truncated"] = True
         return content
-    text, lossless = decodeText(data, mediaType, params, decoded.truncated)
+    if text is None:
+        text, lossless = decodeText(data, mediaType, params, decoded.truncated)
     content["text"] = text
     if not lossless:
         content["_base64"] = base64.b64encode(data).decode("ascii")

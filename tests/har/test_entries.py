@@ -503,3 +503,19 @@ class UnreadableTests(HarTestCase):
         entries, logObject = self.exportLog(Log())
         self.assertEqual(entries, [])
         self.assertEqual(logObject["_unreadable"], 0)
+
+
+class UntypedTests(HarTestCase):
+    """
+    An answer with no Content-Type.
+    """
+
+    def test_untyped(self) -> None:
+        """
+        With no type named, a body that reads as UTF-8 is text; one that
+        doesn't is bytes: size and _sha256.
+        """
+        self.assertEqual(self.answer([], "héllo".encode())["content"]["text"], "héllo")
+        body = b"\x89PNG\r\n\x1a\n\xff\x00"
+        content = self.answer([], body)["content"]
+        self.assertEqual(content, {"size": len(body), "mimeType": "x-unknown", "_sha256": hashlib.sha256(body).hexdigest()})
