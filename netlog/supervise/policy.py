@@ -1,22 +1,24 @@
 """
 When to start a dead worker again: supervisord's policy as pure logic.
 
-A worker that ran a while and died is started again at once. One that dies
-quickly (within L{RestartPolicy.quick} seconds of starting) again and again is
+A worker that served a while and died is started again at once. One that dies
+quickly (having served less than L{RestartPolicy.quick} seconds, or not at
+all) again and again is
 started after a delay that doubles each time, up to a ceiling; after
 L{RestartPolicy.maxQuickDeaths} quick deaths in a row the supervisor gives up,
 so that an outer supervisor (systemd, supervisord) sees it fail rather than a
 proxy that never serves.
 
-No clock and no I/O here: the shell says how long each worker lived.
+No clock and no I/O here: the shell says how long each worker served.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: A worker that lived less than this many seconds died quickly.
-QUICK_DEATH = 5.0
+#: A worker that served less than this many seconds died quickly (as
+#: supervisord's C{startsecs}).
+QUICK_DEATH = 1.0
 #: The first delay after a quick death, in seconds.
 MIN_DELAY = 0.25
 #: The longest delay between starts, in seconds.
@@ -63,7 +65,8 @@ class RestartPolicy:
 
     def died(self, lived: float) -> Decision:
         """
-        A worker died after C{lived} seconds; say when to start the next.
+        A worker died after serving C{lived} seconds; say when to start the
+        next.
         """
         if lived >= self.quick:
             self.quickDeaths = 0

@@ -18,7 +18,7 @@ import sys
 from typing import Any, Callable
 
 from twisted.application.service import MultiService
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred, gatherResults, succeed
 from twisted.internet.error import ProcessDone, ProcessExitedAlready, ProcessTerminated
 from twisted.internet.protocol import ProcessProtocol
 from twisted.logger import Logger
@@ -27,7 +27,7 @@ from twisted.python.failure import Failure
 from netlog.log.writer import openLogFile
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.policy import RestartPolicy
-from netlog.supervise.worker import READY, STATUS_FD, workerSpec
+from netlog.supervise.worker import GO, READY, STANDING_BY, STATUS_FD, workerSpec
 
 _log = Logger(namespace="netlog.supervisor")
 
@@ -37,6 +37,11 @@ GRACE = 10.0
 EXIT_GAVE_UP = 70  # EX_SOFTWARE
 #: Where the log and the listeners start among the worker's descriptors.
 FIRST_HANDED_FD = STATUS_FD + 1
+#: Seconds after a standby took over before the next standby is started (so
+#: that the new worker has the CPU to itself while it takes over).
+STANDBY_DELAY = 1.0
+#: The longest delay between tries to start a standby that keeps dying.
+MAX_STANDBY_DELAY = 60.0
 #: Longest worker output line copied to the supervisor's log, in bytes.
 MAX_OUTPUT_LINE = 16 * 1024
 
@@ -106,13 +111,22 @@ class _Lines:
 class WorkerProtocol(ProcessProtocol):
     """
     One worker process as the supervisor sees it.
+
+    @ivar standby: it was started ahead and waits for L{GO}.
+    @ivar standingBy: it said it is built and waiting.
+    @ivar ready: it said it serves.
     """
 
-    def __init__(self, supervisor: Supervisor, startedAt: float) -> None:
+    def __init__(self, supervisor: Supervisor, startedAt: float, standby: bool = False) -> None:
         self.supervisor = supervisor
         self.startedAt = startedAt
+        self.standby = standby
+        self.standingBy = False
         self.ready = False
-        self.ended: Deferred[Failure] = Deferred()
+        self.readyAt: float | None = None
+        #: Fires (with None) once the process has ended; C{endReason} says how.
+        self.ended: Deferred[None] = Deferred()
+        self.endReason: Failure | None = None
         self.pid: int | None = None
         self._streams = {
             1: _Lines(self._output),
@@ -132,9 +146,22 @@ class WorkerProtocol(ProcessProtocol):
         _log.info("worker {pid}: {line}", pid=self.pid, line=line.decode("utf-8", "replace"))
 
     def _status(self, line: bytes) -> None:
-        if line + b"\n" == READY and not self.ready:
+        line += b"\n"
+        if line == STANDING_BY and self.standby and not self.standingBy:
+            self.standingBy = True
+            self.supervisor.workerStandingBy(self)
+        elif line == READY and not self.ready:
             self.ready = True
+            self.readyAt = self.supervisor.now()
             self.supervisor.workerReady(self)
+
+    def go(self, now: float) -> None:
+        """
+        Make a standby serve; its life counts from now.
+        """
+        self.standby = False
+        self.startedAt = now
+        self.transport.writeToChild(0, GO)
 
     def signal(self, name: str) -> None:
         try:
@@ -145,8 +172,9 @@ class WorkerProtocol(ProcessProtocol):
     def processEnded(self, reason: Failure) -> None:
         for stream in self._streams.values():
             stream.close()
+        self.endReason = reason
         self.supervisor.workerEnded(self, reason)
-        self.ended.callback(reason)
+        self.ended.callback(None)
 
 
 class Supervisor(MultiService):
@@ -160,6 +188,9 @@ class Supervisor(MultiService):
     @param privilegedFiles: after it, the files only root may read that the
         worker needs; they are opened here and handed over (see
         L{netlog.tap.common.openPrivileged}).
+
+    @param standby: keep a second worker started ahead, built and waiting,
+        that takes over the moment the serving one dies.
 
     @ivar exitCode: set when it gave up; twistd then exits with it.
     """
@@ -185,6 +216,7 @@ class Supervisor(MultiService):
         executable: str = sys.executable,
         env: dict[str, str] | None = None,
         onGiveUp: Callable[[int], None] = exitWhenDone,
+        standby: bool = True,
     ) -> None:
         MultiService.__init__(self)
         self._reactor = reactor
@@ -207,6 +239,10 @@ class Supervisor(MultiService):
         self.logFd: int | None = None
         self.listeners: list[BoundListener] = []
         self.worker: WorkerProtocol | None = None
+        self.standby: WorkerProtocol | None = None
+        self._useStandby = standby
+        self._standbyCall: Any = None
+        self._standbyDelay = STANDBY_DELAY
         self.exitCode: int | None = None
         self.restarts = 0
         self._restartCall: Any = None
@@ -241,31 +277,33 @@ class Supervisor(MultiService):
         self.privilegedStartService()
         MultiService.startService(self)
         self._stopping = False
-        self._spawn()
+        self._replace()
 
     def stopService(self) -> Deferred[None]:
         self._stopping = True
-        if self._restartCall is not None and self._restartCall.active():
-            self._restartCall.cancel()
-        self._restartCall = None
-        d = self._stopWorker()
+        for call in (self._restartCall, self._standbyCall):
+            if call is not None and call.active():
+                call.cancel()
+        self._restartCall = self._standbyCall = None
+        d = gatherResults([self._stopWorker(self.worker), self._stopWorker(self.standby)])
         d.addCallback(lambda _: self._release())
         d.addCallback(lambda _: MultiService.stopService(self))
         return d
 
-    def _stopWorker(self) -> Deferred[None]:
-        worker = self.worker
+    def _stopWorker(self, worker: WorkerProtocol | None) -> Deferred[None]:
         if worker is None:
             return succeed(None)
         _log.info("stopping worker {pid}", pid=worker.pid)
         worker.signal("TERM")
         kill = self._reactor.callLater(self.grace, self._kill, worker)
 
-        def ended(reason: Failure) -> None:
+        def ended(_: None) -> None:
             if kill.active():
                 kill.cancel()
 
-        return worker.ended.addCallback(ended)
+        waiting: Deferred[None] = Deferred()
+        worker.ended.addCallback(ended).addBoth(waiting.callback)
+        return waiting
 
     def _kill(self, worker: WorkerProtocol) -> None:
         _log.warn(
@@ -288,10 +326,10 @@ class Supervisor(MultiService):
 
     # -- workers ------------------------------------------------------------
 
-    def _spawn(self) -> None:
-        self._restartCall = None
-        if self._stopping:
-            return
+    def _spawn(self, standby: bool = False) -> WorkerProtocol:
+        """
+        Start a worker process, serving at once or standing by.
+        """
         childFDs: dict[int, Any] = {0: "w", 1: "r", 2: "r", STATUS_FD: "r"}
         nextFd = FIRST_HANDED_FD
         logFd = None
@@ -320,9 +358,9 @@ class Supervisor(MultiService):
             listeners=handed,
             apiAddress=self._apiAddress(),
             files=files,
+            standby=standby,
         )
-        worker = WorkerProtocol(self, self._reactor.seconds())
-        self.worker = worker
+        worker = WorkerProtocol(self, self._reactor.seconds(), standby)
         self._reactor.spawnProcess(
             worker,
             self._executable,
@@ -330,7 +368,55 @@ class Supervisor(MultiService):
             env=self._env if self._env is not None else os.environ,
             childFDs=childFDs,
         )
-        _log.info("started worker {pid}", pid=worker.pid)
+        _log.info("started worker {pid}{how}", pid=worker.pid, how=" to stand by" if standby else "")
+        return worker
+
+    def _replace(self) -> None:
+        """
+        Put a serving worker in place: the standby if it is waiting, else a
+        new one.
+        """
+        self._restartCall = None
+        if self._stopping or self.worker is not None:
+            return
+        standby = self.standby
+        if standby is not None and standby.standingBy:
+            self.standby = None
+            self.worker = standby
+            standby.go(self._reactor.seconds())
+            _log.info("worker {pid}, standing by, takes over", pid=standby.pid)
+        else:
+            self.worker = self._spawn()
+        self._planStandby(STANDBY_DELAY)
+
+    def _planStandby(self, delay: float) -> None:
+        if not self._useStandby or self._stopping or self.standby is not None:
+            return
+        if self._standbyCall is not None and self._standbyCall.active():
+            return
+        self._standbyCall = self._reactor.callLater(delay, self._startStandby)
+
+    def _startStandby(self) -> None:
+        self._standbyCall = None
+        if self._stopping or self.standby is not None:
+            return
+        self.standby = self._spawn(standby=True)
+
+    def now(self) -> float:
+        return float(self._reactor.seconds())
+
+    def workerStandingBy(self, worker: WorkerProtocol) -> None:
+        """
+        A standby is built and waits; if nobody serves, it takes over now.
+        """
+        self._standbyDelay = STANDBY_DELAY
+        _log.info(
+            "worker {pid} standing by, {took:.3f} s after it was started",
+            pid=worker.pid,
+            took=self._reactor.seconds() - worker.startedAt,
+        )
+        if self.worker is None and (self._restartCall is None or not self._restartCall.active()):
+            self._replace()
 
     def workerReady(self, worker: WorkerProtocol) -> None:
         """
@@ -353,19 +439,36 @@ class Supervisor(MultiService):
 
     def workerEnded(self, worker: WorkerProtocol, reason: Failure) -> None:
         """
-        A worker died or stopped: start another, later, or give up.
+        A worker died or stopped: put another in its place, now or later, or
+        give up.
         """
+        how = describeEnd(reason)
+        if worker is self.standby:
+            self.standby = None
+            if self._stopping:
+                _log.info("worker {pid} stopped ({how})", pid=worker.pid, how=how)
+                return
+            self._standbyDelay = min(self._standbyDelay * 2, MAX_STANDBY_DELAY)
+            _log.warn(
+                "worker {pid}, standing by, died ({how}); another will stand by in {delay:g} s",
+                pid=worker.pid,
+                how=how,
+                delay=self._standbyDelay,
+            )
+            self._planStandby(self._standbyDelay)
+            return
         if worker is not self.worker:
             return
         self.worker = None
         now = self._reactor.seconds()
         lived = now - worker.startedAt
-        how = describeEnd(reason)
+        # A worker that never served, or served only a moment, died quickly.
+        served = now - worker.readyAt if worker.readyAt is not None else 0.0
         if self._stopping:
             _log.info("worker {pid} stopped ({how})", pid=worker.pid, how=how)
             return
         self._lastDeath = (worker.pid, now)
-        decision = self.policy.died(lived)
+        decision = self.policy.died(served)
         if decision.giveUp:
             _log.critical(
                 "worker {pid} died ({how}) after {lived:.3f} s; that is {count} quick "
@@ -383,14 +486,13 @@ class Supervisor(MultiService):
             return
         self.restarts += 1
         _log.warn(
-            "worker {pid} died ({how}) after {lived:.3f} s; starting another "
-            "{when}",
+            "worker {pid} died ({how}) after {lived:.3f} s; starting another {when}",
             pid=worker.pid,
             how=how,
             lived=lived,
             when="at once" if not decision.delay else f"in {decision.delay:g} s",
         )
         if decision.delay:
-            self._restartCall = self._reactor.callLater(decision.delay, self._spawn)
+            self._restartCall = self._reactor.callLater(decision.delay, self._replace)
         else:
-            self._spawn()
+            self._replace()

@@ -12,8 +12,10 @@ restarted") and serves the inherited sockets.
 
 Its file descriptors, as the supervisor hands them over:
 
-  - 0: the lifeline. The supervisor never writes to it; when it closes (the
-    supervisor died), the worker stops.
+  - 0: the lifeline. When it closes (the supervisor died), the worker
+    stops. A I{standby} worker (started ahead, so that a dead worker is
+    replaced in milliseconds, not in the second Python takes to import and
+    build a proxy) waits, built but not started, until it reads L{GO} there.
   - 1, 2: its output, which the supervisor copies to its own log.
   - L{STATUS_FD}: the worker writes C{ready} there once it serves.
   - the log and the listeners at the numbers the SPEC names.
@@ -29,8 +31,12 @@ from typing import Any
 
 #: Where the worker tells the supervisor it serves.
 STATUS_FD = 3
-#: What it writes there.
+#: What it writes there once it serves.
 READY = b"ready\n"
+#: What a standby writes there once it is built and waits for L{GO}.
+STANDING_BY = b"standby\n"
+#: What the supervisor writes on a standby's lifeline to make it serve.
+GO = b"go\n"
 #: The worker's exit code when its SPEC or the proxy can't be set up.
 EXIT_SETUP_FAILED = 3
 
@@ -45,6 +51,7 @@ def workerSpec(
     listeners: list[dict[str, Any]],
     apiAddress: tuple[str, int] | None,
     files: dict[str, int] | None = None,
+    standby: bool = False,
 ) -> str:
     """
     The JSON argument of a worker.
@@ -66,6 +73,7 @@ def workerSpec(
             "listeners": listeners,
             "api": list(apiAddress) if apiAddress else None,
             "files": files or {},
+            "standby": standby,
         }
     )
 
@@ -140,7 +148,14 @@ def main(argv: list[str]) -> int:
         log.failure("the worker could not set up the proxy")
         return EXIT_SETUP_FAILED
 
+    waiting = [bool(spec.get("standby"))]
+
     class _Lifeline(Protocol):
+        def dataReceived(self, data: bytes) -> None:
+            if waiting[0] and GO.strip() in data:
+                waiting[0] = False
+                start()
+
         def connectionLost(self, reason: Any = None) -> None:
             if reactor.running:
                 log.info("the supervisor is gone; stopping")
@@ -148,6 +163,17 @@ def main(argv: list[str]) -> int:
 
     lifeline = _Lifeline()
     status = StandardIO(lifeline, stdin=0, stdout=STATUS_FD, reactor=reactor)
+
+    def stop() -> Any:
+        if top.running:
+            return top.stopService()
+        return None
+
+    def begin() -> None:
+        if waiting[0]:
+            status.write(STANDING_BY)
+        else:
+            start()
 
     def start() -> None:
         try:
@@ -160,8 +186,8 @@ def main(argv: list[str]) -> int:
         status.write(READY)
 
     failed: list[bool] = []
-    reactor.callWhenRunning(start)
-    reactor.addSystemEventTrigger("before", "shutdown", top.stopService)
+    reactor.callWhenRunning(begin)
+    reactor.addSystemEventTrigger("before", "shutdown", stop)
     reactor.run()
     return EXIT_SETUP_FAILED if failed else 0
 

@@ -110,11 +110,26 @@ class Twistd:
         )
 
     def text(self) -> str:
-        try:
-            with open(self.twistdLog, encoding="utf-8", errors="replace") as f:
-                return f.read()
-        except FileNotFoundError:
-            return ""
+        """
+        Its log so far, the parts twistd rotated away (C{twistd.log.N})
+        included.
+        """
+        rotated = sorted(
+            (int(name.rsplit(".", 1)[1]), name)
+            for name in os.listdir(self.folder)
+            if re.fullmatch(r"twistd\.log\.\d+", name)
+        )
+        parts = []
+        for path in [os.path.join(self.folder, name) for _, name in reversed(rotated)] + [self.twistdLog]:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    parts.append(f.read())
+            except FileNotFoundError:
+                continue
+        return "".join(parts)
+
+    def standingByCount(self) -> int:
+        return len(re.findall(r"worker \d+ standing by,", self.text()))
 
     def workers(self) -> list[int]:
         """

@@ -115,7 +115,7 @@ class SupervisedTests(SynchronousTestCase):
         twistd.process.send_signal(signal.SIGTERM)
         # twistd, once cleanly shut down, ends itself by the signal it got.
         self.assertEqual(twistd.wait(), -signal.SIGTERM)
-        self.assertFalse(alive(worker))
+        self.assertEqual([pid for pid in twistd.workers() if alive(pid)], [])
         records = readLog(self.logPath)
         checkLog(self, records)
         self.assertEqual(records[-1]["_failed"], {"reason": "the proxy stopped"})

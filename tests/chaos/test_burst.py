@@ -1,0 +1,49 @@
+"""
+Chaos with real processes: 4,096 requests, 16 at a time, through a
+supervised proxy whose worker is killed with SIGKILL mid-burst, while a
+poller reads the log over the API (see L{tests.chaos.burst}).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from twisted.trial.unittest import SynchronousTestCase
+
+from tests.chaos.burst import Burst
+
+REQUESTS = 4096
+CONCURRENCY = 16
+
+
+@pytest.mark.slow
+class BurstTests(SynchronousTestCase):
+    def burst(self, proxy: str) -> None:
+        folder = os.path.abspath(self.mktemp())
+        os.makedirs(folder)
+        burst = Burst(proxy, REQUESTS, CONCURRENCY, kills=1, folder=folder)
+        self.addCleanup(burst.stop)
+        report = burst.run()
+        self.assertEqual(report.problems, [])
+        self.assertEqual(report.errors, [])
+        self.assertEqual(report.refused, 0)
+        self.assertEqual(report.ok, REQUESTS)
+        self.assertEqual(report.polled, report.lines)
+        self.assertEqual(len(report.kills), 1)
+
+    def test_dummy(self) -> None:
+        """
+        Through the dummy proxy: every line whole JSON, numbers without gap
+        or repeat, every open ended, no client refused, every request
+        answered (a request cut by the kill is asked once more), and the
+        poller saw every line once, in order.
+        """
+        self.burst("dummy")
+
+    def test_standin(self) -> None:
+        """
+        The same through the stand-in, with a loopback origin: also, every
+        request the origin received is in the log.
+        """
+        self.burst("standin")
