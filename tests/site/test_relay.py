@@ -418,3 +418,141 @@ backend = "https://backend.test:{self.port}"
         running, d = self._through("verify = false")
         status, _, body, _ = yield d
         self.assertEqual((status, body), (200, b"secure"))
+
+
+class BackpressureTests(TestCase):
+    timeout = 60
+
+    @defer.inlineCallbacks
+    def test_slowBrowserPausesBackend(self) -> Any:
+        """
+        While the browser reads nothing, the proxy stops reading the backend:
+        the backend's sending stalls far short of the body (nothing is
+        buffered without bound); when the browser reads, the whole body comes.
+        """
+        import threading
+
+        total = 64 * 1024 * 1024
+        sent = [0]
+        block = b"z" * 65536
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        self.addCleanup(listener.close)
+
+        def backend() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                             b"Content-Length: %d\r\n\r\n" % total)
+                try:
+                    while sent[0] < total:
+                        conn.sendall(block)
+                        sent[0] += len(block)
+                except OSError:
+                    pass
+
+        thread = threading.Thread(target=backend, daemon=True)
+        thread.start()
+        running = RunningProxy(self, sites(listener.getsockname()[1]))
+        sock = openSocket(running.ports["forward"])
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        self.addCleanup(sock.close)
+        sock.sendall(b"GET http://shop.test/big HTTP/1.1\r\nHost: shop.test\r\n\r\n")
+        last, still = -1, 0
+        for _ in range(200):
+            yield task.deferLater(reactor, 0.05, lambda: None)
+            if sent[0] == last and sent[0] > 0:
+                still += 1
+                if still >= 6:
+                    break
+            else:
+                last, still = sent[0], 0
+        self.assertGreater(sent[0], 0)
+        self.assertLess(sent[0], total // 4, "the backend was read although the browser read nothing")
+
+        sock.settimeout(30)
+        got = yield threads.deferToThread(self._readBody, sock, total)
+        self.assertEqual(got, total)
+        thread.join(10)
+
+    @staticmethod
+    def _readBody(sock: socket.socket, total: int) -> int:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += sock.recv(1)
+        got = 0
+        while got < total:
+            piece = sock.recv(1 << 20)
+            if not piece:
+                break
+            got += len(piece)
+        return got
+
+    @defer.inlineCallbacks
+    def test_slowBackendPausesBrowser(self) -> Any:
+        """
+        While the backend reads nothing, the proxy stops reading the browser's
+        upload: the browser's sending stalls far short of the body; when the
+        backend reads, the whole upload arrives and is answered.
+        """
+        import threading
+
+        total = 64 * 1024 * 1024
+        sent = [0]
+        release = threading.Event()
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        self.addCleanup(listener.close)
+        received = [0]
+
+        def backend() -> None:
+            conn, _ = listener.accept()
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(1)
+                release.wait(30)
+                while received[0] < total:
+                    piece = conn.recv(1 << 20)
+                    if not piece:
+                        return
+                    received[0] += len(piece)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+        thread = threading.Thread(target=backend, daemon=True)
+        thread.start()
+        running = RunningProxy(self, sites(listener.getsockname()[1]))
+        sock = openSocket(running.ports["forward"])
+        sock.settimeout(30)
+        self.addCleanup(sock.close)
+
+        def upload() -> bytes:
+            sock.sendall(b"POST http://shop.test/up HTTP/1.1\r\nHost: shop.test\r\n"
+                         b"Content-Length: %d\r\n\r\n" % total)
+            block = b"u" * 65536
+            while sent[0] < total:
+                sock.sendall(block)
+                sent[0] += len(block)
+            return readResponse(sock, "POST")[3]
+
+        d = threads.deferToThread(upload)
+        last, still = -1, 0
+        for _ in range(200):
+            yield task.deferLater(reactor, 0.05, lambda: None)
+            if sent[0] == last and sent[0] > 0:
+                still += 1
+                if still >= 6:
+                    break
+            else:
+                last, still = sent[0], 0
+        self.assertLess(sent[0], total // 4, "the browser was read although the backend read nothing")
+        release.set()
+        answer = yield d
+        self.assertEqual(received[0], total)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 200"), answer[:100])
