@@ -820,10 +820,16 @@ class BrowserConnection(Protocol):
         if exchange.ended:
             return
         exchange.ended = True
-        if not exchange.opened and exchange.openFields is not None and exchange.upstream is not None:
-            # An Upgrade whose answer never came whole: its open line now.
-            self._open(exchange)
-        self.writer.end(exchange.id, self._exchangeEndFields(exchange, failure))
+        fields = self._exchangeEndFields(exchange, failure)
+        if exchange.head.isConnect:
+            fields["closed_by"] = CLIENT
+        if not exchange.opened and exchange.openFields is not None:
+            # An Upgrade whose answer never came whole, or a request the
+            # browser gave up on before it went up: both lines now.
+            exchange.opened = True
+            exchange.id = self.writer.refuse(exchange.openFields, fields)
+            return
+        self.writer.end(exchange.id, fields)
 
     def _afterExchange(self, exchange: Exchange) -> None:
         """
