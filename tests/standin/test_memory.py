@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings, strategies as st
 from twisted.internet import error
 from twisted.internet.address import IPv4Address
 from twisted.internet.testing import MemoryReactorClock, StringTransport
@@ -115,3 +116,73 @@ class MemoryTests(unittest.SynchronousTestCase):
         self.reactor.advance(61)
         self.assertTrue(self.transport.disconnecting)
         self.assertEqual(self.writer.lines, [])
+
+
+def _cuts(data: bytes, points: list[int]) -> list[bytes]:
+    points = sorted({p % (len(data) + 1) for p in points})
+    pieces, last = [], 0
+    for p in points + [len(data)]:
+        pieces.append(data[last:p])
+        last = p
+    return [p for p in pieces if p]
+
+
+REQUEST = (b"POST http://x.test/p?q=1 HTTP/1.1\r\nHost: x.test\r\nProxy-Connection: keep-alive\r\n"
+           b"Content-Length: 5\r\n\r\nhello")
+UPSTREAM_REQUEST = (b"POST /p?q=1 HTTP/1.1\r\nHost: x.test\r\nContent-Length: 5\r\n\r\nhello")
+RESPONSE = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n"
+            b"3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n")
+RESPONSE_DOWN = (b"HTTP/1.1 200 OK\r\nX-A: 1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 b"3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n")
+
+
+class CutsTests(unittest.SynchronousTestCase):
+    """
+    However the bytes are cut into reads, both ways, the same bytes go up
+    and down and the same entry is written.
+    """
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.integers(0, 200), max_size=8), st.lists(st.integers(0, 200), max_size=8))
+    def test_cuts(self, requestCuts: list[int], responseCuts: list[int]) -> None:
+        memory = MemoryTests("test_connectTimeout")
+        memory.setUp()
+        for piece in _cuts(REQUEST, requestCuts):
+            memory.browser.dataReceived(piece)
+        [(_, _, factory, _, _)] = memory.reactor.tcpClients
+        upstream = factory.buildProtocol(None)
+        server = StringTransport()
+        upstream.makeConnection(server)
+        self.assertEqual(server.value(), UPSTREAM_REQUEST)
+        for piece in _cuts(RESPONSE, responseCuts):
+            upstream.dataReceived(piece)
+        self.assertEqual(memory.transport.value(), RESPONSE_DOWN)
+        [(_, n, opened), (_, m, ended)] = memory.writer.lines
+        self.assertEqual(n, m)
+        self.assertEqual(opened["request"]["url"], "http://x.test/p?q=1")
+        self.assertEqual(ended["request_body"], {"size": 5})
+        self.assertEqual(ended["response"]["body"], {"size": 7})
+        self.assertEqual(ended["bytes"], {"up": len(UPSTREAM_REQUEST), "down": len(RESPONSE_DOWN)})
+        self.assertFalse(memory.transport.disconnecting)
+
+
+class BackpressureTests(unittest.SynchronousTestCase):
+    def test_slowBrowserPausesServer(self) -> None:
+        """
+        While the browser's connection can't take more (its transport pauses
+        its producer), the server's connection is not read; and the other
+        way round for an upload.
+        """
+        memory = MemoryTests("test_connectTimeout")
+        memory.setUp()
+        memory.browser.dataReceived(b"GET http://x.test/big HTTP/1.1\r\nHost: x.test\r\n\r\n")
+        [(_, _, factory, _, _)] = memory.reactor.tcpClients
+        upstream = factory.buildProtocol(None)
+        server = StringTransport()
+        upstream.makeConnection(server)
+        memory.transport.producer.pauseProducing()
+        self.assertEqual(server.producerState, "paused")
+        memory.transport.producer.resumeProducing()
+        self.assertEqual(server.producerState, "producing")
+        server.producer.pauseProducing()
+        self.assertEqual(memory.transport.producerState, "paused")
