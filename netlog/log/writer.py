@@ -236,8 +236,10 @@ class LogWriter(Service):
         gid: int | None = None,
         fd: int | None = None,
         clock: Callable[[], float] = time.time,
+        recoveryReason: str = REASON_RESTARTED,
     ) -> None:
         self.path = path
+        self._recoveryReason = recoveryReason
         self._reactor = reactor
         self._uid = uid
         self._gid = gid
@@ -330,7 +332,7 @@ class LogWriter(Service):
             self._open.add(exchangeId)
             heapq.heappush(self._openHeap, exchangeId)
         for exchangeId in found.unended:
-            self.end(exchangeId, {"_failed": {"reason": REASON_RESTARTED}})
+            self.end(exchangeId, {"_failed": {"reason": self._recoveryReason}})
         self._flush()
 
     # -- lines --------------------------------------------------------------

@@ -24,7 +24,9 @@ from twisted.internet.protocol import ProcessProtocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from netlog.log.writer import openLogFile
+from netlog.core.logline import REASON_STOPPED
+from netlog.core.recovery import recover
+from netlog.log.writer import LogWriter, openLogFile
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.worker import GO, READY, STANDING_BY, STATUS_FD, workerSpec
@@ -286,6 +288,7 @@ class Supervisor(MultiService):
                 call.cancel()
         self._restartCall = self._standbyCall = None
         d = gatherResults([self._stopWorker(self.worker), self._stopWorker(self.standby)])
+        d.addCallback(lambda _: self._endLeftOpen())
         d.addCallback(lambda _: self._release())
         d.addCallback(lambda _: MultiService.stopService(self))
         return d
@@ -312,6 +315,28 @@ class Supervisor(MultiService):
             grace=self.grace,
         )
         worker.signal("KILL")
+
+    def _endLeftOpen(self) -> None:
+        """
+        With every worker gone, end the exchanges none of them ended (one
+        killed after the grace period, or one that crashed while stopping)
+        with "the proxy stopped", numbering on, as a worker's LogWriter would.
+        """
+        fd = self.logFd
+        if fd is None:
+            return
+        found = recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size)
+        if not found.unended and not found.cut:
+            return
+        writer = LogWriter(self.logPath, fd=os.dup(fd), recoveryReason=REASON_STOPPED)
+        try:
+            writer.startService()
+        finally:
+            writer.stopService()
+        _log.info(
+            "ended {count} exchanges the workers left open: the proxy stopped",
+            count=len(found.unended),
+        )
 
     def _release(self) -> None:
         for bound in self.listeners:

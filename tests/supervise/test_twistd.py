@@ -124,10 +124,15 @@ class SupervisedTests(SynchronousTestCase):
     def test_killAfterGrace(self) -> None:
         """
         A worker that ignores SIGTERM is killed once the grace period is
-        over, and the supervisor still shuts down cleanly, saying so.
+        over; the supervisor ends the exchanges it left open with "the proxy
+        stopped" and shuts down cleanly, saying so.
         """
         twistd = self.start("--ignore-term", "--grace", "0.5")
         worker = twistd.waitServing(1)
+        held = socket.create_connection(("127.0.0.1", self.port))
+        self.addCleanup(held.close)
+        held.sendall(b"hold\n")
+        waitFor(lambda: len(readLog(self.logPath)) == 1, "the held exchange's open line")
         twistd.process.send_signal(signal.SIGTERM)
         # twistd, once cleanly shut down, ends itself by the signal it got.
         self.assertEqual(twistd.wait(), -signal.SIGTERM)
@@ -135,6 +140,10 @@ class SupervisedTests(SynchronousTestCase):
         text = twistd.text()
         self.assertIn(f"worker {worker} did not stop within 0.5 s of SIGTERM; killing it", text)
         self.assertIn(f"worker {worker} stopped (killed by SIGKILL)", text)
+        # The supervisor ended what the killed worker left open.
+        records = readLog(self.logPath)
+        checkLog(self, records)
+        self.assertEqual(records[-1]["_failed"], {"reason": "the proxy stopped"})
 
     def test_givesUp(self) -> None:
         """
