@@ -88,6 +88,7 @@ class BrowserConnection(Protocol):
         self.tunnelSite: Site | None = None
         self.tunnelAuthority = ""
         self._idleCall: Any = None
+        self._partialStart = 0.0
 
     # -- connection ---------------------------------------------------------------
 
@@ -113,8 +114,16 @@ class BrowserConnection(Protocol):
             return
         self._cancelIdle()
         now = self.reactor.seconds()
+        # An exchange starts with its request's first byte: the first head
+        # read from this data started when the reader last had nothing.
+        startedAt = now if self.reader.idle else self._partialStart
         for event in self.reader.feed(data):
-            self.queue.append((event, now))
+            if isinstance(event, RequestHead):
+                self.queue.append((event, startedAt))
+                startedAt = now
+            else:
+                self.queue.append((event, now))
+        self._partialStart = startedAt
         self.pump()
 
     def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
