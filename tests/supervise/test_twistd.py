@@ -174,6 +174,20 @@ class SupervisedTests(SynchronousTestCase):
         self.assertEqual([line["n"] for line in body["lines"]], [1, 2])
         self.assertEqual(twistd.servingCount(), 1)
 
+    def test_supervisorKilled(self) -> None:
+        """
+        Workers whose supervisor was killed with SIGKILL see their lifeline
+        close and stop on their own (so a new supervisor can bind again).
+        """
+        twistd = self.start()
+        twistd.waitServing(1)
+        waitFor(lambda: twistd.standingByCount() >= 1, "a standby")
+        workers = twistd.workers()
+        self.assertEqual(len(workers), 2)
+        twistd.process.kill()
+        twistd.wait()
+        waitFor(lambda: not any(alive(pid) for pid in workers), "the workers to stop")
+
     def test_noSupervise(self) -> None:
         """
         With --no-supervise the proxy runs in the twistd process itself: no
