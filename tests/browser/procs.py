@@ -101,6 +101,19 @@ class Site:
         except FileNotFoundError:
             return []
 
+    def httpsConnections(self, atLeast: int, timeout: float = START_TIMEOUT) -> list[dict[str, Any]]:
+        """
+        The HTTPS connections that have ended, once there are C{atLeast} of
+        them (the site may write its line just after the proxy wrote its end)
+        or C{timeout} seconds have passed.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [c for c in self.connections() if c["listener"] == "https"]
+            if len(found) >= atLeast or time.monotonic() > deadline:
+                return found
+            time.sleep(0.1)
+
 
 def startSite(directory: str, addCleanup: Callable[..., Any]) -> Site:
     """

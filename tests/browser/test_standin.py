@@ -115,7 +115,9 @@ class StandinTests(SynchronousTestCase):
                 ("CONNECT", 200, False, False),
                 listing,
             )
-        siteSaw = Counter((c["in"], c["out"]) for c in self.site.connections() if c["listener"] == "https")
+        siteSaw = Counter(
+            (c["in"], c["out"]) for c in self.site.httpsConnections(atLeast=len(tunnels))
+        )
         tunnelBytes = Counter((e["_tunnel"]["bytes_up"], e["_tunnel"]["bytes_down"]) for e in tunnels)
         self.assertEqual(tunnelBytes, siteSaw, "tunnels' bytes (up, down) vs what the site counted\n" + listing)
         self.assertGreater(sum(down for _, down in tunnelBytes.elements()), site_app.BIG_SIZE)
