@@ -59,6 +59,22 @@ _REASONS = {
 }
 
 
+def noDelay(transport: Any) -> None:
+    """
+    Send small writes at once (TCP_NODELAY): a proxy's heads and short
+    answers must not wait for the peer's delayed ACK.
+    """
+    while transport is not None:
+        setter = getattr(transport, "setTcpNoDelay", None)
+        if setter is not None:
+            try:
+                setter(True)
+            except OSError:
+                pass
+            return
+        transport = getattr(transport, "transport", None)
+
+
 def authority(host: str, port: int, scheme: str) -> str:
     if ":" in host:
         host = f"[{host}]"
@@ -93,6 +109,7 @@ class BrowserConnection(Protocol):
     # -- connection ---------------------------------------------------------------
 
     def connectionMade(self) -> None:
+        noDelay(self.transport)
         self.gate = Gate(self.transport)
         self.connectionId = self.proxy.nextConnectionId()
         peer = self.transport.getPeer()

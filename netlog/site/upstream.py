@@ -51,7 +51,10 @@ class UpstreamProtocol(Protocol):
         self.lostReason: Failure | None = None
 
     def connectionMade(self) -> None:
+        from netlog.site.browser import noDelay
+
         self.connected = True
+        noDelay(self.transport)
         self.gate = Gate(self.transport)
 
     def dataReceived(self, data: bytes) -> None:
