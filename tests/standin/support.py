@@ -125,6 +125,8 @@ class OriginProtocol(Protocol):
             for piece in (b"one-", b"two-", b"three"):
                 self.transport.write(self.conn.send(h11.Data(data=piece)))
             self.transport.write(self.conn.send(h11.EndOfMessage()))
+            if self.conn.our_state is h11.MUST_CLOSE:
+                self.transport.loseConnection()
         elif target == b"/close":
             self.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil close")
             self.transport.loseConnection()
@@ -271,7 +273,9 @@ class Standin:
     A real C{twistd -n netlog-standin} process.
     """
 
-    def __init__(self, testCase: Any, directory: str, args: list[str], port: int | None = None) -> None:
+    def __init__(self, testCase: Any, directory: str, args: list[str], port: int | None = None,
+                 twistdOptions: list[str] = []) -> None:
+        self.twistdOptions = list(twistdOptions)
         self.testCase = testCase
         self.directory = directory
         self.args = args
@@ -282,6 +286,7 @@ class Standin:
     def start(self) -> defer.Deferred[None]:
         argv = twistdArgv() + [
             "-n", "--pidfile=", f"--logfile={os.path.join(self.directory, 'twistd.log')}",
+            *self.twistdOptions,
             "netlog-standin", *_unsupervised(),
             "--listen", f"tcp:{self.port}:interface=127.0.0.1",
             "--log", self.log, "--resolve-only",

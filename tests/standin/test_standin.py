@@ -275,6 +275,29 @@ class PlainHTTPTests(unittest.TestCase):
         self.assertEqual(ended["bytes"]["down"], len(answer))
 
     @defer.inlineCallbacks
+    def test_pipelinedHeadAndHTTP10(self) -> Any:
+        """
+        Requests pipelined in one write are answered in order, each its own
+        entry: a HEAD (no body follows its head), a GET, then an HTTP/1.0
+        request after which the connection closes.
+        """
+        o = f"origin.test:{self.originPort}"
+        raw = (
+            f"HEAD http://{o}/hello HTTP/1.1\r\nHost: {o}\r\n\r\n"
+            f"GET http://{o}/hello HTTP/1.1\r\nHost: {o}\r\n\r\n"
+            f"GET http://{o}/chunked HTTP/1.0\r\nHost: {o}\r\n\r\n"
+        ).encode()
+        answer = yield inThread(rawExchange, self.standin.port, raw)
+        self.assertEqual(answer.count(b"HTTP/1.1 200 "), 3, answer)
+        first, second, third = answer.split(b"HTTP/1.1 200 ")[1:]
+        self.assertTrue(first.endswith(b"\r\n\r\n"))
+        self.assertTrue(second.endswith(b"\r\n\r\nhello"))
+        self.assertIn(b"Connection: close", third)
+        entries = yield self.standin.waitEnded(3)
+        self.assertEqual([o["request"]["method"] for o, _ in entries.values()], ["HEAD", "GET", "GET"])
+        self.assertEqual([e["response"]["body"]["size"] for _, e in entries.values()], [0, 5, 13])
+
+    @defer.inlineCallbacks
     def test_silentServerTimesOut(self) -> Any:
         """
         An origin that never answers gets a 504 after the idle timeout, and
@@ -445,3 +468,39 @@ class TunnelTests(unittest.TestCase):
         entries = yield self.standin.waitEnded(1)
         [(_, ended)] = entries.values()
         self.assertEqual(ended["closed_by"], "server")
+
+
+@pytest.mark.slow
+class PrivilegeTests(unittest.TestCase):
+    """
+    twistd's C{--uid}/C{--gid}: the stand-in serves as the unprivileged user
+    and logs to a file it opened as root and can't write.
+    """
+
+    timeout = 60
+
+    @defer.inlineCallbacks
+    def test_dropsPrivileges(self) -> Any:
+        """
+        Started as root with C{--uid}/C{--gid} of nobody, the proxy runs as
+        nobody, serves, and its log is root's, mode 0644.
+        """
+        import os
+        import stat
+
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("dropping privileges needs root")
+        origin, originPort = listenOrigin(self)
+        directory = tempDirectory(self)
+        os.chmod(directory, 0o755)
+        standin = Standin(self, directory, ["--resolve", "origin.test=127.0.0.1"],
+                          twistdOptions=["--uid", "65534", "--gid", "65534"])
+        yield standin.start()
+        with open(f"/proc/{standin.process.pid}/status") as f:
+            uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
+        self.assertEqual(set(uids), {"65534"})
+        status, _, body = yield inThread(_get, standin.port, f"http://origin.test:{originPort}/hello")
+        self.assertEqual((status, body), (200, b"hello"))
+        yield standin.waitEnded(1)
+        st = os.stat(standin.log)
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o644))
