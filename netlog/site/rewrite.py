@@ -20,7 +20,7 @@ def rewriteLocation(value: bytes, backend: Backend, origin: str) -> bytes:
     backend is C{http://127.0.0.1:7770} and the browser came by
     C{https://shop.test}; anything else is left alone.
     """
-    match = _ABSOLUTE.match(value.strip())
+    match = _ABSOLUTE.match(value)
     if match is None:
         return value
     scheme, authority, rest = match.groups()

@@ -65,3 +65,27 @@ class SetCookieTests(SynchronousTestCase):
         self.assertEqual(rewriteHeaders(headers, BACKEND, ORIGIN, "shop.test"), [
             (b"Location", b"https://shop.test/x"), (b"X-Other", b"http://127.0.0.1:7770/x"),
             (b"Set-Cookie", b"a=b; Domain=shop.test")])
+
+
+class RewriteProperties(SynchronousTestCase):
+    def test_pathKept(self) -> None:
+        """
+        Whatever follows the backend's authority is kept byte for byte, and
+        a Location naming another authority is never changed.
+        """
+        from hypothesis import given, settings
+        from hypothesis import strategies as st
+
+        rest = st.binary(max_size=40).map(lambda b: b"/" + b.replace(b"\r", b"").replace(b"\n", b""))
+        host = st.from_regex(r"\A[a-z][a-z0-9.-]{0,20}\Z", fullmatch=True)
+
+        @settings(max_examples=100, deadline=None)
+        @given(rest, host)
+        def check(path: bytes, other: str) -> None:
+            self.assertEqual(rewriteLocation(b"http://127.0.0.1:7770" + path, BACKEND, ORIGIN),
+                             ORIGIN.encode() + path)
+            foreign = b"http://" + other.encode() + path
+            if other != "127.0.0.1":
+                self.assertEqual(rewriteLocation(foreign, BACKEND, ORIGIN), foreign)
+
+        check()
