@@ -307,6 +307,40 @@ class FramingTests(TestCase):
         self.assertEqual(base64.b64decode(ended["response"]["body"]["data"]), b'{"a":1}')
 
     @defer.inlineCallbacks
+    def test_staleConnectionRetried(self) -> Any:
+        """
+        A pooled backend connection that turns out closed when the next
+        request goes up (the backend closed it as the request was sent) is
+        replaced: the request, having no body, is sent again once on a new
+        connection and answered.
+        """
+        def serve(server: ScriptedServer, received: bytes) -> None:
+            count = received.count(b"\r\n\r\n")
+            if not received.endswith(b"\r\n\r\n"):
+                return
+            if count == 1:
+                server.transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                                       b"Content-Length: 5\r\n\r\nfirst")
+            else:
+                server.transport.loseConnection()
+
+        port, servers = listenScripted(self, serve)
+        running = RunningProxy(self, sites(port))
+
+        def client() -> Any:
+            sock = connectTunnel(running.ports["forward"], "shop.test:443", running.sslContext())
+            first = request(sock, "GET", "/1", [("Host", "shop.test")])
+            second = request(sock, "GET", "/2", [("Host", "shop.test")])
+            return first, second
+
+        first, second = yield threads.deferToThread(client)
+        self.assertEqual((first[2], second[2]), (b"first", b"first"))
+        self.assertEqual(len(servers), 2)
+        (_, end1), (_, end2) = yield running.waitForEnds(2)
+        self.assertNotIn("_failed", end2)
+        self.assertIsNotNone(end2["times"]["connected"])
+
+    @defer.inlineCallbacks
     def test_openUntilEnded(self) -> Any:
         """
         An exchange's open line is written once its request has gone up; its
