@@ -9,18 +9,30 @@ the PEM is what a browser's or a system's trust store takes.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from netlog.site.ca import CAError, CertificateAuthority
 
-#: Where the site proxy keeps its state when no C{--state} is given.
-DEFAULT_STATE = "/var/lib/netlog"
+def defaultState() -> str:
+    """
+    Where the site proxy keeps its CA when no C{--state} is given:
+    C{/var/lib/netlog} as root, else C{~/.local/state/netlog}.
+    """
+    if os.geteuid() == 0:
+        return "/var/lib/netlog"
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return os.path.join(state, "netlog")
+
+
+DEFAULT_STATE = defaultState()
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state", default=DEFAULT_STATE,
-        help=f"the site proxy's state folder, as given to twistd netlog-proxy --state (default {DEFAULT_STATE})",
+        help=f"the site proxy's state folder, as given to twistd netlog-proxy --state "
+             f"(default {DEFAULT_STATE})",
     )
     parser.add_argument(
         "--spki-only", action="store_true",

@@ -36,7 +36,8 @@ class Options(LogOptions, DestinationOptions):
          "(a plain TCP description, e.g. tcp:443:interface=127.0.0.1)."],
         ["http-route", None, None,
          "Also answer plain HTTP on this endpoint with a 308 to the site's HTTPS origin."],
-        ["state", None, DEFAULT_STATE, "Folder for netlog's CA (created on first start)."],
+        ["state", None, DEFAULT_STATE, "Folder for netlog's CA (created on first start; default "
+         "/var/lib/netlog as root, else ~/.local/state/netlog)."],
     ]
 
     def __init__(self) -> None:
