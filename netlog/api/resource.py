@@ -258,7 +258,8 @@ class HarResource(_JSONResource):
         if request.method == b"HEAD":
             return b""
         stream = _ThreadStream(self._reactor, request)
-        d = deferToThreadPool(self._reactor, self._threadpool, writeHar, self._logPath, stream)
+        out: Any = stream
+        d = deferToThreadPool(self._reactor, self._threadpool, writeHar, self._logPath, out)
 
         def done(result: Any) -> None:
             if stream.gone:
@@ -353,8 +354,12 @@ def makeApiRoot(
         proxy that has no CA.
     """
     root = ApiRoot()
-    root.putChild(b"network", NetworkResource(reactor, threadpool, logPath))
-    root.putChild(b"network.har", HarResource(reactor, threadpool, logPath))
+    children: dict[bytes, Any] = {
+        b"network": NetworkResource(reactor, threadpool, logPath),
+        b"network.har": HarResource(reactor, threadpool, logPath),
+    }
     if caPath is not None:
-        root.putChild(b"ca.pem", FileResource(caPath, b"application/x-pem-file", "there is no CA certificate"))
+        children[b"ca.pem"] = FileResource(caPath, b"application/x-pem-file", "there is no CA certificate")
+    for name, child in children.items():
+        root.putChild(name, child)
     return root

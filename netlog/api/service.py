@@ -38,7 +38,8 @@ class ApiService(StreamServerEndpointService):
 
     def privilegedStartService(self) -> None:
         StreamServerEndpointService.privilegedStartService(self)
-        self._waitingForPort.addCallback(self._bound)
+        waiting: Any = self._waitingForPort
+        waiting.addCallback(self._bound)
 
     def _bound(self, port: Any) -> Any:
         self.port = port

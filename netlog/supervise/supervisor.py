@@ -119,6 +119,8 @@ class WorkerProtocol(ProcessProtocol):
     @ivar ready: it said it serves.
     """
 
+    transport: Any
+
     def __init__(self, supervisor: Supervisor, startedAt: float, standby: bool = False) -> None:
         self.supervisor = supervisor
         self.startedAt = startedAt
@@ -287,7 +289,7 @@ class Supervisor(MultiService):
             if call is not None and call.active():
                 call.cancel()
         self._restartCall = self._standbyCall = None
-        d = gatherResults([self._stopWorker(self.worker), self._stopWorker(self.standby)])
+        d: Deferred[Any] = gatherResults([self._stopWorker(self.worker), self._stopWorker(self.standby)])
         d.addCallback(lambda _: self._endLeftOpen())
         d.addCallback(lambda _: self._release())
         d.addCallback(lambda _: MultiService.stopService(self))

@@ -96,7 +96,7 @@ def _startLogging() -> None:
         except OSError:
             pass
 
-    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)
+    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
 
 
 def main(argv: list[str]) -> int:
@@ -107,7 +107,7 @@ def main(argv: list[str]) -> int:
     _startLogging()
 
     from twisted.application.service import MultiService
-    from twisted.internet import reactor
+    from twisted.internet import reactor as _reactor
     from twisted.internet.protocol import Protocol
     from twisted.internet.stdio import StandardIO
     from twisted.logger import Logger
@@ -117,6 +117,7 @@ def main(argv: list[str]) -> int:
     from netlog.supervise.adopt import AdoptedListeners
     from netlog.tap.common import inheritPrivilegedFiles
 
+    reactor: Any = _reactor
     log = Logger(namespace="netlog.worker")
 
     try:
@@ -162,7 +163,7 @@ def main(argv: list[str]) -> int:
                 reactor.stop()
 
     lifeline = _Lifeline()
-    status = StandardIO(lifeline, stdin=0, stdout=STATUS_FD, reactor=reactor)
+    status = StandardIO(lifeline, stdin=0, stdout=STATUS_FD, reactor=reactor)  # type: ignore[call-arg]
 
     def stop() -> Any:
         if top.running:

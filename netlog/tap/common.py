@@ -235,7 +235,8 @@ def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: Any = None) -
     if config.get("api"):
         from netlog.api.service import makeApiService
 
-        makeApiService(config, reactor).setServiceParent(top)
+        api: Any = makeApiService(config, reactor)
+        api.setServiceParent(top)
     return top
 
 
@@ -248,7 +249,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
     from netlog.supervise.worker import dottedName
 
     # Built here only to learn its listeners; the worker builds its own.
-    proxy = buildProxy(config, LogWriter(None, reactor=reactor), reactor)
+    proxy: Any = buildProxy(config, LogWriter(None, reactor=reactor), reactor)
     listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
     for _, description in listeners:
         try:
@@ -284,7 +285,7 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> Mult
     top = MultiService()
     writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid)
     writer.setServiceParent(top)
-    proxy = buildProxy(config, writer, reactor)
+    proxy: Any = buildProxy(config, writer, reactor)
     proxy.setServiceParent(top)
     for role, description, factory in getattr(proxy, "listeners", []):
         listener = strports.service(description, factory, reactor=reactor)

@@ -47,3 +47,9 @@ class BurstTests(SynchronousTestCase):
         request the origin received is in the log.
         """
         self.burst("standin")
+
+    def test_siteProxy(self) -> None:
+        """
+        The same through the site proxy, relaying plain HTTP to a live host.
+        """
+        self.burst("proxy")
