@@ -578,6 +578,10 @@ class BrowserConnection(Protocol):
             exchange.upstream.transport.write(event.raw)
         exchange.requestDone = True
         exchange.sent = self.reactor.seconds()
+        if exchange.head.upgrade and not exchange.ended:
+            # What follows an Upgrade isn't read until the answer says what
+            # it is; don't let it pile up meanwhile.
+            self.gate.hold(ANSWER)
         if exchange.ended:
             # The answer came whole before the request did.
             self._afterExchange(exchange)
