@@ -255,7 +255,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         try:
             checkAdoptable(description)
         except NotAdoptable as e:
-            raise usage.UsageError(str(e)) from None
+            raise SystemExit(f"twistd: {e}") from None
     uid, gid = dropIds(config)
     argv = getattr(config, "argv", None)
     if argv is None:

@@ -3,7 +3,7 @@ Chaos: a burst of requests through a supervised proxy while its worker is
 killed with SIGKILL, and a poller reading the API meanwhile.
 
   python -m tests.chaos.burst [--proxy dummy|standin|proxy] [--requests 4096]
-      [--concurrency 16] [--kills 1] [--no-standby] [--keep]
+      [--concurrency 16] [--kills 1] [--no-standby] [--as-nobody] [--keep]
 
 Then checks what a user would: every line whole JSON, numbers without gap or
 repeat, every open ended, every request the origin received in the log, no
@@ -19,10 +19,11 @@ the dummy (C{netlog-dummy}, see L{tests.supervise.dummy}) with lines.
 from __future__ import annotations
 
 import argparse
-import errno
+import grp
 import http.server
 import json
 import os
+import pwd
 import re
 import signal
 import socket
@@ -34,7 +35,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.supervise.running import Twistd, alive, freePort, readLog, waitFor
+from tests.supervise.running import Twistd, alive, freePort, interpreterFor, readLog, uidOf, waitFor
 
 #: Seconds a client waits on one request before calling it failed.
 REQUEST_TIMEOUT = 30.0
@@ -75,6 +76,7 @@ class Report:
     polled: int = 0
     seconds: float = 0.0
     cutAndAskedAgain: int = 0
+    workerUids: list[int] = field(default_factory=list)
     endedAsRestarted: int = 0
 
 
@@ -139,9 +141,17 @@ class Burst:
     """
 
     def __init__(
-        self, proxy: str, requests: int, concurrency: int, kills: int, folder: str, standby: bool = True
+        self,
+        proxy: str,
+        requests: int,
+        concurrency: int,
+        kills: int,
+        folder: str,
+        standby: bool = True,
+        asNobody: bool = False,
     ) -> None:
         self.standby = standby
+        self.asNobody = asNobody
         self.proxy = proxy
         self.requests = requests
         self.concurrency = concurrency
@@ -156,6 +166,7 @@ class Burst:
         self._done = 0
         self._lock = threading.Lock()
         self.polled: list[dict[str, Any]] = []
+        self.workerUids: set[int] = set()
         self.pollProblems: list[str] = []
         self._stopPolling = threading.Event()
 
@@ -164,8 +175,19 @@ class Burst:
     def start(self) -> Twistd:
         common = ["--log", self.logPath, "--listen", f"tcp:{self.port}:interface=127.0.0.1",
                   "--api", f"tcp:{self.apiPort}"] + ([] if self.standby else ["--no-standby"])
+        twistdArgs: list[str] = []
+        interpreter = None
+        if self.asNobody:
+            # As in production: twistd started as root drops to nobody; the
+            # workers never hold root.
+            uid, gid = pwd.getpwnam("nobody").pw_uid, grp.getgrnam("nogroup").gr_gid
+            interpreter = interpreterFor(uid, gid)
+            if interpreter is None:
+                raise SystemExit("no Python with this tree's packages that nobody can run")
+            os.chmod(self.folder, 0o755)
+            twistdArgs = ["--uid", "nobody", "--gid", "nogroup"]
         if self.proxy == "dummy":
-            twistd = Twistd(self.folder, "netlog-dummy", common)
+            twistd = Twistd(self.folder, "netlog-dummy", common, twistdArgs, interpreter)
         else:
             self.origin = Origin()
             extra = ["--resolve", "origin.test=127.0.0.1", "--resolve-only"]
@@ -175,7 +197,7 @@ class Burst:
                     # No sites: origin.test is a live host, relayed and kept whole.
                     f.write('[live]\nhosts = ["origin.test"]\n')
                 extra += ["--sites", sites, "--state", os.path.join(self.folder, "state")]
-            twistd = Twistd(self.folder, f"netlog-{self.proxy}", common + extra)
+            twistd = Twistd(self.folder, f"netlog-{self.proxy}", common + extra, twistdArgs, interpreter)
         self.twistd = twistd
         twistd.waitServing(1)
         if self.standby:
@@ -279,6 +301,7 @@ class Burst:
             due = self.requests * (k + 1) // (self.kills + 1)
             waitFor(lambda: self._done >= due, f"{due} requests done", BURST_TIMEOUT)
             victim = twistd.waitServing(k + 1)
+            self.workerUids.add(uidOf(victim))
             if self.standby:
                 # Kill a worker in its steady state: with its standby ready.
                 waitFor(lambda: twistd.standingByCount() >= k + 1, "a standby", BURST_TIMEOUT)
@@ -359,6 +382,7 @@ class Burst:
                 }
             )
         report.cutAndAskedAgain = sum(1 for o in self.outcomes if o.attempts > 1)
+        report.workerUids = sorted(self.workerUids)
         report.endedAsRestarted = restarted
         return report
 
@@ -376,10 +400,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--kills", type=int, default=1)
     parser.add_argument("--no-standby", action="store_true", help="run the proxy with --no-standby")
+    parser.add_argument("--as-nobody", action="store_true", help="run twistd as root with --uid nobody --gid nogroup")
     parser.add_argument("--keep", action="store_true", help="keep the run's folder")
     args = parser.parse_args(argv)
     folder = tempfile.mkdtemp(prefix="netlog-chaos-")
-    burst = Burst(args.proxy, args.requests, args.concurrency, args.kills, folder, not args.no_standby)
+    burst = Burst(args.proxy, args.requests, args.concurrency, args.kills, folder, not args.no_standby, args.as_nobody)
     try:
         report = burst.run()
     finally:

@@ -7,11 +7,14 @@ poller reads the log over the API (see L{tests.chaos.burst}).
 from __future__ import annotations
 
 import os
+import pwd
+from typing import Any
 
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from tests.chaos.burst import Burst
+from tests.supervise.running import interpreterFor
 
 REQUESTS = 4096
 CONCURRENCY = 16
@@ -19,10 +22,13 @@ CONCURRENCY = 16
 
 @pytest.mark.slow
 class BurstTests(SynchronousTestCase):
-    def burst(self, proxy: str) -> None:
+    def burst(self, proxy: str, asNobody: bool = False) -> Any:
         folder = os.path.abspath(self.mktemp())
         os.makedirs(folder)
-        burst = Burst(proxy, REQUESTS, CONCURRENCY, kills=1, folder=folder)
+        if asNobody:
+            # mktemp's folder is made 0700; the log must be readable by nobody.
+            os.chmod(os.path.dirname(folder), 0o755)
+        burst = Burst(proxy, REQUESTS, CONCURRENCY, kills=1, folder=folder, asNobody=asNobody)
         self.addCleanup(burst.stop)
         report = burst.run()
         self.assertEqual(report.problems, [])
@@ -31,6 +37,7 @@ class BurstTests(SynchronousTestCase):
         self.assertEqual(report.ok, REQUESTS)
         self.assertEqual(report.polled, report.lines)
         self.assertEqual(len(report.kills), 1)
+        return report
 
     def test_dummy(self) -> None:
         """
@@ -53,3 +60,16 @@ class BurstTests(SynchronousTestCase):
         The same through the site proxy, relaying plain HTTP to a live host.
         """
         self.burst("proxy")
+
+    def test_standinAsNobody(self) -> None:
+        """
+        The same through the stand-in started as root with --uid nobody
+        --gid nogroup: the workers run as nobody.
+        """
+        if os.geteuid() != 0:
+            raise self.skipTest("needs root to drop privileges")  # type: ignore[misc]
+        nobody = pwd.getpwnam("nobody")
+        if interpreterFor(nobody.pw_uid, nobody.pw_gid) is None:
+            raise self.skipTest("no Python with this tree's packages that nobody can run")  # type: ignore[misc]
+        report = self.burst("standin", asNobody=True)
+        self.assertEqual(report.workerUids, [pwd.getpwnam("nobody").pw_uid])
