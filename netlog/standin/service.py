@@ -77,6 +77,10 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> StandinService:
         address = listenerAddress(description)
         if address is not None:
             policy.addListener(*address)
+    api = config.get("api-address")
+    if api:
+        # The log's API is refused like the proxy's own listeners.
+        policy.addListener(*api)
     settings = Settings(
         connectPorts=frozenset(config.get("connect-ports") or [443]),
         connectTimeout=float(config["connect-timeout"]),
