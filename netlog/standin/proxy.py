@@ -300,7 +300,6 @@ class BrowserConnection(Protocol):
         self.lastActivity = now
         if self.headStarted is None and self.exchange is None and self.reader.idle:
             self.headStarted = now
-            self._disarm()
             self._arm()
         self.queue.extend(self.reader.feed(data))
         self._process()
@@ -352,7 +351,6 @@ class BrowserConnection(Protocol):
     def _request(self, head: RequestHead) -> None:
         started = self.headStarted if self.headStarted is not None else self.reactor.seconds()
         self.headStarted = None
-        self._disarm()
         exchange = Exchange(head, started)
         self.exchange = exchange
         host = head.host or ""
@@ -649,10 +647,8 @@ class BrowserConnection(Protocol):
             head.version + b" %d " % head.status + head.reason, head.headers, drop=drop, extra=extra
         )
         exchange.response = head
-        exchange.responseHeaders = [
-            tuple(line.split(b": ", 1))  # type: ignore[misc]
-            for line in data[:-4].split(b"\r\n")[1:]
-        ]
+        exchange.responseHeaders = [(n, v) for n, v in head.headers if n.lower() not in drop]
+        exchange.responseHeaders += extra
         exchange.responseHeadersSize = len(data)
         exchange.down += len(data)
         self.transport.write(data)
@@ -1011,8 +1007,14 @@ class BrowserConnection(Protocol):
         Watch the connection: a head begun must be whole within the header
         timeout; a connection or exchange silent for the idle timeout ends.
         """
-        if self._timer is None or not self._timer.active():
-            self._timer = self.reactor.callLater(self._wait(), self._check)
+        wait = self._wait()
+        timer = self._timer
+        if timer is None or not timer.active():
+            self._timer = self.reactor.callLater(wait, self._check)
+        elif timer.getTime() > self.reactor.seconds() + wait:
+            # Sooner than it was set for (a head begun): move it. A timer
+            # that fires early only looks again (see L{_check}).
+            timer.reset(wait)
 
     def _wait(self) -> float:
         if self.exchange is None and self.headStarted is not None:
