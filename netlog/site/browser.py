@@ -105,6 +105,7 @@ class BrowserConnection(Protocol):
         self.tunnelAuthority = ""
         self._idleCall: Any = None
         self._partialStart = 0.0
+        self._lastActive = 0.0
 
     # -- connection ---------------------------------------------------------------
 
@@ -121,6 +122,7 @@ class BrowserConnection(Protocol):
             forwardProxy=self.mode == FORWARD, scheme="https" if self.mode == HTTPS_ROUTE else "http"
         )
         self.proxy.connections.add(self)
+        self._lastActive = self.reactor.seconds()
         self._scheduleIdle()
 
     def dataReceived(self, data: bytes) -> None:
@@ -129,8 +131,8 @@ class BrowserConnection(Protocol):
             return
         if self.closing:
             return
-        self._cancelIdle()
         now = self.reactor.seconds()
+        self._lastActive = now
         # An exchange starts with its request's first byte: the first head
         # read from this data started when the reader last had nothing.
         startedAt = now if self.reader.idle else self._partialStart
@@ -152,10 +154,13 @@ class BrowserConnection(Protocol):
         elif self.exchange is not None:
             self.exchange.browserLost(reason)
 
-    def _scheduleIdle(self) -> None:
-        self._cancelIdle()
+    def _scheduleIdle(self, delay: float = BROWSER_IDLE_TIMEOUT) -> None:
+        """
+        Arm the one idle timer this connection has (activity only moves
+        C{_lastActive}; the timer looks at it when it fires).
+        """
         if not self.gone:
-            self._idleCall = self.reactor.callLater(BROWSER_IDLE_TIMEOUT, self._idleTimeout)
+            self._idleCall = self.reactor.callLater(delay, self._idleTimeout)
 
     def _cancelIdle(self) -> None:
         if self._idleCall is not None and self._idleCall.active():
@@ -164,10 +169,19 @@ class BrowserConnection(Protocol):
 
     def _idleTimeout(self) -> None:
         self._idleCall = None
-        if self.exchange is None and self.rawPeer is None:
+        if self.gone:
+            return
+        if self.exchange is not None or self.rawPeer is not None or self.queue:
+            self._scheduleIdle()
+            return
+        quiet = self.reactor.seconds() - self._lastActive
+        if quiet >= BROWSER_IDLE_TIMEOUT:
             self.transport.loseConnection()
+        else:
+            self._scheduleIdle(BROWSER_IDLE_TIMEOUT - quiet)
 
     def close(self) -> None:
+        self._cancelIdle()
         self.closing = True
         self.queue.clear()
         self.transport.loseConnection()
@@ -226,7 +240,7 @@ class BrowserConnection(Protocol):
             return
         self.gate.release(BUSY)
         self.gate.release(CONNECTING)
-        self._scheduleIdle()
+        self._lastActive = self.reactor.seconds()
         self.pump()
 
     def discardRestOfRequest(self, exchange: Exchange) -> None:
@@ -307,7 +321,6 @@ class BrowserConnection(Protocol):
     def _startExchange(self, head: RequestHead, url: str, route: Route, at: float) -> None:
         exchange = Exchange(self.proxy, self, head, url, route, at)
         self.exchange = exchange
-        self._cancelIdle()
         exchange.start()
 
     # -- answers netlog gives itself ------------------------------------------------------

@@ -187,7 +187,11 @@ class Exchange:
     # -- starting ---------------------------------------------------------------
 
     def start(self) -> None:
-        d = self.proxy.upstreamFor(self.route)
+        idle = self.proxy.takeIdle(self.route)
+        if idle is not None:
+            self._connected(idle)
+            return
+        d = self.proxy.upstreamFor(self.route, fresh=True)
         d.addCallbacks(self._connected, self._connectFailed)
         d.addErrback(self._crashed)
 

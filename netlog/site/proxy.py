@@ -144,7 +144,7 @@ class SiteProxy(Service):
             peer = connection.rawPeer or connection.exchange
             if peer is not None and hasattr(peer, "abort"):
                 peer.abort()
-            connection.transport.loseConnection()
+            connection.close()
         self.pool.closeAll()
         return Service.stopService(self)
 
@@ -186,6 +186,17 @@ class SiteProxy(Service):
         factory: Any = Factory.forProtocol(protocolClass)
         return endpoint.connect(factory)  # type: ignore[no-any-return]
 
+    def takeIdle(self, route: Route) -> tuple[UpstreamProtocol, bool, str, float | None] | None:
+        """
+        An idle pooled connection for C{route}, as L{upstreamFor} gives it,
+        or L{None}.
+        """
+        idle = self.pool.take(route.key)
+        if idle is None:
+            return None
+        peer = idle.transport.getPeer()  # type: ignore[union-attr]
+        return (idle, True, getattr(peer, "host", route.host), None)
+
     def upstreamFor(self, route: Route, fresh: bool = False) -> defer.Deferred[tuple[UpstreamProtocol, bool, str, float | None]]:
         """
         A connection for C{route}: an idle one from the pool, else a new one.
@@ -194,10 +205,9 @@ class SiteProxy(Service):
         """
         key = route.key
         if not fresh:
-            idle = self.pool.take(key)
+            idle = self.takeIdle(route)
             if idle is not None:
-                peer = idle.transport.getPeer()  # type: ignore[union-attr]
-                return defer.succeed((idle, True, getattr(peer, "host", route.host), None))
+                return defer.succeed(idle)
         tls = None
         if route.scheme == "https" and route.backend is not None:
             tls = self._backendTLS.get(key)

@@ -49,6 +49,7 @@ class UpstreamProtocol(Protocol):
         self.connected = False
         self.pool: Pool | None = None
         self.lostReason: Failure | None = None
+        self.idleSince = 0.0
 
     def connectionMade(self) -> None:
         from netlog.site.browser import noDelay
@@ -97,7 +98,8 @@ def connectUpstream(
 
 class Pool:
     """
-    Idle keep-alive connections to upstreams, by key.
+    Idle keep-alive connections to upstreams, by key. One timer sweeps out
+    those idle too long (no timer per connection).
     """
 
     def __init__(self, reactor: Any, maxIdle: int = MAX_IDLE_PER_UPSTREAM,
@@ -106,7 +108,7 @@ class Pool:
         self.maxIdle = maxIdle
         self.idleTimeout = idleTimeout
         self._idle: dict[Hashable, list[UpstreamProtocol]] = {}
-        self._timers: dict[UpstreamProtocol, Any] = {}
+        self._sweep: Any = None
 
     def take(self, key: Hashable) -> UpstreamProtocol | None:
         """
@@ -115,7 +117,6 @@ class Pool:
         idle = self._idle.get(key)
         while idle:
             protocol = idle.pop()
-            self._cancelTimer(protocol)
             protocol.pool = None
             if protocol.reusable:
                 return protocol
@@ -131,27 +132,37 @@ class Pool:
             protocol.transport.loseConnection()
             return
         protocol.pool = self
+        protocol.idleSince = self.reactor.seconds()
         idle.append(protocol)
-        self._timers[protocol] = self.reactor.callLater(self.idleTimeout, self._expire, protocol)
+        if self._sweep is None:
+            self._sweep = self.reactor.callLater(self.idleTimeout, self._sweepOut)
 
     def forget(self, protocol: UpstreamProtocol) -> None:
-        self._cancelTimer(protocol)
         idle = self._idle.get(protocol.key)
         if idle and protocol in idle:
             idle.remove(protocol)
         protocol.pool = None
 
-    def _expire(self, protocol: UpstreamProtocol) -> None:
-        self._timers.pop(protocol, None)
-        self.forget(protocol)
-        protocol.transport.loseConnection()
-
-    def _cancelTimer(self, protocol: UpstreamProtocol) -> None:
-        timer = self._timers.pop(protocol, None)
-        if timer is not None and timer.active():
-            timer.cancel()
+    def _sweepOut(self) -> None:
+        self._sweep = None
+        now = self.reactor.seconds()
+        oldest: float | None = None
+        for key, idle in list(self._idle.items()):
+            for protocol in list(idle):
+                if now - protocol.idleSince >= self.idleTimeout:
+                    self.forget(protocol)
+                    protocol.transport.loseConnection()
+                elif oldest is None or protocol.idleSince < oldest:
+                    oldest = protocol.idleSince
+            if not idle:
+                del self._idle[key]
+        if oldest is not None:
+            self._sweep = self.reactor.callLater(max(oldest + self.idleTimeout - now, 0.0), self._sweepOut)
 
     def closeAll(self) -> None:
+        if self._sweep is not None and self._sweep.active():
+            self._sweep.cancel()
+        self._sweep = None
         for idle in list(self._idle.values()):
             for protocol in list(idle):
                 self.forget(protocol)
