@@ -20,7 +20,7 @@ with L{openPrivileged}.
 
 With C{--no-supervise} it wires everything in this process: the LogWriter
 first, so the file is open before privileges drop, then the proxy, then a
-L{strports.service} per listener.
+listener service per listener, bound in the privileged step.
 
 Either way C{--api DESCRIPTION} adds the loopback HTTP API (see
 L{netlog.api}), and C{config["api-address"]} is the C{(host, port)} it
@@ -33,11 +33,15 @@ import os
 import sys
 from typing import Any, Callable
 
-from twisted.application import strports
+from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import IService, MultiService
+from twisted.internet.endpoints import serverFromString
+from twisted.logger import Logger
 from twisted.python import usage
 
 from netlog.log.writer import LogWriter
+
+_log = Logger(namespace="netlog.listeners")
 
 #: The interface the API listens on when its description names none.
 API_INTERFACE = "127.0.0.1"
@@ -288,7 +292,33 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> Mult
     proxy: Any = buildProxy(config, writer, reactor)
     proxy.setServiceParent(top)
     for role, description, factory in getattr(proxy, "listeners", []):
-        listener = strports.service(description, factory, reactor=reactor)
+        listener = _Listener(role, description, serverFromString(reactor, description), factory)
         listener.setName(role + ":" + description)
         listener.setServiceParent(top)
     return top
+
+
+class _Listener(StreamServerEndpointService):
+    """
+    A listener bound in twistd's privileged step that says where it bound
+    (the port, when the description said 0), as the supervisor does.
+    """
+
+    def __init__(self, role: str, description: str, endpoint: Any, factory: Any) -> None:
+        StreamServerEndpointService.__init__(self, endpoint, factory)
+        self._role = role
+        self._description = description
+
+    def privilegedStartService(self) -> None:
+        StreamServerEndpointService.privilegedStartService(self)
+        waiting: Any = self._waitingForPort
+        waiting.addCallback(self._bound)
+
+    def _bound(self, port: Any) -> Any:
+        _log.info(
+            "{role} listener {description} bound on {address}",
+            role=self._role,
+            description=self._description,
+            address=port.getHost(),
+        )
+        return port

@@ -11,7 +11,7 @@ import socket
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from tests.supervise.running import Twistd, freePort, readLog
+from tests.supervise.running import Twistd, readLog
 
 
 @pytest.mark.slow
@@ -19,21 +19,21 @@ class RefuseApiTests(SynchronousTestCase):
     def relayToApi(self, plugin: str, extra: list[str]) -> bytes:
         folder = os.path.abspath(self.mktemp())
         os.makedirs(folder)
-        port, api = freePort(), freePort()
         self.logPath = os.path.join(folder, "network.jsonl")
         twistd = Twistd(
             folder,
             plugin,
             [
                 "--log", self.logPath,
-                "--listen", f"tcp:{port}:interface=127.0.0.1",
-                "--api", f"tcp:{api}",
+                "--listen", "tcp:0:interface=127.0.0.1",
+                "--api", "tcp:0",
                 "--resolve", "api.test=127.0.0.1",
                 "--allow", "127.0.0.0/8",
                 *extra,
             ],
         )
         self.addCleanup(twistd.stop)
+        port, api = twistd.listenerPort("forward"), twistd.apiPort()
         twistd.waitServing(1)
         with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
             s.sendall(

@@ -35,7 +35,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.supervise.running import Twistd, alive, freePort, interpreterFor, readLog, uidOf, waitFor
+from tests.supervise.running import Twistd, alive, interpreterFor, readLog, uidOf, waitFor
 
 #: Seconds a client waits on one request before calling it failed.
 REQUEST_TIMEOUT = 30.0
@@ -157,8 +157,8 @@ class Burst:
         self.concurrency = concurrency
         self.kills = kills
         self.folder = folder
-        self.port = freePort()
-        self.apiPort = freePort()
+        self.port = 0  # both bound on port 0, read from twistd's log
+        self.apiPort = 0
         self.logPath = os.path.join(folder, "log", "network.jsonl")
         self.origin: Origin | None = None
         self.outcomes = [Outcome(i) for i in range(requests)]
@@ -173,8 +173,7 @@ class Burst:
     # -- the proxy ----------------------------------------------------------
 
     def start(self) -> Twistd:
-        common = ["--log", self.logPath, "--listen", f"tcp:{self.port}:interface=127.0.0.1",
-                  "--api", f"tcp:{self.apiPort}"] + ([] if self.standby else ["--no-standby"])
+        common = ["--log", self.logPath, "--listen", "tcp:0:interface=127.0.0.1", "--api", "tcp:0"] + ([] if self.standby else ["--no-standby"])
         twistdArgs: list[str] = []
         interpreter = None
         if self.asNobody:
@@ -199,6 +198,8 @@ class Burst:
                 extra += ["--sites", sites, "--state", os.path.join(self.folder, "state")]
             twistd = Twistd(self.folder, f"netlog-{self.proxy}", common + extra, twistdArgs, interpreter)
         self.twistd = twistd
+        self.port = twistd.listenerPort("answer" if self.proxy == "dummy" else "forward")
+        self.apiPort = twistd.apiPort()
         twistd.waitServing(1)
         if self.standby:
             waitFor(lambda: twistd.standingByCount() >= 1, "a standby", BURST_TIMEOUT)

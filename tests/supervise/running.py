@@ -15,7 +15,7 @@ import time
 import urllib.request
 from typing import Any, Callable
 
-from tests.support import freePort, sourceEnv, twistdArgv
+from tests.support import sourceEnv, twistdArgv
 from tests.supervise.dummy import PLUGIN_PATH
 
 #: How long to wait for something a process should do soon, in seconds.
@@ -128,6 +128,33 @@ class Twistd:
                 continue
         return "".join(parts)
 
+    def listenerPort(self, role: str) -> int:
+        """
+        The port a listener bound (wait for it): tests listen on port 0 and
+        read it here, so that no two test runs race for a port.
+        """
+        pattern = rf"{re.escape(role)} listener \S+ bound on IPv4Address\(type='TCP', host='[^']*', port=(\d+)\)"
+        found = waitFor(
+            lambda: re.search(pattern, self.text()) or self.process.poll() is not None,
+            f"the {role} listener to bind",
+        )
+        if found is True:
+            raise AssertionError(f"twistd ended with {self.process.returncode}:\n{self.text()}")
+        return int(found.group(1))
+
+    def apiPort(self) -> int:
+        """
+        The port the API bound (wait for it).
+        """
+        pattern = r"the API serves on http://[^/]*:(\d+)/network"
+        found = waitFor(
+            lambda: re.search(pattern, self.text()) or self.process.poll() is not None,
+            "the API to bind",
+        )
+        if found is True:
+            raise AssertionError(f"twistd ended with {self.process.returncode}:\n{self.text()}")
+        return int(found.group(1))
+
     def standingByCount(self) -> int:
         return len(re.findall(r"worker \d+ standing by,", self.text()))
 
@@ -230,4 +257,4 @@ def checkLog(testCase: Any, records: list[dict[str, Any]]) -> None:
     testCase.assertEqual(len(ends), len(set(ends)))
 
 
-__all__ = ["Twistd", "alive", "ask", "checkLog", "freePort", "getJSON", "readLog", "uidOf", "waitFor"]
+__all__ = ["Twistd", "alive", "ask", "checkLog", "getJSON", "interpreterFor", "readLog", "uidOf", "waitFor"]

@@ -23,7 +23,6 @@ from tests.supervise.running import (
     alive,
     ask,
     checkLog,
-    freePort,
     getJSON,
     interpreterFor,
     readLog,
@@ -40,20 +39,15 @@ class SupervisedTests(SynchronousTestCase):
             os.makedirs(folder)
         self.folder = folder
         self.logPath = os.path.join(folder, "log", "network.jsonl")
-        self.port = freePort()
-        self.apiPort = freePort()
         twistd = Twistd(
             folder,
             "netlog-dummy",
-            [
-                "--log", self.logPath,
-                "--listen", f"tcp:{self.port}:interface=127.0.0.1",
-                "--api", f"tcp:{self.apiPort}",
-                *args,
-            ],
+            ["--log", self.logPath, "--listen", "tcp:0:interface=127.0.0.1", "--api", "tcp:0", *args],
             twistdArgs,
         )
         self.addCleanup(twistd.stop)
+        self.port = twistd.listenerPort("answer")
+        self.apiPort = twistd.apiPort()
         return twistd
 
     def test_killedWorkerComesBack(self) -> None:
@@ -240,7 +234,6 @@ class UnprivilegedWorkerTests(SynchronousTestCase):
         os.makedirs(folder)
         # mktemp's folder is made 0700; the log must be readable by nobody.
         os.chmod(os.path.dirname(folder), 0o755)
-        port, apiPort = freePort(), freePort()
         logPath = os.path.join(folder, "log", "network.jsonl")
         secret = os.path.join(folder, "secret")
         with open(secret, "w") as f:
@@ -251,14 +244,15 @@ class UnprivilegedWorkerTests(SynchronousTestCase):
             "netlog-dummy",
             [
                 "--log", logPath,
-                "--listen", f"tcp:{port}:interface=127.0.0.1",
-                "--api", f"tcp:{apiPort}",
+                "--listen", "tcp:0:interface=127.0.0.1",
+                "--api", "tcp:0",
                 "--secret", secret,
             ],
             ["--uid", "nobody", "--gid", "nogroup"],
             self.interpreter,
         )
         self.addCleanup(twistd.stop)
+        port, apiPort = twistd.listenerPort("answer"), twistd.apiPort()
         worker = twistd.waitServing(1)
         self.assertEqual(uidOf(worker), self.uid)
         self.assertEqual(uidOf(twistd.process.pid), self.uid)
