@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from twisted.internet import error
+from twisted.internet import defer, error
 from twisted.internet.protocol import Protocol, ServerFactory
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -45,13 +45,12 @@ from netlog.net.relay import (
     CLIENT,
     DEFAULT_IDLE_TIMEOUT,
     PROXY,
-    SERVER,
     Gate,
     Relay,
     RelayResult,
     isReset,
 )
-from netlog.net.resolve import Resolution, Resolver, parseAddress
+from netlog.net.resolve import DoesNotResolve, Resolution, Resolver
 
 _log = Logger()
 
@@ -445,6 +444,8 @@ class BrowserConnection(Protocol):
         self.connecting = False
         if self.gone or exchange is not self.exchange:
             return
+        if not failure.check(DoesNotResolve, error.ConnectError, defer.CancelledError):
+            _log.failure("Connecting to {host}:{port} failed unexpectedly", failure, host=host, port=port)
         reason, status = describeFailure(failure, _bare(host), port)
         self._fail(exchange, status, reason)
 
@@ -1093,8 +1094,4 @@ __all__ = [
     "BrowserConnection",
     "Settings",
     "errorResponse",
-    "CLIENT",
-    "SERVER",
-    "PROXY",
-    "parseAddress",
 ]
