@@ -156,6 +156,19 @@ def _responseFields(status: int, raw: bytes) -> dict[str, Any]:
     }
 
 
+def _noDelay(transport: Any) -> None:
+    """
+    Send each write at once (no Nagle delay): heads and short answers are
+    what a proxy mostly writes.
+    """
+    setTcpNoDelay = getattr(transport, "setTcpNoDelay", None)
+    if setTcpNoDelay is not None:
+        try:
+            setTcpNoDelay(True)
+        except OSError:
+            pass
+
+
 class StandinFactory(ServerFactory):
     """
     Builds a L{BrowserConnection} for each browser connection.
@@ -203,6 +216,7 @@ class Upstream(Protocol):
         self.gone = False
 
     def connectionMade(self) -> None:
+        _noDelay(self.transport)
         self.gate = Gate(self.transport)
 
     def dataReceived(self, data: bytes) -> None:
@@ -285,6 +299,7 @@ class BrowserConnection(Protocol):
         self.client = _authority(getattr(peer, "host", "?"), getattr(peer, "port", 0))
         here = self.transport.getHost()
         self.factory.policy.addListener(getattr(here, "host", ""), getattr(here, "port", 0))
+        _noDelay(self.transport)
         self.gate = Gate(self.transport)
         self.lastActivity = self.reactor.seconds()
         self._arm()
