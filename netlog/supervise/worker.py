@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import sys
 from typing import Any
@@ -104,6 +105,10 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: python -m netlog.supervise.worker SPEC\n")
         return EXIT_SETUP_FAILED
     spec = json.loads(argv[1])
+    # Ctrl-C in a terminal reaches the whole process group: let the
+    # supervisor alone decide, and stop its workers with SIGTERM. (Twisted
+    # leaves an ignored SIGINT ignored.)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _startLogging()
 
     from twisted.application.service import MultiService

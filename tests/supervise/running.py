@@ -105,8 +105,10 @@ class Twistd:
         env = pluginEnv()
         if interpreter is not None:
             argv[0], env = interpreter
+        # In its own session, as a terminal would start it: a signal to its
+        # process group (Ctrl-C) reaches it and its workers, not the tests.
         self.process = subprocess.Popen(
-            argv, env=env, stdout=self.output, stderr=subprocess.STDOUT, cwd=folder
+            argv, env=env, stdout=self.output, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True
         )
 
     def text(self) -> str:

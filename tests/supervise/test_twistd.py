@@ -115,6 +115,31 @@ class SupervisedTests(SynchronousTestCase):
         self.assertEqual(records[-1]["_failed"], {"reason": "the proxy stopped"})
         self.assertIn(f"worker {worker} stopped (exited with 0)", twistd.text())
 
+    def test_ctrlC(self) -> None:
+        """
+        Ctrl-C (SIGINT to the whole process group) stops the proxy once,
+        cleanly: the workers leave it to the supervisor, no worker is started
+        again, and open exchanges end with "the proxy stopped".
+        """
+        twistd = self.start()
+        twistd.waitServing(1)
+        waitFor(lambda: twistd.standingByCount() >= 1, "a standby")
+        held = socket.create_connection(("127.0.0.1", self.port))
+        self.addCleanup(held.close)
+        held.sendall(b"hold\n")
+        waitFor(lambda: len(readLog(self.logPath)) == 1, "the held exchange's open line")
+        os.killpg(twistd.process.pid, signal.SIGINT)
+        self.assertEqual(twistd.wait(), -signal.SIGINT)
+        text = twistd.text()
+        self.assertEqual(len(twistd.workers()), 2)
+        self.assertNotIn("died", text)
+        self.assertNotRegex(text, r"worker \d+: Received SIGINT")
+        self.assertRegex(text, r"worker \d+: Received SIGTERM")
+        self.assertEqual([pid for pid in twistd.workers() if alive(pid)], [])
+        records = readLog(self.logPath)
+        checkLog(self, records)
+        self.assertEqual(records[-1]["_failed"], {"reason": "the proxy stopped"})
+
     def test_killAfterGrace(self) -> None:
         """
         A worker that ignores SIGTERM is killed once the grace period is
