@@ -181,10 +181,13 @@ class Unparsable:
 @dataclass(frozen=True, slots=True)
 class Incomplete:
     """
-    The connection ended in the middle of a message.
+    The connection ended in the middle of a message.  C{raw} holds the
+    bytes received and not yet given in another event (chunk framing, a
+    trailer section cut short), for a proxy that relays as it came.
     """
 
     reason: str
+    raw: bytes = b""
 
 
 Event = Union[RequestHead, ResponseHead, Body, EndOfMessage, Refused, Unparsable, Incomplete]
@@ -392,6 +395,15 @@ class _Reader:
         data, self._buf = self._buf, b""
         self._scanned = 0
         return data
+
+    def _takeRest(self) -> bytes:
+        """
+        Take the raw bytes not given in an event: framing read but not yet
+        given, then what is buffered.
+        """
+        rest = self._pendingRaw + self._buf
+        self._pendingRaw = self._buf = b""
+        return rest
 
     def feed(self, data: bytes) -> list[Event]:
         """
@@ -722,7 +734,7 @@ class RequestReader(_Reader):
         self._state = _DEAD
         if state == _HEAD and not self._buf:
             return []
-        return [Incomplete("the connection closed in the middle of a request")]
+        return [Incomplete("the connection closed in the middle of a request", self._takeRest())]
 
     def _readHead(self, buf: bytes, start: int) -> tuple[list[Event], int]:
         # Empty lines before a request line are ignored (RFC 9112 2.2).
@@ -816,6 +828,8 @@ class RequestReader(_Reader):
             if port == 0:
                 raise self._bad(400, "CONNECT to port 0")
         elif target[:1] == b"/":
+            if b"#" in target:
+                raise self._bad(400, "request target with a fragment")
             if self.forwardProxy:
                 raise self._bad(400, "origin-form target sent to a forward proxy; use an absolute URL")
             if hostField is None and version == b"HTTP/1.1":
@@ -940,7 +954,7 @@ class ResponseReader(_Reader):
             # A head cut short can't be read: relay what came.
             raw, self._buf = self._buf, b""
             return [Unparsable("the connection closed in the middle of a response head", raw)]
-        return [Incomplete("the connection closed in the middle of a response")]
+        return [Incomplete("the connection closed in the middle of a response", self._takeRest())]
 
     def _readHead(self, buf: bytes, start: int) -> tuple[list[Event], int]:
         if buf.startswith(b"\r\n", start):

@@ -270,6 +270,7 @@ ORIGIN_REFUSED: list[tuple[str, bytes, int]] = [
     ("asterisk with GET", b"GET * HTTP/1.1\r\n" + HOST + b"\r\n", 400),
     ("absolute URL, Host disagrees", b"GET http://a.test/ HTTP/1.1\r\nHost: b.test\r\n\r\n", 400),
     ("two Hosts", b"GET / HTTP/1.1\r\nHost: a.test\r\nHost: a.test\r\n\r\n", 400),
+    ("fragment", b"GET /x#y HTTP/1.1\r\n" + HOST + b"\r\n", 400),
     ("space before colon", b"GET / HTTP/1.1\r\nHost : a.test\r\n\r\n", 400),
     ("CL with TE", b"POST / HTTP/1.1\r\n" + HOST + b"Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
     ("HTTP/0.9", b"GET /\r\n", 505),
@@ -764,6 +765,25 @@ class ResponseTests(SynchronousTestCase):
         events = response(b"GET", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", eof=True)
         self.assertIsInstance(events[-1], Incomplete)
         self.assertEqual(response(b"GET", b"", eof=True), [])
+
+    def test_eofKeepsEveryByte(self) -> None:
+        """
+        Cut short by EOF, the bytes read but not given in an event (the
+        last chunk's line, a trailer section begun) are in L{Incomplete}, so
+        a relay loses none.
+        """
+        head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        for cut in (b"3\r\nabc\r\n0;x=y\r\nT: 1\r", b"3\r\nabc\r", b"3\r\nab", b"3;a\r"):
+            events = response(b"GET", head + cut, eof=True)
+            last = events[-1]
+            assert isinstance(last, Incomplete), events
+            self.assertEqual(rawOf(events) + last.raw, head + cut)
+        reader = RequestReader(forwardProxy=True)
+        data = b"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n"
+        events = feedAll(reader, data, eof=True)
+        last = events[-1]
+        assert isinstance(last, Incomplete)
+        self.assertEqual(rawOf(events) + last.raw, data)
 
     def test_eofInHead(self) -> None:
         """

@@ -17,6 +17,7 @@ from netlog.core.http1 import (
     Body,
     EndOfMessage,
     Event,
+    Incomplete,
     Refused,
     RequestHead,
     RequestReader,
@@ -323,3 +324,112 @@ class RawRelayTests(SynchronousTestCase):
             out += rawOf(reader.feed(stream[i : i + size]))
         self.assertEqual(out, stream)
         self.assertTrue(reader.idle)
+
+
+mutationBytes = st.sampled_from(
+    [b"", b" ", b"\t", b"\r", b"\n", b"\x00", b":", b"\r\n", b"\r\n\r\n", b"0", b"a", b";", b",", b"\x7f", b"\xff", b"-"]
+)
+
+
+@st.composite
+def mutated(draw: st.DrawFn, stream: bytes) -> bytes:
+    """
+    C{stream} with a few bytes inserted, replaced or deleted.
+    """
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, max(0, len(stream) - 1)))
+        how = draw(st.integers(0, 2))
+        byte = draw(mutationBytes)
+        if how == 0:
+            stream = stream[:at] + byte + stream[at:]
+        elif how == 1:
+            stream = stream[:at] + byte + stream[at + 1 :]
+        else:
+            stream = stream[:at] + stream[at + 1 :]
+    return stream
+
+
+def withoutEmptyLines(relayed: bytes, stream: bytes, prefix: bool) -> bool:
+    """
+    Whether C{relayed} is C{stream} (or a prefix of it) with nothing lost,
+    added or moved but some CRLF pairs left out: the empty lines the reader
+    skips before a message.
+    """
+    i = j = 0
+    while i < len(relayed):
+        if j < len(stream) and relayed[i] == stream[j]:
+            i += 1
+            j += 1
+        elif stream.startswith(b"\r\n", j):
+            j += 2
+        else:
+            return False
+    if prefix:
+        return True
+    while stream.startswith(b"\r\n", j):
+        j += 2
+    return j == len(stream)
+
+
+def normalised(events: list[Event]) -> list[object]:
+    """
+    L{summary}, without the raw bytes of L{Unparsable} and L{Incomplete}
+    (which depend on where the stream was cut; their sum doesn't).
+    """
+    out: list[object] = []
+    for e in summary(events):
+        if isinstance(e, (Unparsable, Incomplete)):
+            out.append((type(e).__name__, e.reason))
+        else:
+            out.append(e)
+    return out
+
+
+class AnyBytesTests(SynchronousTestCase):
+    """
+    Whatever bytes come, valid or not, the reader's verdict doesn't depend
+    on how they were cut, and no byte is lost or repeated.
+    """
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.booleans(), st.data(), st.lists(st.integers(0, 10_000), max_size=8))
+    def test_requests(self, forwardProxy: bool, data: st.DataObject, cuts: list[int]) -> None:
+        """
+        A mutated request stream reads the same whole as cut: the same
+        requests, bodies and refusal.
+        """
+        messages = data.draw(st.lists(requests(forwardProxy), min_size=1, max_size=3))
+        stream = data.draw(mutated(b"".join(m.wire for m in messages)))
+        whole = RequestReader(forwardProxy=forwardProxy).feed(stream)
+        cut = feedPieces(RequestReader(forwardProxy=forwardProxy), split(stream, cuts))
+        self.assertEqual(summary(cut), summary(whole))
+        for events in (whole, cut):
+            self.assertTrue(withoutEmptyLines(rawOf(events), stream, prefix=True))
+        self.assertLessEqual(sum(isinstance(e, Refused) for e in whole), 1)
+        if whole and isinstance(whole[-1], Refused):
+            self.assertIn(whole[-1].status, (400, 414, 431, 501, 505))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.data(), st.lists(st.integers(0, 10_000), max_size=8))
+    def test_responses(self, data: st.DataObject, cuts: list[int]) -> None:
+        """
+        A mutated response stream reads the same whole as cut, and the raw
+        bytes of the events, of L{Unparsable} and what is left over are the
+        stream, in order.
+        """
+        exchanges = data.draw(st.lists(responses(), min_size=1, max_size=3))
+        stream = data.draw(mutated(b"".join(m.wire for _, m in exchanges)))
+        results = []
+        for pieces in ([stream], split(stream, cuts)):
+            reader = ResponseReader()
+            for method, _ in exchanges:
+                reader.expectResponseTo(method)
+            events = feedPieces(reader, pieces)
+            events += reader.feedEOF()
+            unparsed = b"".join(e.raw for e in events if isinstance(e, (Unparsable, Incomplete)))
+            self.assertLessEqual(sum(isinstance(e, Unparsable) for e in events), 1)
+            rest = reader.leftover()
+            relayed = rawOf(events) + unparsed + rest
+            self.assertTrue(withoutEmptyLines(relayed, stream, prefix=False), (relayed, stream))
+            results.append(normalised(events))
+        self.assertEqual(results[0], results[1])
