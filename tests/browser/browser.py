@@ -189,8 +189,10 @@ def shopScenario(page: Any, base: str) -> dict[str, Any]:
     return seen
 
 
-#: What L{shopScenario} returns when every page worked.
 def expectedSeen() -> dict[str, Any]:
+    """
+    What L{shopScenario} returns when every page worked (but C{searchURL}).
+    """
     return {
         "account": f"Signed in as {USER}",
         "cart": f"ok 6.00 {site_app.CART_NOTE}",

@@ -441,8 +441,8 @@ class EchoWire:
 class WebSocketEcho(resource.Resource):
     """
     /ws: the handshake by wsproto's H11Handshake, then the connection is taken
-    from twisted.web's HTTP channel (as Twisted's own WebSocketResource does)
-    and handed to L{EchoWire}.
+    from twisted.web's HTTP channel (as Twisted's own WebSocketResource does,
+    without its private helper) and handed to L{EchoWire}.
     """
 
     isLeaf = True
@@ -465,7 +465,12 @@ class WebSocketEcho(resource.Resource):
         wire = EchoWire(handshake.connection)
         channel: Any = request.channel
         transport: Any = channel.transport
-        channel._protocolUpgradeForWebsockets(wire)
+        # From here on the connection's bytes are WebSocket frames: the HTTP
+        # channel (whose idle timeout is off while a request is unfinished,
+        # and this one never finishes) hands them to the echo.
+        channel.dataReceived = wire.dataReceived
+        channel.connectionLost = wire.connectionLost
+        wire.makeConnection(transport)
         transport.write(toSend)
         return NOT_DONE_YET
 
