@@ -12,6 +12,7 @@ served by the next worker instead of being refused.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import signal
 import sys
@@ -21,7 +22,7 @@ from twisted.application.service import MultiService
 from twisted.internet.defer import Deferred, gatherResults, succeed
 from twisted.internet.error import ProcessDone, ProcessExitedAlready, ProcessTerminated
 from twisted.internet.protocol import ProcessProtocol
-from twisted.logger import Logger
+from twisted.logger import InvalidLogLevelError, Logger, LogLevel
 from twisted.python.failure import Failure
 
 from netlog.core.logline import REASON_STOPPED
@@ -133,7 +134,7 @@ class WorkerProtocol(ProcessProtocol):
         self.endReason: Failure | None = None
         self.pid: int | None = None
         self._streams = {
-            1: _Lines(self._output),
+            1: _Lines(self._event),
             2: _Lines(self._output),
             STATUS_FD: _Lines(self._status),
         }
@@ -146,8 +147,21 @@ class WorkerProtocol(ProcessProtocol):
         if stream is not None:
             stream.feed(data)
 
-    def _output(self, line: bytes) -> None:
-        _log.info("worker {pid}: {line}", pid=self.pid, line=line.decode("utf-8", "replace"))
+    def _output(self, line: bytes, level: LogLevel = LogLevel.warn) -> None:
+        _log.emit(level, "worker {pid}: {line}", pid=self.pid, line=line.decode("utf-8", "replace"))
+
+    def _event(self, line: bytes) -> None:
+        """
+        One of the worker's log events, at its level.
+        """
+        try:
+            record = json.loads(line)
+            level = LogLevel.levelWithName(record["level"])
+            text = str(record["text"])
+        except (ValueError, KeyError, TypeError, InvalidLogLevelError):
+            self._output(line, LogLevel.info)
+            return
+        _log.emit(level, "worker {pid}: {line}", pid=self.pid, line=text)
 
     def _status(self, line: bytes) -> None:
         line += b"\n"
@@ -407,7 +421,12 @@ class Supervisor(MultiService):
         if self._stopping or self.worker is not None:
             return
         standby = self.standby
-        if standby is not None and standby.standingBy:
+        if standby is not None and not standby.standingBy:
+            # One is on its way: it takes over as soon as it stands by
+            # (see workerStandingBy), sooner than a new one would.
+            _log.info("waiting for worker {pid}, starting to stand by, to take over", pid=standby.pid)
+            return
+        if standby is not None:
             self.standby = None
             self.worker = standby
             standby.go(self._reactor.seconds())
@@ -475,15 +494,20 @@ class Supervisor(MultiService):
             if self._stopping:
                 _log.info("worker {pid} stopped ({how})", pid=worker.pid, how=how)
                 return
-            self._standbyDelay = min(self._standbyDelay * 2, MAX_STANDBY_DELAY)
-            _log.warn(
-                "worker {pid}, standing by, died ({how}); another will stand by in {delay:g} s",
-                pid=worker.pid,
-                how=how,
-                delay=self._standbyDelay,
-            )
-            self._planStandby(self._standbyDelay)
-            return
+            if self.worker is None and not (self._restartCall is not None and self._restartCall.active()):
+                # It was to take over (see _replace): count it as a worker
+                # that died, so that the policy decides what comes next.
+                self.worker = worker
+            else:
+                self._standbyDelay = min(self._standbyDelay * 2, MAX_STANDBY_DELAY)
+                _log.warn(
+                    "worker {pid}, standing by, died ({how}); another will stand by in {delay:g} s",
+                    pid=worker.pid,
+                    how=how,
+                    delay=self._standbyDelay,
+                )
+                self._planStandby(self._standbyDelay)
+                return
         if worker is not self.worker:
             return
         self.worker = None

@@ -16,7 +16,8 @@ Its file descriptors, as the supervisor hands them over:
     stops. A I{standby} worker (started ahead, so that a dead worker is
     replaced in milliseconds, not in the second Python takes to import and
     build a proxy) waits, built but not started, until it reads L{GO} there.
-  - 1, 2: its output, which the supervisor copies to its own log.
+  - 1: its log events, a JSON object per line (C{level}, C{text}), which the
+    supervisor logs at their level; 2: anything else it prints.
   - L{STATUS_FD}: the worker writes C{ready} there once it serves.
   - the log and the listeners at the numbers the SPEC names.
 """
@@ -87,14 +88,22 @@ def dottedName(thing: Any) -> str:
 
 
 def _startLogging() -> None:
+    """
+    Send each log event to the supervisor as one JSON line on stdout, with
+    its level, so that the supervisor logs it at that level.
+    """
     from twisted.logger import eventAsText, globalLogBeginner
+
+    out = sys.stdout
 
     def observer(event: dict[str, Any]) -> None:
         text = eventAsText(event, includeTimestamp=False, includeSystem=False)
+        level = event.get("log_level")
+        record = {"level": getattr(level, "name", "info"), "text": text}
         try:
-            sys.stderr.write(text.replace("\n", "\n\t") + "\n")
-            sys.stderr.flush()
-        except OSError:
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+        except (OSError, ValueError):
             pass
 
     globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]

@@ -117,6 +117,41 @@ class SupervisorTests(SynchronousTestCase):
         self.assertEqual(len(self.reactor.processes), 3)
         self.assertTrue(self.reactor.processes[2].spec["standby"])
 
+    def test_waitsForStartingStandby(self) -> None:
+        """
+        A worker that dies while its standby is still starting is replaced
+        by that standby once it stands by, not by yet another process.
+        """
+        supervisor = self.supervisor()
+        first = self.reactor.processes[0]
+        first.say(READY)
+        self.reactor.advance(STANDBY_DELAY)
+        standby = self.reactor.processes[1]
+        self.reactor.advance(10)
+        first.die()
+        self.assertEqual(len(self.reactor.processes), 2)
+        self.assertIsNone(supervisor.worker)
+        standby.say(STANDING_BY)
+        self.assertEqual(standby.written, [GO])
+        self.assertIs(supervisor.worker.transport, standby)  # type: ignore[union-attr]
+
+    def test_startingStandbyDiesToo(self) -> None:
+        """
+        If that standby dies before it stands by, it counts as a worker that
+        died: the policy starts another.
+        """
+        supervisor = self.supervisor()
+        first = self.reactor.processes[0]
+        first.say(READY)
+        self.reactor.advance(STANDBY_DELAY)
+        standby = self.reactor.processes[1]
+        self.reactor.advance(10)
+        first.die()
+        standby.die(sig=None, code=3)
+        self.assertEqual(len(self.reactor.processes), 3)
+        self.assertFalse(self.reactor.processes[2].spec["standby"])
+        self.assertIs(supervisor.worker.transport, self.reactor.processes[2])  # type: ignore[union-attr]
+
     def test_coldStartWithoutStandby(self) -> None:
         """
         With no standby ready, a dead worker is replaced by a new process.
