@@ -22,6 +22,7 @@ from twisted.application.service import MultiService
 from twisted.internet.defer import Deferred, gatherResults, succeed
 from twisted.internet.error import ProcessDone, ProcessExitedAlready, ProcessTerminated
 from twisted.internet.protocol import ProcessProtocol
+from twisted.internet.task import LoopingCall
 from twisted.logger import InvalidLogLevelError, Logger, LogLevel
 from twisted.python.failure import Failure
 
@@ -30,7 +31,7 @@ from netlog.core.recovery import recover
 from netlog.log.writer import LogWriter, openLogFile
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.policy import RestartPolicy
-from netlog.supervise.worker import GO, READY, STANDING_BY, STATUS_FD, workerSpec
+from netlog.supervise.worker import ALIVE, GO, READY, STANDING_BY, STATUS_FD, workerSpec
 
 _log = Logger(namespace="netlog.supervisor")
 
@@ -40,6 +41,11 @@ GRACE = 10.0
 EXIT_GAVE_UP = 70  # EX_SOFTWARE
 #: Where the log and the listeners start among the worker's descriptors.
 FIRST_HANDED_FD = STATUS_FD + 1
+#: Seconds a serving worker may go without a heartbeat before it is taken
+#: for hung and killed (0: never).
+HANG_TIMEOUT = 30.0
+#: Seconds between looks at the serving worker's heartbeat.
+HANG_CHECK_INTERVAL = 1.0
 #: Seconds after a standby took over before the next standby is started (so
 #: that the new worker has the CPU to itself while it takes over).
 STANDBY_DELAY = 1.0
@@ -129,6 +135,8 @@ class WorkerProtocol(ProcessProtocol):
         self.standingBy = False
         self.ready = False
         self.readyAt: float | None = None
+        self.lastAlive: float | None = None
+        self.hungKilled = False
         #: Fires (with None) once the process has ended; C{endReason} says how.
         self.ended: Deferred[None] = Deferred()
         self.endReason: Failure | None = None
@@ -165,12 +173,14 @@ class WorkerProtocol(ProcessProtocol):
 
     def _status(self, line: bytes) -> None:
         line += b"\n"
-        if line == STANDING_BY and self.standby and not self.standingBy:
+        if line == ALIVE:
+            self.lastAlive = self.supervisor.now()
+        elif line == STANDING_BY and self.standby and not self.standingBy:
             self.standingBy = True
             self.supervisor.workerStandingBy(self)
         elif line == READY and not self.ready:
             self.ready = True
-            self.readyAt = self.supervisor.now()
+            self.readyAt = self.lastAlive = self.supervisor.now()
             self.supervisor.workerReady(self)
 
     def go(self, now: float) -> None:
@@ -207,6 +217,9 @@ class Supervisor(MultiService):
         worker needs; they are opened here and handed over (see
         L{netlog.tap.common.openPrivileged}).
 
+    @param hangTimeout: seconds the serving worker may go without a
+        heartbeat (its event loop stuck) before it is killed and replaced;
+        0 for never.
     @param standby: keep a second worker started ahead, built and waiting,
         that takes over the moment the serving one dies.
 
@@ -235,6 +248,7 @@ class Supervisor(MultiService):
         env: dict[str, str] | None = None,
         onGiveUp: Callable[[int], None] = exitWhenDone,
         standby: bool = True,
+        hangTimeout: float = HANG_TIMEOUT,
     ) -> None:
         MultiService.__init__(self)
         self._reactor = reactor
@@ -259,6 +273,8 @@ class Supervisor(MultiService):
         self.worker: WorkerProtocol | None = None
         self.standby: WorkerProtocol | None = None
         self._useStandby = standby
+        self.hangTimeout = hangTimeout
+        self._hangCheck: Any = None
         self._standbyCall: Any = None
         self._standbyDelay = STANDBY_DELAY
         self.exitCode: int | None = None
@@ -295,10 +311,16 @@ class Supervisor(MultiService):
         self.privilegedStartService()
         MultiService.startService(self)
         self._stopping = False
+        if self.hangTimeout > 0:
+            self._hangCheck = LoopingCall(self._checkAlive)
+            self._hangCheck.clock = self._reactor
+            self._hangCheck.start(HANG_CHECK_INTERVAL, now=False)
         self._replace()
 
     def stopService(self) -> Deferred[None]:
         self._stopping = True
+        if self._hangCheck is not None and self._hangCheck.running:
+            self._hangCheck.stop()
         for call in (self._restartCall, self._standbyCall):
             if call is not None and call.active():
                 call.cancel()
@@ -447,6 +469,25 @@ class Supervisor(MultiService):
         if self._stopping or self.standby is not None:
             return
         self.standby = self._spawn(standby=True)
+
+    def _checkAlive(self) -> None:
+        """
+        Kill the serving worker if its event loop has been stuck too long:
+        a hung proxy serves nobody, and its connections pile up.
+        """
+        worker = self.worker
+        if worker is None or worker.lastAlive is None or worker.hungKilled:
+            return
+        silent = self.now() - worker.lastAlive
+        if silent > self.hangTimeout:
+            worker.hungKilled = True
+            _log.error(
+                "worker {pid} has not answered for {silent:.1f} s (its event loop is "
+                "stuck); killing it",
+                pid=worker.pid,
+                silent=silent,
+            )
+            worker.signal("KILL")
 
     def now(self) -> float:
         return float(self._reactor.seconds())

@@ -18,7 +18,8 @@ Its file descriptors, as the supervisor hands them over:
     build a proxy) waits, built but not started, until it reads L{GO} there.
   - 1: its log events, a JSON object per line (C{level}, C{text}), which the
     supervisor logs at their level; 2: anything else it prints.
-  - L{STATUS_FD}: the worker writes C{ready} there once it serves.
+  - L{STATUS_FD}: the worker writes L{READY} there once it serves, then
+    L{ALIVE} every second while its event loop turns.
   - the log and the listeners at the numbers the SPEC names.
 """
 
@@ -39,6 +40,11 @@ READY = b"ready\n"
 STANDING_BY = b"standby\n"
 #: What the supervisor writes on a standby's lifeline to make it serve.
 GO = b"go\n"
+#: What a serving worker writes there every L{HEARTBEAT_INTERVAL} seconds,
+#: from its event loop: a worker whose loop is stuck stops writing it.
+ALIVE = b"alive\n"
+#: Seconds between two L{ALIVE}.
+HEARTBEAT_INTERVAL = 1.0
 #: The worker's exit code when its SPEC or the proxy can't be set up.
 EXIT_SETUP_FAILED = 3
 
@@ -124,6 +130,7 @@ def main(argv: list[str]) -> int:
     from twisted.internet import reactor as _reactor
     from twisted.internet.protocol import Protocol
     from twisted.internet.stdio import StandardIO
+    from twisted.internet.task import LoopingCall
     from twisted.logger import Logger
     from twisted.python.reflect import namedAny
 
@@ -199,7 +206,10 @@ def main(argv: list[str]) -> int:
             reactor.stop()
             return
         status.write(READY)
+        heartbeat.start(HEARTBEAT_INTERVAL, now=False)
 
+    heartbeat = LoopingCall(status.write, ALIVE)
+    heartbeat.clock = reactor
     failed: list[bool] = []
     reactor.callWhenRunning(begin)
     reactor.addSystemEventTrigger("before", "shutdown", stop)

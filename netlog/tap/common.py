@@ -47,6 +47,8 @@ _log = Logger(namespace="netlog.listeners")
 API_INTERFACE = "127.0.0.1"
 #: Seconds a worker has to stop after SIGTERM before it is killed.
 DEFAULT_GRACE = 10.0
+#: Seconds a worker's event loop may be stuck before it is replaced.
+DEFAULT_HANG_TIMEOUT = 30.0
 
 
 def defaultLogPath(name: str) -> str:
@@ -131,6 +133,8 @@ class LogOptions(usage.Options):
          "loopback unless it names an interface), e.g. tcp:8081:interface=127.0.0.1."],
         ["grace", None, DEFAULT_GRACE, "Seconds a worker has to stop after SIGTERM "
          "before it is killed.", float],
+        ["hang-timeout", None, DEFAULT_HANG_TIMEOUT, "Seconds a worker's event loop may "
+         "be stuck before the worker is killed and replaced (0: never).", float],
     ]
     optFlags = [
         ["no-log", None, "Keep no log (bodies are counted, neither kept nor hashed)."],
@@ -163,8 +167,9 @@ class LogOptions(usage.Options):
         else:
             self["api"] = None
             self["api-address"] = None
-        if self.get("grace") is not None and self["grace"] < 0:
-            raise usage.UsageError("--grace wants a number of seconds, 0 or more")
+        for name in ("grace", "hang-timeout"):
+            if self.get(name) is not None and self[name] < 0:
+                raise usage.UsageError(f"--{name} wants a number of seconds, 0 or more")
 
     logName = "network"
 
@@ -278,6 +283,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         apiAddress=lambda: config.get("api-address"),
         grace=config.get("grace", DEFAULT_GRACE),
         standby=not config.get("no-standby"),
+        hangTimeout=config.get("hang-timeout", DEFAULT_HANG_TIMEOUT),
     )
 
 

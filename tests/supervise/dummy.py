@@ -51,6 +51,9 @@ class Answer(LineOnlyReceiver):
             writer.end(self.exchangeId, {"status": "secret"})
             self.transport.loseConnection()
             return
+        if line == b"hang":
+            while True:  # a stuck event loop
+                time.sleep(0.01)
         if line == b"hold":
             return  # keep the exchange open until the connection ends
         self.transport.write(b"ok " + line + b" " + str(os.getpid()).encode() + b"\n")

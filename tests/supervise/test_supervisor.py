@@ -15,7 +15,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.supervisor import EXIT_GAVE_UP, STANDBY_DELAY, Supervisor, describeEnd
-from netlog.supervise.worker import GO, READY, STANDING_BY, STATUS_FD
+from netlog.supervise.worker import ALIVE, GO, READY, STANDING_BY, STATUS_FD
 
 
 class FakeProcess:
@@ -69,7 +69,7 @@ class SupervisorTests(SynchronousTestCase):
         self.reactor = FakeReactor()
         self.gaveUp: list[int] = []
 
-    def supervisor(self, standby: bool = True, **kw: Any) -> Supervisor:
+    def supervisor(self, standby: bool = True, hangTimeout: float = 0, **kw: Any) -> Supervisor:
         supervisor = Supervisor(
             reactor=self.reactor,
             optionsClass="tests.supervise.dummy.Options",
@@ -79,6 +79,7 @@ class SupervisorTests(SynchronousTestCase):
             listeners=[],
             onGiveUp=self.gaveUp.append,
             standby=standby,
+            hangTimeout=hangTimeout,
             policy=RestartPolicy(quick=1.0, minDelay=0.25, maxDelay=8.0, maxQuickDeaths=4),
             grace=5.0,
             **kw,
@@ -252,6 +253,28 @@ class SupervisorTests(SynchronousTestCase):
         self.assertEqual(gaps, sorted(gaps))
         self.assertGreater(gaps[-1], gaps[0])
         self.assertEqual(self.gaveUp, [])
+
+    def test_hungWorkerKilled(self) -> None:
+        """
+        A serving worker whose heartbeat stops for longer than the hang
+        timeout is killed (and then replaced as any dead worker); one that
+        keeps beating is left alone.
+        """
+        self.supervisor(standby=False, hangTimeout=3.0)
+        worker = self.reactor.processes[0]
+        worker.say(READY)
+        for _ in range(10):
+            self.reactor.advance(1.0)
+            worker.say(ALIVE)
+        self.assertEqual(worker.signals, [])
+        self.reactor.advance(3.0)
+        self.assertEqual(worker.signals, [])
+        self.reactor.advance(1.0)
+        self.assertEqual(worker.signals, ["KILL"])
+        self.reactor.advance(5.0)
+        self.assertEqual(worker.signals, ["KILL"])
+        worker.die(sig=9)
+        self.assertEqual(len(self.reactor.processes), 2)
 
     def test_describeEnd(self) -> None:
         """

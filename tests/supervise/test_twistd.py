@@ -193,6 +193,26 @@ class SupervisedTests(SynchronousTestCase):
         self.assertEqual([line["n"] for line in body["lines"]], [1, 2])
         self.assertEqual(twistd.servingCount(), 1)
 
+    def test_hungWorkerReplaced(self) -> None:
+        """
+        A worker whose event loop is stuck is killed after --hang-timeout and
+        replaced; the exchange it had open ends with "the proxy restarted".
+        """
+        twistd = self.start("--hang-timeout", "1.5")
+        first = twistd.waitServing(1)
+        stuck = socket.create_connection(("127.0.0.1", self.port))
+        self.addCleanup(stuck.close)
+        stuck.sendall(b"hang\n")
+        second = twistd.waitServing(2)
+        self.assertNotEqual(first, second)
+        self.assertEqual(ask(self.port, b"after"), b"ok after %d\n" % second)
+        text = twistd.text()
+        self.assertRegex(text, rf"worker {first} has not answered for [0-9.]+ s \(its event loop is stuck\); killing it")
+        self.assertIn(f"worker {first} died (killed by SIGKILL)", text)
+        records = readLog(self.logPath)
+        checkLog(self, records)
+        self.assertEqual(records[1]["_failed"], {"reason": "the proxy restarted"})
+
     def test_supervisorKilled(self) -> None:
         """
         Workers whose supervisor was killed with SIGKILL see their lifeline
