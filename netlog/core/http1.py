@@ -421,14 +421,12 @@ class _Reader:
             self._buf = self._run(buf, events)
         except _Stop as stop:
             self._state = _DEAD
-            rest = self._cur[self._mark :]
             if isinstance(stop.event, Unparsable):
-                events.append(Unparsable(stop.event.reason, self._pendingRaw + rest))
-                self._buf = b""
+                # The bytes not yet given, for the proxy to relay as they came.
+                events.append(Unparsable(stop.event.reason, self._pendingRaw + self._cur[self._mark :]))
             else:
                 events.append(stop.event)
-                self._buf = b""
-            self._pendingRaw = b""
+            self._buf = self._pendingRaw = b""
         self._cur = b""
         return events
 
@@ -467,7 +465,7 @@ class _Reader:
                     events.append(Body(piece, piece))
                     pos = self._mark = end
                 elif state == _CHUNK_LINE:
-                    lf = buf.find(b"\n", pos)
+                    lf = buf.find(b"\n", pos, pos + MAX_CHUNK_LINE + 2)
                     if lf < 0:
                         if end - pos > MAX_CHUNK_LINE + 1:
                             raise self._bad(400, "chunk line too long")
@@ -563,9 +561,12 @@ class _Reader:
             return [], pos + 2
         if buf[pos : pos + 1] == b"\r" and len(buf) == pos + 1:
             return None
-        stop = buf.find(b"\r\n\r\n", pos)
+        # Scan only what is new since the last feed (C{_scanned} is relative
+        # to the section's start, which stays at the buffer's start).
+        stop = buf.find(b"\r\n\r\n", pos + max(0, self._scanned - 3))
         limit = stop + 2 if stop >= 0 else len(buf)
-        self._checkBareLF(buf, pos, limit, pos)
+        self._checkBareLF(buf, pos + self._scanned, limit, pos)
+        self._scanned = limit - pos
         if stop < 0:
             if len(buf) - pos > self._maxHead:
                 raise self._bad(431, "trailer section too large")
