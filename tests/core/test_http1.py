@@ -432,6 +432,36 @@ class AcceptedRequestTests(SynchronousTestCase):
         self.assertIsInstance(events[2], RequestHead)
         self.assertTrue(reader.idle)
 
+    def test_bodyNotCopied(self) -> None:
+        """
+        Body data of a length-framed message passes through as the very
+        bytes fed (no copy) when a feed is all body.
+        """
+        reader = RequestReader(forwardProxy=True)
+        reader.feed(b"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nContent-Length: 200000\r\n\r\n")
+        piece = b"x" * 100000
+        events = reader.feed(piece)
+        body = events[0]
+        assert isinstance(body, Body)
+        self.assertIs(body.data, piece)
+        self.assertIs(body.raw, piece)
+
+    def test_serializeRoundTrip(self) -> None:
+        """
+        A head read, then built again without its hop-by-hop fields, reads
+        back with every other field in order.
+        """
+        events = RequestReader(forwardProxy=True).feed(
+            b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nProxy-Connection: keep-alive\r\n"
+            b"Connection: X-Hop\r\nX-Hop: 1\r\nAccept: */*\r\nCookie: a=b\r\n\r\n"
+        )
+        head = events[0]
+        assert isinstance(head, RequestHead)
+        built = serializeHead(b"GET / HTTP/1.1", head.headers, drop=hopByHop(head.headers))
+        again = RequestReader(forwardProxy=False).feed(built)[0]
+        assert isinstance(again, RequestHead)
+        self.assertEqual(again.headers, [(b"Host", b"a.test"), (b"Accept", b"*/*"), (b"Cookie", b"a=b")])
+
     def test_repeatedIdenticalLengths(self) -> None:
         """
         Identical repeated Content-Length values are read as one.

@@ -185,12 +185,14 @@ class RequestPropertyTests(SynchronousTestCase):
         self.assertEqual(rawOf(cut), stream)
 
     @settings(max_examples=200, deadline=None)
-    @given(requests(forwardProxy=False, forH11=True))
-    def test_h11(self, message: Message) -> None:
+    @given(st.booleans(), st.data())
+    def test_h11(self, forwardProxy: bool, data: st.DataObject) -> None:
         """
-        h11 reads each generated request as the reader does.
+        h11 reads each generated request (origin-form, or absolute-form for
+        a forward proxy) as the reader does.
         """
-        events = RequestReader(forwardProxy=False).feed(message.wire)
+        message = data.draw(requests(forwardProxy=forwardProxy, forH11=True))
+        events = RequestReader(forwardProxy=forwardProxy).feed(message.wire)
         self.assertEqual(summary(events), h11Request(message.wire))
 
     @settings(max_examples=300, deadline=None)
@@ -277,7 +279,7 @@ class ResponsePropertyTests(SynchronousTestCase):
     reads them.
     """
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=150, deadline=None)
     @given(st.lists(responses(), min_size=1, max_size=4), st.lists(st.integers(0, 10_000), max_size=12))
     def test_splitsAndH11(self, exchanges: list[tuple[bytes, Message]], cuts: list[int]) -> None:
         """
@@ -310,7 +312,7 @@ class RawRelayTests(SynchronousTestCase):
     cut, so a proxy can relay them as they came.
     """
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=100, deadline=None)
     @given(st.lists(requests(forwardProxy=True), min_size=1, max_size=3), st.integers(1, 64))
     def test_fixedSizeFeeds(self, messages: list[Message], size: int) -> None:
         """
@@ -391,7 +393,7 @@ class AnyBytesTests(SynchronousTestCase):
     on how they were cut, and no byte is lost or repeated.
     """
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=200, deadline=None)
     @given(st.booleans(), st.data(), st.lists(st.integers(0, 10_000), max_size=8))
     def test_requests(self, forwardProxy: bool, data: st.DataObject, cuts: list[int]) -> None:
         """
@@ -409,7 +411,7 @@ class AnyBytesTests(SynchronousTestCase):
         if whole and isinstance(whole[-1], Refused):
             self.assertIn(whole[-1].status, (400, 414, 431, 501, 505))
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=150, deadline=None)
     @given(st.data(), st.lists(st.integers(0, 10_000), max_size=8))
     def test_responses(self, data: st.DataObject, cuts: list[int]) -> None:
         """
