@@ -12,6 +12,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 from twisted.internet import defer, reactor
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.protocol import Protocol
+from twisted.internet.task import deferLater
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 from twisted.web.client import Agent, readBody
 from twisted.web.http_headers import Headers
@@ -189,6 +192,38 @@ class ApiTests(TestCase):
         code, _, body = yield self.get("/network.har")
         self.assertEqual(code, 200)
         self.assertEqual(len(json.loads(body)["log"]["entries"]), 3005)
+
+    @defer.inlineCallbacks
+    def test_clientGoesAway(self) -> None:
+        """
+        A client that stops reading a large HAR and goes away ends the
+        export's thread; the API serves on.
+        """
+        writeLog(self.logPath, 20000)
+        endpoint = TCP4ClientEndpoint(reactor, "127.0.0.1", self.port.getHost().port)
+        received = defer.Deferred()
+
+        class Quitter(Protocol):
+            def connectionMade(self) -> None:
+                self.transport.write(b"GET /network.har HTTP/1.1\r\nHost: api\r\n\r\n")
+
+            def dataReceived(self, data: bytes) -> None:
+                if not received.called:
+                    received.callback(None)
+                    self.transport.pauseProducing()  # stop reading...
+
+        protocol = yield connectProtocol(endpoint, Quitter())
+        yield received
+        pool = reactor.getThreadPool()
+        yield deferLater(reactor, 0.3, lambda: None)
+        protocol.transport.abortConnection()  # ...and go away
+        for _ in range(200):
+            if not pool.working:
+                break
+            yield deferLater(reactor, 0.05, lambda: None)
+        self.assertEqual(pool.working, [])
+        code, _, _ = yield self.get("/network?after=0&limit=1")
+        self.assertEqual(code, 200)
 
     @defer.inlineCallbacks
     def test_ca(self) -> None:
