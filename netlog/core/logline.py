@@ -21,6 +21,12 @@ REASON_STOPPED = "the proxy stopped"
 REASON_LOG_FAILED = "the log could not be written"
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_encode = _encoder.encode
+#: The fixed fields, written first; a field of C{fields} by one of these names
+#: is left out.
+_FIXED = frozenset({"n", "type", "id", "open_from", "time"})
+#: The kinds, already as JSON.
+_KINDS = {OPEN: '"open"', END: '"end"'}
 
 
 def encodeLine(
@@ -29,20 +35,47 @@ def encodeLine(
     """
     Make one whole line: the fixed fields first, then C{fields}.
     """
-    record: dict[str, Any] = {
-        "n": n,
-        "type": kind,
-        "id": exchangeId,
-        "open_from": openFrom,
-        "time": round(now, 6),
-    }
-    for key, value in fields.items():
-        if key not in record:
-            record[key] = value
+    return encodeRecord(n, kind, exchangeId, openFrom, now, fields) + b"\n"
+
+
+def encodeRecord(
+    n: int, kind: str, exchangeId: int, openFrom: int, now: float, fields: dict[str, Any]
+) -> bytes:
+    """
+    Make one line without its newline (the writer adds it in the same
+    C{writev}, so a big line isn't copied once more): the fixed fields first,
+    then C{fields}.
+
+    The fixed fields are formatted here, the rest encoded once; the result is
+    the same as encoding the whole record with the JSON encoder.
+    """
+    if not _FIXED.isdisjoint(fields):
+        fields = {key: value for key, value in fields.items() if key not in _FIXED}
+    body = _encode(fields)
+    when = round(now, 6)
+    if type(when) is float:
+        if when != when or when in (_INF, -_INF):
+            raise ValueError(f"Out of range float values are not JSON compliant: {when!r}")
+        time = float.__repr__(when)
+    else:
+        time = _encode(when)
+    if type(n) is int and type(exchangeId) is int and type(openFrom) is int:
+        head = '{"n":%d,"type":%s,"id":%d,"open_from":%d,"time":%s' % (
+            n, _KINDS.get(kind) or _encode(kind), exchangeId, openFrom, time
+        )
+    else:
+        head = '{"n":%s,"type":%s,"id":%s,"open_from":%s,"time":%s' % (
+            _encode(n), _encode(kind), _encode(exchangeId), _encode(openFrom), time
+        )
     # A lone surrogate (from bytes decoded with surrogateescape) can't be
     # UTF-8; written as its JSON escape (it only occurs inside strings) the
     # line stays valid UTF-8 JSON and reads back to the same string.
-    return _encoder.encode(record).encode("utf-8", "backslashreplace") + b"\n"
+    if body == "{}":
+        return (head + "}").encode("utf-8", "backslashreplace")
+    return (head + "," + body[1:]).encode("utf-8", "backslashreplace")
+
+
+_INF = float("inf")
 
 
 def decodeLine(line: bytes) -> dict[str, Any] | None:

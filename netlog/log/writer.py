@@ -28,7 +28,7 @@ from netlog.core.logline import (
     REASON_LOG_FAILED,
     REASON_RESTARTED,
     REASON_STOPPED,
-    encodeLine,
+    encodeRecord,
 )
 from netlog.core.recovery import recover
 
@@ -43,6 +43,9 @@ FOLDER_MODE = 0o755
 MAX_PENDING_BYTES = 64 * 1024 * 1024
 #: Seconds between tries to write held lines again.
 RETRY_INTERVAL = 1.0
+#: The most buffers one C{writev} takes.
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 16, 1024) or 16
+_NEWLINE = b"\n"
 
 
 class UnsafeLogPath(Exception):
@@ -344,15 +347,19 @@ class LogWriter(Service):
         return heap[0] if heap else self._next
 
     def _encode(self, n: int, kind: str, exchangeId: int, fields: dict[str, Any]) -> bytes:
+        """
+        The line without its newline (written with it in one C{writev}, so a
+        big line is not copied once more to add it).
+        """
         openFrom = self._openFrom()
         now = self._clock()
         try:
-            return encodeLine(n, kind, exchangeId, openFrom, now, fields)
+            return encodeRecord(n, kind, exchangeId, openFrom, now, fields)
         except (TypeError, ValueError) as e:
             # A field JSON can't hold is a bug in its writer; keep the line
             # (and the numbering) and say what went wrong.
             _log.failure("netlog could not encode a log line's fields")
-            return encodeLine(n, kind, exchangeId, openFrom, now, {"_unencodable": str(e)})
+            return encodeRecord(n, kind, exchangeId, openFrom, now, {"_unencodable": str(e)})
 
     def _emit(self, kind: str, exchangeId: int | None, fields: dict[str, Any]) -> int:
         """
@@ -382,9 +389,13 @@ class LogWriter(Service):
             self._open.discard(exchangeId)
             self._lostEnds.discard(exchangeId)
         line = self._encode(n, kind, exchangeId, fields)
-        self._pending.append(line)
-        self._pendingBytes += len(line)
-        if self._retry is None or not self._retry.active():
+        pending = self._pending
+        pending.append(line)
+        pending.append(_NEWLINE)
+        self._pendingBytes += len(line) + 1
+        del line
+        retry = self._retry
+        if retry is None or not retry.active():
             self._flush()
         return n
 
@@ -422,24 +433,33 @@ class LogWriter(Service):
     def _flush(self) -> None:
         """
         Write the held lines, in order, until they are all on the file or a
-        write fails.
+        write fails: each line with its newline in one C{writev} (lines held
+        while writes failed go several in one), so a line is one append.
         """
         fd = self._fd
         if fd is None:
             return
         pending = self._pending
         while pending:
-            data = pending[0]
             try:
-                written = os.write(fd, data)
+                if len(pending) == 1:
+                    written = os.write(fd, pending[0])
+                elif len(pending) <= _IOV_MAX:
+                    written = os.writev(fd, pending)
+                else:
+                    written = os.writev(fd, [pending[i] for i in range(_IOV_MAX)])
             except OSError as e:
                 self._writeFailed(e)
                 return
             self._pendingBytes -= written
-            if written < len(data):
-                pending[0] = data[written:]
-                continue
-            pending.popleft()
+            while written:
+                data = pending[0]
+                if written < len(data):
+                    # Cut short: the rest of this buffer goes first next time.
+                    pending[0] = data[written:]
+                    break
+                written -= len(data)
+                pending.popleft()
         if self._failing is not None:
             self._writesAgain()
 
