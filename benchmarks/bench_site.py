@@ -1,24 +1,37 @@
 """
 Benchmark the site proxy (C{twistd netlog-proxy}, logging whole exchanges to a
-file) against direct and the bare Twisted relay.
+file) against direct, the bare Twisted relay, and the stand-in.
 
 The origin is configured as a site (C{bench.test} on both of the origin's
 ports, its backend the plain port), so every request is decrypted where it
 comes through CONNECT, routed, and kept whole. The clients trust netlog's CA
 besides the origin's certificate.
 
+The stand-in runs in the same rounds (its CONNECTs are blind tunnels to the
+origin's TLS port), so the issue's target, a decrypted HTTPS burst no worse
+than 2x the stand-in's tunnel burst, is a ratio of two medians measured side
+by side; it is printed under the table.
+
 Run from the repository: C{.venv/bin/python -m benchmarks.bench_site}
-(C{--rounds 10} for steadier medians, C{--only burst} for some scenarios).
+(C{--rounds 10} for steadier medians, C{--only burst} for some scenarios,
+C{--no-standin} to leave the stand-in out).
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
 
-from benchmarks.harness import HOST, Environment, ProcessTarget, main, sourceEnv
+from benchmarks.bench_standin import standinArgv
+from benchmarks.harness import HOST, Environment, ProcessTarget, Results, main, sourceEnv
+
+#: The scenario the issue compares with the stand-in's.
+BURST_TLS = "burst, CONNECT+TLS (1,024 / 64)"
+#: The most the site's decrypted burst may take, in stand-in tunnel bursts.
+BURST_TLS_TARGET = 2.0
 
 
 def siteArgv(env: Environment, port: int) -> list[str]:
@@ -55,5 +68,36 @@ class SiteTarget(ProcessTarget):
         ProcessTarget.start(self, env)
 
 
+def burstComparison(results: Results) -> str:
+    """
+    The decrypted burst against the stand-in's tunnel burst, from the same
+    run.
+    """
+    site = results.times.get((BURST_TLS, "site"))
+    standin = results.times.get((BURST_TLS, "standin"))
+    if not site or not standin:
+        return ""
+    ratio = statistics.median(site) / statistics.median(standin)
+    verdict = "meets" if ratio <= BURST_TLS_TARGET else "misses"
+    return (
+        f"\nDecrypted HTTPS burst (site) / tunnel burst (stand-in), same run: {ratio:.2f}× "
+        f"({verdict} the target of at most {BURST_TLS_TARGET:.0f}×).\n"
+    )
+
+
 if __name__ == "__main__":
-    main([SiteTarget("site", argv=siteArgv)], sys.argv[1:], title="the site proxy")
+    import argparse
+
+    extra = argparse.ArgumentParser(add_help=False)
+    extra.add_argument("--no-standin", action="store_true")
+    extra.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results-site.md"))
+    known, argv = extra.parse_known_args(sys.argv[1:])
+    proxies: list[ProcessTarget] = [SiteTarget("site", argv=siteArgv)]
+    if not known.no_standin:
+        proxies.append(ProcessTarget("standin", argv=standinArgv))
+    results = main(proxies, argv + ["--out", known.out], title="the site proxy")
+    comparison = burstComparison(results)
+    if comparison:
+        print(comparison)
+        with open(known.out, "a") as f:
+            f.write(comparison)
