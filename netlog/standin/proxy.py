@@ -33,10 +33,8 @@ from netlog.core.http1 import (
     ResponseHead,
     ResponseReader,
     Unparsable,
+    HOP_BY_HOP,
     commaValues,
-    hopByHop,
-    keepAlive,
-    serializeHead,
 )
 from netlog.log.writer import LogWriter
 from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT, connectTo, describeFailure
@@ -169,6 +167,64 @@ def _noDelay(transport: Any) -> None:
             pass
 
 
+class _Fields:
+    """
+    One pass over a head's fields: what relaying it needs, each name
+    lowercased once.
+
+    @ivar drop: the lowercased names not to forward (L{hopByHop}).
+    @ivar keepAlive: what L{keepAlive} says for the head's version.
+    """
+
+    __slots__ = ("headers", "lowered", "drop", "keepAlive")
+
+    def __init__(self, version: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        self.headers = headers
+        lowered = [name.lower() for name, _ in headers]
+        self.lowered = lowered
+        tokens: list[bytes] = []
+        if b"connection" in lowered:
+            tokens = commaValues(headers, b"connection")
+        self.drop = HOP_BY_HOP.union(tokens) if tokens else HOP_BY_HOP
+        if b"close" in tokens:
+            self.keepAlive = False
+        else:
+            self.keepAlive = version == b"HTTP/1.1" or (
+                version == b"HTTP/1.0" and b"keep-alive" in tokens
+            )
+
+    def has(self, name: bytes) -> bool:
+        return name in self.lowered
+
+    def values(self, name: bytes) -> list[bytes]:
+        """
+        The values of the fields called C{name} (lowercase), in order.
+        """
+        return [v for (_, v), n in zip(self.headers, self.lowered) if n == name]
+
+    def kept(self) -> list[tuple[bytes, bytes]]:
+        """
+        The fields that go on, as they came.
+        """
+        drop = self.drop
+        return [field for field, n in zip(self.headers, self.lowered) if n not in drop]
+
+    def serialize(self, startLine: bytes, extra: list[tuple[bytes, bytes]]) -> bytes:
+        """
+        What L{serializeHead}C{(startLine, headers, drop=self.drop,
+        extra=extra)} builds.
+        """
+        drop = self.drop
+        parts = [startLine, b"\r\n"]
+        for (name, value), n in zip(self.headers, self.lowered):
+            if n not in drop:
+                parts += (name, b": ", value, b"\r\n")
+        for name, value in extra:
+            parts += (name, b": ", value, b"\r\n")
+        parts.append(b"\r\n")
+        return b"".join(parts)
+
+
 class StandinFactory(ServerFactory):
     """
     Builds a L{BrowserConnection} for each browser connection.
@@ -263,6 +319,10 @@ class Exchange:
         self.interim: list[int] = []
         self.ended = False
         self.opened = False
+        #: Whether the browser's request lets its connection stay open.
+        self.requestKeepAlive = False
+        #: Whether the answer lets the upstream connection be reused.
+        self.upstreamKeepAlive = False
 
 
 class BrowserConnection(Protocol):
@@ -549,13 +609,15 @@ class BrowserConnection(Protocol):
         head = exchange.head
         upstream = exchange.upstream
         assert upstream is not None
-        drop = hopByHop(head.headers)
+        fields = _Fields(head.version, head.headers)
+        exchange.requestKeepAlive = fields.keepAlive
         extra: list[tuple[bytes, bytes]] = []
-        codings = commaValues(head.headers, b"transfer-encoding")
-        if codings:
+        if fields.has(b"transfer-encoding") and commaValues(head.headers, b"transfer-encoding"):
             extra.append((b"Transfer-Encoding", b"chunked"))
             exchange.hasBody = True
-        elif any(n.lower() == b"content-length" and v.strip() not in (b"0",) for n, v in head.headers):
+        elif fields.has(b"content-length") and any(
+            v.strip() not in (b"0",) for v in fields.values(b"content-length")
+        ):
             exchange.hasBody = True
         if head.upgrade:
             extra.append((b"Connection", b"Upgrade"))
@@ -563,7 +625,7 @@ class BrowserConnection(Protocol):
                 if name.lower() == b"upgrade":
                     extra.append((name, value))
         line = head.method + b" " + _originForm(head.target) + b" " + head.version
-        data = serializeHead(line, head.headers, drop=drop, extra=extra)
+        data = fields.serialize(line, extra)
         upstream.reader.expectResponseTo(head.method)
         exchange.up += len(data)
         upstream.transport.write(data)
@@ -638,20 +700,21 @@ class BrowserConnection(Protocol):
             self._serverCut(exchange, event.reason)
 
     def _responseHead(self, exchange: Exchange, upstream: Upstream, head: ResponseHead) -> None:
-        drop = hopByHop(head.headers)
+        fields = _Fields(head.version, head.headers)
         extra: list[tuple[bytes, bytes]] = []
-        codings = commaValues(head.headers, b"transfer-encoding")
-        if codings:
-            # The body is relayed with its framing as it came.
-            extra.append((b"Transfer-Encoding", b", ".join(codings)))
+        if fields.has(b"transfer-encoding"):
+            codings = commaValues(head.headers, b"transfer-encoding")
+            if codings:
+                # The body is relayed with its framing as it came.
+                extra.append((b"Transfer-Encoding", b", ".join(codings)))
+        startLine = head.version + b" %d " % head.status + head.reason
         if head.interim:
-            data = serializeHead(
-                head.version + b" %d " % head.status + head.reason, head.headers, drop=drop
-            )
+            data = fields.serialize(startLine, [])
             exchange.interim.append(head.status)
             exchange.down += len(data)
             self.transport.write(data)
             return
+        exchange.upstreamKeepAlive = fields.keepAlive
         upgraded = head.status == 101 and exchange.head.upgrade
         if upgraded:
             extra = [(b"Connection", b"Upgrade")] + [
@@ -659,12 +722,9 @@ class BrowserConnection(Protocol):
             ]
         elif not self._clientMayStay(exchange, head):
             extra.append((b"Connection", b"close"))
-        data = serializeHead(
-            head.version + b" %d " % head.status + head.reason, head.headers, drop=drop, extra=extra
-        )
+        data = fields.serialize(startLine, extra)
         exchange.response = head
-        exchange.responseHeaders = [(n, v) for n, v in head.headers if n.lower() not in drop]
-        exchange.responseHeaders += extra
+        exchange.responseHeaders = fields.kept() + extra
         exchange.responseHeadersSize = len(data)
         exchange.down += len(data)
         self.transport.write(data)
@@ -677,11 +737,7 @@ class BrowserConnection(Protocol):
 
     def _clientMayStay(self, exchange: Exchange, head: ResponseHead) -> bool:
         request = exchange.head
-        return (
-            request.version == b"HTTP/1.1"
-            and keepAlive(request.version, request.headers)
-            and not head.eofFramed
-        )
+        return request.version == b"HTTP/1.1" and exchange.requestKeepAlive and not head.eofFramed
 
     def _upgradeToTunnel(self, exchange: Exchange, upstream: Upstream) -> None:
         assert exchange.openFields is not None
@@ -862,7 +918,7 @@ class BrowserConnection(Protocol):
         upstream = exchange.upstream
         if head is None or upstream is None:
             return
-        if head.eofFramed or not keepAlive(head.version, head.headers) or not upstream.reader.idle:
+        if head.eofFramed or not exchange.upstreamKeepAlive or not upstream.reader.idle:
             self._dropUpstream()
         if not self._clientMayStay(exchange, head):
             self._close()
