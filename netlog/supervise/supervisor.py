@@ -90,6 +90,23 @@ def describeEnd(reason: Failure) -> str:
     return str(value)
 
 
+def importRoot(dotted: str) -> str | None:
+    """
+    The folder on C{sys.path} that the module naming C{dotted} (or holding
+    the object it names) was imported from, if it is loaded.
+    """
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:end]))
+        path = getattr(module, "__file__", None)
+        if path:
+            root = os.path.dirname(os.path.abspath(path))
+            for _ in range(end - 1 if not path.endswith("__init__.py") else end):
+                root = os.path.dirname(root)
+            return root
+    return None
+
+
 class _Lines:
     """
     Split a stream into lines, bounded.
@@ -427,12 +444,29 @@ class Supervisor(MultiService):
         self._reactor.spawnProcess(
             worker,
             self._executable,
-            [self._executable, "-m", "netlog.supervise.worker", spec],
-            env=self._env if self._env is not None else os.environ,
+            # -P: nothing from the working folder is imported.
+            [self._executable, "-P", "-m", "netlog.supervise.worker", spec],
+            env=self._workerEnv(),
             childFDs=childFDs,
         )
         _log.info("started worker {pid}{how}", pid=worker.pid, how=" to stand by" if standby else "")
         return worker
+
+    def _workerEnv(self) -> dict[str, str]:
+        """
+        The worker's environment: this one, with the folders this process
+        imported netlog and the plugin from first on C{PYTHONPATH}, so that
+        the worker runs the same code.
+        """
+        env = dict(self._env if self._env is not None else os.environ)
+        roots = []
+        for name in ("netlog", self._optionsClass, self._buildProxy):
+            root = importRoot(name)
+            if root is not None and root not in roots:
+                roots.append(root)
+        rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in roots]
+        env["PYTHONPATH"] = os.pathsep.join(roots + rest)
+        return env
 
     def _replace(self) -> None:
         """

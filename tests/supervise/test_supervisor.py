@@ -6,6 +6,7 @@ when workers start, which one serves, when it gives up, how it stops.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from twisted.internet.error import ProcessDone, ProcessTerminated
@@ -14,7 +15,7 @@ from twisted.python.failure import Failure
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.supervise.policy import RestartPolicy
-from netlog.supervise.supervisor import EXIT_GAVE_UP, STANDBY_DELAY, Supervisor, describeEnd
+from netlog.supervise.supervisor import EXIT_GAVE_UP, STANDBY_DELAY, Supervisor, describeEnd, importRoot
 from netlog.supervise.worker import ALIVE, GO, READY, STANDING_BY, STATUS_FD
 
 
@@ -22,6 +23,7 @@ class FakeProcess:
     def __init__(self, pid: int, protocol: Any, args: list[str], childFDs: dict[int, Any]) -> None:
         self.pid = pid
         self.protocol = protocol
+        self.args = args
         self.spec = json.loads(args[-1])
         self.childFDs = childFDs
         self.signals: list[str] = []
@@ -95,6 +97,7 @@ class SupervisorTests(SynchronousTestCase):
         self.supervisor()
         self.assertEqual([p.spec["standby"] for p in self.reactor.processes], [False])
         self.assertEqual(self.reactor.processes[0].spec["argv"], ["--x"])
+        self.assertEqual(self.reactor.processes[0].args[1:4], ["-P", "-m", "netlog.supervise.worker"])
         self.reactor.advance(STANDBY_DELAY)
         self.assertEqual([p.spec["standby"] for p in self.reactor.processes], [False, True])
 
@@ -275,6 +278,27 @@ class SupervisorTests(SynchronousTestCase):
         self.assertEqual(worker.signals, ["KILL"])
         worker.die(sig=9)
         self.assertEqual(len(self.reactor.processes), 2)
+
+    def test_workerRunsSameCode(self) -> None:
+        """
+        A worker is started with -P (nothing imported from the working
+        folder) and with the folders this process imported netlog and the
+        plugin from first on PYTHONPATH.
+        """
+        supervisor = Supervisor(
+            reactor=self.reactor,
+            optionsClass="tests.supervise.dummy.Options",
+            buildProxy="tests.supervise.dummy.buildProxy",
+            argv=[],
+            logPath=None,
+            listeners=[],
+            env={"PYTHONPATH": "/elsewhere"},
+            hangTimeout=0,
+        )
+        env = supervisor._workerEnv()
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self.assertEqual(env["PYTHONPATH"].split(os.pathsep), [here, "/elsewhere"])
+        self.assertEqual(importRoot("nothing.here"), None)
 
     def test_describeEnd(self) -> None:
         """
