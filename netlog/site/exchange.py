@@ -380,7 +380,7 @@ class Exchange:
         elif isinstance(event, Unparsable):
             self._unparsable(event)
         elif isinstance(event, Incomplete):
-            self._upstreamClosedEarly(event.reason)
+            self._upstreamClosedEarly(event.reason, event.raw)
 
     def _writeBrowser(self, data: bytes) -> None:
         self.down += len(data)
@@ -438,13 +438,22 @@ class Exchange:
             self.browser.discardRestOfRequest(self)
         self._finish({}, reuseUpstream=reuse)
 
-    def _upstreamClosedEarly(self, reason: str) -> None:
+    def _upstreamClosedEarly(self, reason: str, raw: bytes = b"") -> None:
         if not self.responseStarted:
             self._noAnswer(f"{self.route.host}:{self.route.port} closed the connection before answering")
+            return
+        self.closedBy = SERVER
+        why = f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer"
+        if raw:
+            # Bytes read and not yet relayed (a last chunk cut inside its
+            # trailers): the browser gets them as they came, then the close;
+            # their framing tells it the answer is cut. An abort would drop
+            # them with the rest of the write buffer.
+            self._writeBrowser(raw)
+            self.closeBrowser = True
+            self.fail(why)
         else:
-            self.closedBy = SERVER
-            self.fail(f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer",
-                      abortBrowser=True)
+            self.fail(why, abortBrowser=True)
 
     def serverLost(self, upstream: UpstreamProtocol, reason: Failure) -> None:
         if self.done or upstream is not self.upstream:

@@ -307,6 +307,40 @@ class FramingTests(TestCase):
         self.assertEqual(base64.b64decode(ended["response"]["body"]["data"]), b'{"a":1}')
 
     @defer.inlineCallbacks
+    def test_answerCutInTrailers(self) -> Any:
+        """
+        A backend that closes inside its answer's trailer section: the bytes
+        it sent (the last chunk and the trailer cut short) still reach the
+        browser as they came before the connection closes, are counted, and
+        the entry ends C{_failed}.
+        """
+        cut = b"0\r\nX-Sum: 7\r\nX-Mo"
+
+        def serve(server: ScriptedServer, received: bytes) -> None:
+            if received.endswith(b"\r\n\r\n"):
+                server.transport.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"
+                    b"\r\n5\r\nhello\r\n" + cut)
+                server.transport.loseConnection()
+
+        port, _ = listenScripted(self, serve)
+        running = RunningProxy(self, sites(port))
+
+        def client() -> bytes:
+            sock = connectTunnel(running.ports["forward"], "shop.test:443", running.sslContext())
+            sock.sendall(b"GET /t HTTP/1.1\r\nHost: shop.test\r\n\r\n")
+            got = readAll(sock)
+            sock.close()
+            return got
+
+        raw = yield threads.deferToThread(client)
+        self.assertTrue(raw.endswith(b"\r\n\r\n5\r\nhello\r\n" + cut), raw)
+        [(_, ended)] = yield running.waitForEnds(1)
+        self.assertIn("in the middle of the answer", ended["_failed"]["reason"])
+        self.assertEqual(ended["bytes"]["down"], len(raw))
+        self.assertEqual(base64.b64decode(ended["response"]["body"]["data"]), b"hello")
+
+    @defer.inlineCallbacks
     def test_staleConnectionRetried(self) -> Any:
         """
         A pooled backend connection that turns out closed when the next
