@@ -19,6 +19,7 @@ import io
 import re
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 
 import brotli
 import zstandard
@@ -305,6 +306,7 @@ _XML_ENCODING = re.compile(rb"""^<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+
 _SNIFF_BYTES = 1024
 
 
+@lru_cache(maxsize=256)
 def _codecFor(label: str) -> tuple[str, str]:
     """
     C{(python codec, error handler)} for a charset label; UTF-8 for a label
@@ -358,6 +360,9 @@ def decodeText(data: bytes, mediaType: str, params: dict[str, str], cut: bool) -
     declared = "charset" in params
     codec, errors = charsetFor(mediaType, params, data)
     try:
+        if codec == "utf-8" and not cut:
+            # the usual case: the same as the incremental decoder's last call
+            return data.decode("utf-8", errors), True
         decoder = codecs.getincrementaldecoder(codec)(errors)
         return decoder.decode(data, final=not cut), True
     except UnicodeDecodeError:

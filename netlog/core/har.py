@@ -124,6 +124,38 @@ class LineIndex:
             except (ValueError, TypeError, KeyError, RecursionError):
                 self.unreadable += 1
                 return
+        self._take(offset, len(line), n, isOpen, exchangeId)
+
+    def addLines(self, offset: int, data: bytes) -> int:
+        """
+        Take every whole line in C{data}, which lies at C{offset} in the log:
+        the same as L{add} for each, without copying the lines out. Returns
+        how many bytes were taken (up to the last newline); the rest is the
+        start of a line not yet whole.
+        """
+        find = data.find
+        match = _HEAD.match
+        take = self._take
+        start = 0
+        lines = 0
+        while True:
+            nl = find(b"\n", start)
+            if nl < 0:
+                break
+            end = nl + 1
+            m = match(data, start, end)
+            if m is not None:
+                lines += 1
+                n, kind, exchangeId = m.groups()
+                take(offset + start, end - start, int(n), kind == b"open", int(exchangeId))
+            else:
+                # the rare line whose head isn't as netlog writes it
+                self.add(offset + start, data[start:end])
+            start = end
+        self.lines += lines
+        return start
+
+    def _take(self, offset: int, length: int, n: int, isOpen: bool, exchangeId: int) -> None:
         openIds = self.openIds
         if isOpen:
             # numbers only grow in a log; an open that doesn't follow the
@@ -134,14 +166,14 @@ class LineIndex:
             if self._base is None:
                 self._base = exchangeId
             self.openOffsets.append(offset)
-            self.openLengths.append(len(line))
-            self.openIds.append(exchangeId)
+            self.openLengths.append(length)
+            openIds.append(exchangeId)
         else:
             i = bisect_left(openIds, exchangeId)
             if i == len(openIds) or openIds[i] != exchangeId:
                 self.unreadable += 1
                 return
-            self._addEnd(exchangeId, offset, len(line))
+            self._addEnd(exchangeId, offset, length)
 
     def _addEnd(self, exchangeId: int, offset: int, length: int) -> None:
         if self.endOf(exchangeId) is not None:
@@ -190,11 +222,30 @@ def _isInt(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+#: The C scanner behind C{json.loads}, called directly for lines netlog wrote.
+_scanOnce = json.JSONDecoder().scan_once
+_JSON_SPACE = " \t\n\r"
+
+
 def _parse(line: bytes) -> dict[str, Any] | None:
+    """
+    A line's JSON object, or L{None}: what C{json.loads} gives, without its
+    checks of the encoding and the leading space for a line that begins as
+    netlog's lines do (C{{"}: UTF-8, as C{json.loads} would read it).
+    """
     try:
-        record = json.loads(line)
+        if line[:2] != b'{"':
+            record = json.loads(line)
+            return record if isinstance(record, dict) else None
+        text = line.decode("utf-8", "surrogatepass")
+        try:
+            record, end = _scanOnce(text, 0)
+        except StopIteration:
+            return None
     except (ValueError, RecursionError):
         return None
+    if end != len(text) and text[end:].strip(_JSON_SPACE):
+        return None  # more after the object
     return record if isinstance(record, dict) else None
 
 
@@ -303,17 +354,31 @@ _LAST_SECOND = 253402300799.0
 
 @lru_cache(maxsize=1024)
 def _isoSecond(whole: int) -> str:
-    return datetime.fromtimestamp(whole, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    day, second = divmod(whole, 86400)
+    hour, second = divmod(second, 3600)
+    minute, second = divmod(second, 60)
+    return "%sT%02d:%02d:%02d" % (_isoDay(day), hour, minute, second)
+
+
+@lru_cache(maxsize=256)
+def _isoDay(day: int) -> str:
+    # UTC has no leap seconds in POSIX time: a day is 86,400 of them
+    return datetime.fromtimestamp(day * 86400, timezone.utc).strftime("%Y-%m-%d")
 
 
 def _num(v: object) -> float | None:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
+    t = type(v)
+    if t is float:
+        return v  # type: ignore[return-value]
+    if t is int or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+        return float(v)  # type: ignore[arg-type]
     return None
 
 
 def _int(v: object, default: int = -1) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) else default
+    if type(v) is int or (isinstance(v, int) and not isinstance(v, bool)):
+        return v  # type: ignore[return-value]
+    return default
 
 
 def _pairs(headers: object) -> list[dict[str, str]]:
@@ -325,10 +390,14 @@ def _pairs(headers: object) -> list[dict[str, str]]:
         return []
     try:
         out = [{"name": n, "value": v} for n, v in headers]
-        if all(type(h["name"]) is str and type(h["value"]) is str for h in out):
-            return out
     except (TypeError, ValueError):
         pass
+    else:
+        for h in out:
+            if type(h["name"]) is not str or type(h["value"]) is not str:
+                break
+        else:
+            return out
     out = []
     for pair in headers:
         if isinstance(pair, (list, tuple)) and len(pair) == 2:
@@ -346,15 +415,30 @@ def _header(headers: list[dict[str, str]], name: str) -> str | None:
 def _requestCookies(headers: list[dict[str, str]]) -> list[dict[str, Any]]:
     cookies = []
     for h in headers:
-        if h["name"].lower() != "cookie":
-            continue
-        for piece in h["value"].split(";"):
-            piece = piece.strip()
-            if not piece:
-                continue
-            name, eq, value = piece.partition("=")
-            cookies.append({"name": name.strip(), "value": value.strip() if eq else ""})
+        if h["name"].lower() == "cookie":
+            cookies.extend({"name": name, "value": value} for name, value in _cookiePairs(h["value"]))
     return cookies
+
+
+#: Distinct header values whose parse is kept: a browser sends the same
+#: C{Cookie} and C{Set-Cookie} values, and the same queries, over and over.
+_PARSE_CACHE = 512
+
+
+@lru_cache(maxsize=_PARSE_CACHE)
+def _cookiePairs(header: str) -> tuple[tuple[str, str], ...]:
+    """
+    The C{(name, value)} pairs of a C{Cookie} value (kept as tuples: each
+    entry gets dicts of its own).
+    """
+    pairs = []
+    for piece in header.split(";"):
+        piece = piece.strip()
+        if not piece:
+            continue
+        name, eq, value = piece.partition("=")
+        pairs.append((name.strip(), value.strip() if eq else ""))
+    return tuple(pairs)
 
 
 def responseCookie(header: str, received: float | None) -> dict[str, Any] | None:
@@ -363,13 +447,46 @@ def responseCookie(header: str, received: float | None) -> dict[str, Any] | None
     ISO 8601 (C{Max-Age} turned into an absolute time from C{received}, and
     winning over C{Expires} as RFC 6265 says).
     """
+    parsed = _setCookie(header)
+    if parsed is None:
+        return None
+    fields, expires, maxAges = parsed
+    cookie = dict(fields)
+    maxAge: str | None = None
+    if received is not None:
+        for value in maxAges:
+            seconds = int(value)
+            if seconds <= 0:
+                maxAge = isoTime(0)
+            else:
+                try:
+                    maxAge = isoTime(received + min(seconds, 400 * 86400 * 100))
+                except (OverflowError, ValueError, OSError):
+                    maxAge = None
+    if maxAge is not None:
+        cookie["expires"] = maxAge
+    elif expires is not None:
+        cookie["expires"] = expires
+    cookie.setdefault("httpOnly", False)
+    cookie.setdefault("secure", False)
+    return cookie
+
+
+@lru_cache(maxsize=_PARSE_CACHE)
+def _setCookie(header: str) -> tuple[dict[str, Any], str | None, tuple[str, ...]] | None:
+    """
+    What a C{Set-Cookie} value says whatever its time of arrival: the
+    cookie's fields up to C{expires}, in order (L{responseCookie} copies
+    them), C{Expires} as ISO 8601, and the C{Max-Age} values (digits) in
+    order; L{None} for a value with no C{=}.
+    """
     parts = header.split(";")
     name, eq, value = parts[0].partition("=")
     if not eq:
         return None
     cookie: dict[str, Any] = {"name": name.strip(), "value": value.strip()}
     expires: str | None = None
-    maxAge: str | None = None
+    maxAges: list[str] = []
     for attr in parts[1:]:
         key, _, val = attr.partition("=")
         key = key.strip().lower()
@@ -381,28 +498,18 @@ def responseCookie(header: str, received: float | None) -> dict[str, Any] | None
         elif key == "expires":
             expires = _httpDate(val)
         elif key == "max-age":
-            if re.fullmatch(r"-?\d+", val) and received is not None:
-                seconds = int(val)
-                if seconds <= 0:
-                    maxAge = isoTime(0)
-                else:
-                    try:
-                        maxAge = isoTime(received + min(seconds, 400 * 86400 * 100))
-                    except (OverflowError, ValueError, OSError):
-                        maxAge = None
+            if _MAX_AGE.fullmatch(val):
+                maxAges.append(val)
         elif key == "httponly":
             cookie["httpOnly"] = True
         elif key == "secure":
             cookie["secure"] = True
         elif key == "samesite":
             cookie["_sameSite"] = val
-    if maxAge is not None:
-        cookie["expires"] = maxAge
-    elif expires is not None:
-        cookie["expires"] = expires
-    cookie.setdefault("httpOnly", False)
-    cookie.setdefault("secure", False)
-    return cookie
+    return cookie, expires, tuple(maxAges)
+
+
+_MAX_AGE = re.compile(r"-?\d+")
 
 
 def _httpDate(value: str) -> str | None:
@@ -428,7 +535,12 @@ def _queryString(url: str) -> list[dict[str, str]]:
         return []
     end = url.find("#", start)
     query = url[start + 1 :] if end < 0 else url[start + 1 : end]
-    out = []
+    return [{"name": name, "value": value} for name, value in _queryPairs(query)]
+
+
+@lru_cache(maxsize=_PARSE_CACHE)
+def _queryPairs(query: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
     for piece in query.split("&"):
         if not piece:
             continue
@@ -437,8 +549,8 @@ def _queryString(url: str) -> list[dict[str, str]]:
             name = unquote_plus(name)
         if "%" in value or "+" in value:
             value = unquote_plus(value)
-        out.append({"name": name, "value": value})
-    return out
+        pairs.append((name, value))
+    return tuple(pairs)
 
 
 def _bareHostUrl(method: str, url: str, server: dict[str, Any]) -> str:
@@ -542,16 +654,20 @@ def _timings(opened: dict[str, Any], ended: dict[str, Any] | None) -> tuple[dict
     if connected is not None:
         connect = round(max(0.0, connected - last) * 1000, 3)
         last = max(last, connected)
-    phases = [0.0, 0.0, 0.0]
-    for i, key in enumerate(("sent", "first_byte", "end")):
-        t = _num(times.get(key))
-        if t is None and i == 2:
-            t = _num(ended.get("ended"))
-        if t is not None:
-            if t > last:
-                phases[i] = round((t - last) * 1000, 3)
-                last = t
-    send, wait, receive = phases
+    send = wait = receive = 0.0
+    t = _num(times.get("sent"))
+    if t is not None and t > last:
+        send = round((t - last) * 1000, 3)
+        last = t
+    t = _num(times.get("first_byte"))
+    if t is not None and t > last:
+        wait = round((t - last) * 1000, 3)
+        last = t
+    t = _num(times.get("end"))
+    if t is None:
+        t = _num(ended.get("ended"))
+    if t is not None and t > last:
+        receive = round((t - last) * 1000, 3)
     timings = {"blocked": -1, "dns": -1, "connect": connect, "send": send, "wait": wait, "receive": receive, "ssl": -1}
     total = round(max(connect, 0) + send + wait + receive, 3)
     return timings, total
@@ -564,7 +680,8 @@ def _b64(data: object) -> bytes:
     if not isinstance(data, str):
         return b""
     try:
-        return base64.b64decode(data, validate=False)
+        # what base64.b64decode(data) does, without its checks in Python
+        return binascii.a2b_base64(data)
     except (binascii.Error, ValueError):
         return b""
 
@@ -658,8 +775,12 @@ def _postData(
     return post
 
 
-def _content(headers: list[dict[str, str]], body: dict[str, Any]) -> dict[str, Any]:
-    contentType = _header(headers, "content-type")
+def _content(first: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
+    """
+    The answer's C{content}; C{first}: each header's first value by its
+    lowercased name.
+    """
+    contentType = first.get("content-type")
     mediaType, params = parseContentType(contentType)
     content: dict[str, Any] = {"size": _int(body.get("size"), 0), "mimeType": contentType or UNKNOWN_MIME_TYPE}
     sha = body.get("sha256")
@@ -669,17 +790,23 @@ def _content(headers: list[dict[str, str]], body: dict[str, Any]) -> dict[str, A
         return content
     raw = _b64(body.get("data"))
     cut = bool(body.get("_truncated"))
-    codings = parseCodings(_header(headers, "content-encoding"))
-    decoded = decodeContent(raw, codings, RESPONSE_LIMIT, cut)
-    if decoded.undecoded is not None:
-        content["text"] = base64.b64encode(raw).decode("ascii")
-        content["encoding"] = "base64"
-        content["_undecoded"] = {"coding": decoded.undecoded[0], "reason": decoded.undecoded[1]}
-        if cut:
-            content["_truncated"] = True
-        return content
-    data = decoded.data
-    if not decoded.truncated:
+    codings = parseCodings(first.get("content-encoding"))
+    if codings:
+        decoded = decodeContent(raw, codings, RESPONSE_LIMIT, cut)
+        if decoded.undecoded is not None:
+            content["text"] = base64.b64encode(raw).decode("ascii")
+            content["encoding"] = "base64"
+            content["_undecoded"] = {"coding": decoded.undecoded[0], "reason": decoded.undecoded[1]}
+            if cut:
+                content["_truncated"] = True
+            return content
+        data, truncated = decoded.data, decoded.truncated
+    elif len(raw) > RESPONSE_LIMIT:
+        # what decodeContent does with no coding to undo
+        data, truncated = raw[:RESPONSE_LIMIT], True
+    else:
+        data, truncated = raw, cut
+    if not truncated:
         content["size"] = len(data)
         if codings:
             content["compression"] = len(data) - _int(body.get("size"), len(raw))
@@ -687,22 +814,22 @@ def _content(headers: list[dict[str, str]], body: dict[str, Any]) -> dict[str, A
     lossless = True
     if not mediaType:
         # no type named: text if it reads as UTF-8, else bytes
-        text, lossless = decodeText(data, mediaType, params, decoded.truncated)
+        text, lossless = decodeText(data, mediaType, params, truncated)
     if (mediaType and not isTextType(mediaType)) or not lossless:
         # kept by the proxy, but not text: size and digest only
-        if not decoded.truncated:
+        if not truncated:
             content["_sha256"] = hashlib.sha256(data).hexdigest()
         elif isinstance(sha, str):
             content["_sha256"] = sha
-        if decoded.truncated:
+        if truncated:
             content["_truncated"] = True
         return content
     if text is None:
-        text, lossless = decodeText(data, mediaType, params, decoded.truncated)
+        text, lossless = decodeText(data, mediaType, params, truncated)
     content["text"] = text
     if not lossless:
         content["_base64"] = base64.b64encode(data).decode("ascii")
-    if decoded.truncated:
+    if truncated:
         content["_truncated"] = True
     return content
 
@@ -860,12 +987,16 @@ def _response(answer: dict[str, Any], url: str, ended: dict[str, Any]) -> dict[s
     times = _times(ended)
     received = _num(times.get("first_byte")) or _num(ended.get("ended")) or _num(ended.get("time"))
     cookies = []
+    first: dict[str, str] = {}
     for h in headers:
-        if h["name"].lower() == "set-cookie":
+        name = h["name"].lower()
+        if name == "set-cookie":
             cookie = responseCookie(h["value"], received)
             if cookie is not None:
                 cookies.append(cookie)
-    location = _header(headers, "location")
+        if name not in first:
+            first[name] = h["value"]
+    location = first.get("location")
     redirectURL = ""
     if location:
         try:
@@ -881,8 +1012,8 @@ def _response(answer: dict[str, Any], url: str, ended: dict[str, Any]) -> dict[s
         "httpVersion": answer.get("version") if isinstance(answer.get("version"), str) else "HTTP/1.1",
         "cookies": cookies,
         "headers": headers,
-        "content": _content(headers, body) if body else {
-            "size": 0, "mimeType": _header(headers, "content-type") or UNKNOWN_MIME_TYPE},
+        "content": _content(first, body) if body else {
+            "size": 0, "mimeType": first.get("content-type") or UNKNOWN_MIME_TYPE},
         "redirectURL": redirectURL,
         "headersSize": _int(answer.get("headers_size")),
         "bodySize": _int(body.get("size"), 0) if body else 0,

@@ -9,6 +9,7 @@ API can run it in a thread (C{deferToThread(writeHar, path, out)}).
 from __future__ import annotations
 
 import os
+from bisect import bisect_left, bisect_right
 from typing import BinaryIO, Callable
 
 from netlog.core.har import JoinStats, LineIndex, encodeEntry, harHead, harTail, joinEntries
@@ -44,7 +45,6 @@ def indexLog(fd: int, size: int, progress: Progress | None = None) -> LineIndex:
     index = LineIndex()
     offset = 0
     carry = b""
-    add = index.add
     while offset < size:
         chunk = os.pread(fd, min(READ_SIZE, size - offset), offset)
         if not chunk:
@@ -52,19 +52,49 @@ def indexLog(fd: int, size: int, progress: Progress | None = None) -> LineIndex:
         lineStart = offset - len(carry)
         offset += len(chunk)
         data = carry + chunk if carry else chunk
-        start = 0
-        while True:
-            nl = data.find(b"\n", start)
-            if nl < 0:
-                break
-            add(lineStart + start, data[start : nl + 1])
-            start = nl + 1
-        carry = data[start:]
+        carry = data[index.addLines(lineStart, data) :]
         if progress is not None:
             progress(offset, 0, size, 0)
     if carry:
-        add(offset - len(carry), carry)
+        index.add(offset - len(carry), carry)
     return index
+
+
+class _Reader:
+    """
+    C{readAt} for the second pass, reading the log in blocks rather than a
+    line at a time: reading an open line loads the block from it through the
+    last open line that fits in C{READ_SIZE} (so a block never holds more
+    than the log's next stretch), and lines within the block, most end
+    lines among them, come from memory. Lines outside it are read alone.
+    """
+
+    def __init__(self, fd: int, index: LineIndex) -> None:
+        self._fd = fd
+        self._offsets = index.openOffsets
+        self._lengths = index.openLengths
+        self._block = b""
+        self._start = 0
+        self._end = 0
+
+    def readAt(self, offset: int, length: int) -> bytes:
+        if self._start <= offset and offset + length <= self._end:
+            start = offset - self._start
+            return self._block[start : start + length]
+        offsets = self._offsets
+        i = bisect_left(offsets, offset)
+        if i < len(offsets) and offsets[i] == offset:
+            # an open line: load the stretch through the last open that fits
+            j = bisect_right(offsets, offset + READ_SIZE) - 1
+            while j > i and offsets[j] + self._lengths[j] > offset + READ_SIZE:
+                j -= 1
+            if j > i:
+                self._block = b""  # free the old block before reading the next
+                self._block = os.pread(self._fd, offsets[j] + self._lengths[j] - offset, offset)
+                self._start = offset
+                self._end = offset + len(self._block)
+                return self._block[:length]
+        return os.pread(self._fd, length, offset)
 
 
 def writeHar(logPath: str, out: BinaryIO, progress: Progress | None = None) -> ExportResult:
@@ -82,7 +112,7 @@ def writeHar(logPath: str, out: BinaryIO, progress: Progress | None = None) -> E
         pending: list[bytes] = [harHead()]
         pendingSize = 0
         count = 0
-        for entry in joinEntries(index, lambda o, n: os.pread(fd, n, o), stats):
+        for entry in joinEntries(index, _Reader(fd, index).readAt, stats):
             encoded = encodeEntry(entry)
             if count:
                 pending.append(b",")
