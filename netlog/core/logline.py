@@ -7,7 +7,7 @@ A line is one JSON object ending in C{\\n}; see C{docs/log-format.rst}.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable, Sequence
 
 OPEN = "open"
 END = "end"
@@ -22,11 +22,37 @@ REASON_LOG_FAILED = "the log could not be written"
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _encode = _encoder.encode
+
+
+def _chunksWith(encoder: json.JSONEncoder) -> Callable[[Any], Sequence[str]] | None:
+    """
+    The C encoder's one-shot call, made without L{json.JSONEncoder.encode}'s
+    per-call set-up (its pieces, to be joined); L{None} where this Python's
+    C encoder takes other arguments or writes something else.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    basestring = getattr(json.encoder, "c_encode_basestring", None)
+    if make is None or basestring is None:
+        return None
+
+    def chunks(value: Any) -> Sequence[str]:
+        return make(  # type: ignore[no-any-return]
+            {}, encoder.default, basestring, None, ":", ",", False, False, False
+        )(value, 0)
+
+    probe = {"a": [1, 2.5, None, True, "\u00e9\n\udcff"], "b": {"c": -0.0}}
+    try:
+        if "".join(chunks(probe)) != encoder.encode(probe):
+            return None
+    except Exception:
+        return None
+    return chunks
+
+
+_chunks = _chunksWith(_encoder)
 #: The fixed fields, written first; a field of C{fields} by one of these names
 #: is left out.
 _FIXED = frozenset({"n", "type", "id", "open_from", "time"})
-#: The kinds, already as JSON.
-_KINDS = {OPEN: '"open"', END: '"end"'}
 
 
 def encodeLine(
@@ -45,37 +71,31 @@ def encodeRecord(
     Make one line without its newline (the writer adds it in the same
     C{writev}, so a big line isn't copied once more): the fixed fields first,
     then C{fields}.
-
-    The fixed fields are formatted here, the rest encoded once; the result is
-    the same as encoding the whole record with the JSON encoder.
     """
-    if not _FIXED.isdisjoint(fields):
-        fields = {key: value for key, value in fields.items() if key not in _FIXED}
-    body = _encode(fields)
-    when = round(now, 6)
-    if type(when) is float:
-        if when != when or when in (_INF, -_INF):
-            raise ValueError(f"Out of range float values are not JSON compliant: {when!r}")
-        time = float.__repr__(when)
+    record: dict[str, Any] = {
+        "n": n,
+        "type": kind,
+        "id": exchangeId,
+        "open_from": openFrom,
+        "time": round(now, 6),
+    }
+    if _FIXED.isdisjoint(fields):
+        record.update(fields)
     else:
-        time = _encode(when)
-    if type(n) is int and type(exchangeId) is int and type(openFrom) is int:
-        head = '{"n":%d,"type":%s,"id":%d,"open_from":%d,"time":%s' % (
-            n, _KINDS.get(kind) or _encode(kind), exchangeId, openFrom, time
-        )
+        for key, value in fields.items():
+            if key not in record:
+                record[key] = value
+    if _chunks is not None:
+        # Joined once: the C encoder's pieces are usually one already, and
+        # then nothing is copied here.
+        text = "".join(_chunks(record))
     else:
-        head = '{"n":%s,"type":%s,"id":%s,"open_from":%s,"time":%s' % (
-            _encode(n), _encode(kind), _encode(exchangeId), _encode(openFrom), time
-        )
+        text = _encode(record)
+    del record
     # A lone surrogate (from bytes decoded with surrogateescape) can't be
     # UTF-8; written as its JSON escape (it only occurs inside strings) the
     # line stays valid UTF-8 JSON and reads back to the same string.
-    if body == "{}":
-        return (head + "}").encode("utf-8", "backslashreplace")
-    return (head + "," + body[1:]).encode("utf-8", "backslashreplace")
-
-
-_INF = float("inf")
+    return text.encode("utf-8", "backslashreplace")
 
 
 def decodeLine(line: bytes) -> dict[str, Any] | None:
