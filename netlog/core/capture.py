@@ -13,6 +13,7 @@ builder uses the same constants.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 from typing import Any, Iterable, Sequence, TypeVar
 
@@ -106,19 +107,54 @@ class BodyCapture:
         """
         return self._hash.hexdigest() if self._hash is not None else None
 
-    def record(self) -> dict[str, Any]:
+    def record(self, release: bool = False) -> dict[str, Any]:
         """
         What the log keeps: C{size}; C{data} (base64) and C{_truncated} when
         kept; C{sha256} when hashed.  See C{docs/log-format.rst}.
+
+        @param release: let each kept piece go as soon as it is encoded (the
+            capture keeps no data afterwards): a 10 MB body is never held
+            whole and as base64 at once.
         """
         out: dict[str, Any] = {"size": self.size}
         if self.keep:
-            out["data"] = base64.b64encode(self.data).decode("ascii")
+            out["data"] = self._base64(release)
             if self.truncated:
                 out["_truncated"] = True
         if self._hash is not None:
             out["sha256"] = self._hash.hexdigest()
         return out
+
+    def _base64(self, release: bool) -> str:
+        """
+        The kept bytes in base64, encoded piece by piece (each cut at a
+        multiple of 3 bytes, so the pieces join into the encoding of the
+        whole) and joined once, without joining the raw bytes first.
+        """
+        kept = self._kept
+        if len(kept) <= 1:
+            data = kept[0] if kept else b""
+            if release:
+                self._kept = []
+            return base64.b64encode(data).decode("ascii")
+        if release:
+            self._kept = []
+            kept.reverse()
+            pieces = (kept.pop() for _ in range(len(kept)))
+        else:
+            pieces = iter(kept)
+        encoded: list[str] = []
+        carry = b""
+        for piece in pieces:
+            if carry:
+                piece = carry + piece
+            cut = len(piece) - len(piece) % 3
+            encoded.append(binascii.b2a_base64(memoryview(piece)[:cut], newline=False).decode("ascii"))
+            carry = piece[cut:]
+            del piece
+        if carry:
+            encoded.append(base64.b64encode(carry).decode("ascii"))
+        return "".join(encoded)
 
 
 def _mediaType(contentType: str | bytes | None) -> str:

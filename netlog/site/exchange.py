@@ -604,11 +604,11 @@ class Exchange:
         self.times["end"] = now
         fields: dict[str, Any] = {"ended": now, "times": dict(self.times)}
         if self.hadBody or self.requestBody.size:
-            fields["request_body"] = self.requestBody.record()
+            fields["request_body"] = self.requestBody.record(release=True)
         if self.response is not None and not self.unparsed:
             response = dict(self.response)
             if self.responseBody is not None and self.wsUp is None:
-                response["body"] = self.responseBody.record()
+                response["body"] = self.responseBody.record(release=True)
             fields["response"] = response
         if self.interim:
             fields["interim"] = list(self.interim)
