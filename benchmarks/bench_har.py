@@ -11,12 +11,17 @@ Makes two logs in a temporary folder (deleted after):
 
 Each export runs in a child process (netlog's streaming L{writeHar}, and the
 naive one: read every line, C{json.loads} them all, join in memory, build
-every entry, C{json.dump} the whole HAR) writing to a file; the child's peak
-RSS comes from C{os.wait4}. Prints entries/s, seconds and peak RSS, and the
-ratios.
+every entry with this tree's L{buildEntry}, C{json.dump} the whole HAR) writing to a file; the child's peak
+RSS comes from C{os.wait4}. With C{--against REV}, netlog's export as it was
+at a git revision runs too (from C{git archive}), so that a change is
+measured against what it changed in the same run. The exporters run in
+interleaved rounds (C{--rounds}; the order turns each round), and each line
+gives the median of the rounds (CPU time is what to compare on a busy
+machine; the best round in brackets). Prints entries/s, seconds and peak
+RSS, and the ratios of the medians.
 
 Usage: .venv/bin/python benchmarks/bench_har.py [--small N] [--large-mb M]
-       [--large-entries N] [--no-baseline]
+       [--large-entries N] [--rounds R] [--against REV] [--no-baseline]
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import base64
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -169,14 +175,14 @@ def writeLarge(path: str, megabytes: int, count: int) -> int:
     return count
 
 
-def measure(code: str, logPath: str, outPath: str) -> tuple[float, float, float, int]:
+def measure(code: str, logPath: str, outPath: str, path: str = REPO) -> tuple[float, float, float, int]:
     """
-    Run an exporter in a child process: (wall seconds, CPU seconds, peak RSS
-    in MB, entries). CPU time is what to compare on a busy machine.
+    Run an exporter in a child process, with C{path} first on its
+    C{sys.path}: (wall seconds, CPU seconds, peak RSS in MB, entries).
     """
-    env = dict(os.environ, PYTHONPATH=REPO)
+    env = dict(os.environ, PYTHONPATH=path)
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code, logPath, outPath], stdout=subprocess.PIPE, env=env)
+    proc = subprocess.Popen([sys.executable, "-c", code, logPath, outPath], stdout=subprocess.PIPE, env=env, cwd=path)
     assert proc.stdout is not None
     output = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -187,20 +193,65 @@ def measure(code: str, logPath: str, outPath: str) -> tuple[float, float, float,
     return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, int(output.strip() or 0)
 
 
-def report(name: str, logPath: str, baseline: bool) -> None:
-    size = os.path.getsize(logPath) / (1 << 20)
-    outPath = logPath + ".har"
-    seconds, cpu, rss, entries = measure(STREAMING, logPath, outPath)
-    print(f"{name}: {entries} entries, log {size:.0f} MB, HAR {os.path.getsize(outPath) / (1 << 20):.0f} MB")
-    line = "  {:<19} {:7.2f} s wall {:9.0f} entries/s | {:7.2f} s CPU {:9.0f} entries/CPU-s | peak RSS {:6.0f} MB"
-    print(line.format("netlog (streaming):", seconds, entries / seconds, cpu, entries / cpu, rss))
-    os.unlink(outPath)
-    if baseline:
-        bSeconds, bCpu, bRss, bEntries = measure(NAIVE, logPath, outPath)
-        assert bEntries == entries
-        print(line.format("naive (in memory):", bSeconds, bEntries / bSeconds, bCpu, bEntries / bCpu, bRss))
-        print(f"  ratio: {bCpu / cpu:.2f}x the naive speed (CPU), {rss / bRss:.3f}x its peak RSS")
+class Exporter:
+    """
+    One exporter under test and its rounds.
+    """
+
+    def __init__(self, name: str, code: str, path: str = REPO) -> None:
+        self.name = name
+        self.code = code
+        self.path = path
+        self.rounds: list[tuple[float, float, float, int]] = []
+
+    def run(self, logPath: str) -> None:
+        outPath = logPath + ".har"
+        self.rounds.append(measure(self.code, logPath, outPath, self.path))
+        self.harSize = os.path.getsize(outPath)
         os.unlink(outPath)
+
+    def median(self, i: int) -> float:
+        return statistics.median(r[i] for r in self.rounds)
+
+    def line(self) -> str:
+        entries = self.rounds[0][3]
+        wall, cpu, rss = self.median(0), self.median(1), self.median(2)
+        bestWall = min(r[0] for r in self.rounds)
+        bestCpu = min(r[1] for r in self.rounds)
+        return (
+            f"  {self.name + ':':<22} {wall:7.2f} s wall {entries / wall:7.0f} entries/s [{entries / bestWall:6.0f}]"
+            f" | {cpu:7.2f} s CPU {entries / cpu:7.0f} entries/CPU-s [{entries / bestCpu:6.0f}] | peak RSS {rss:5.0f} MB"
+        )
+
+
+def report(name: str, logPath: str, exporters: list[Exporter], rounds: int) -> None:
+    size = os.path.getsize(logPath) / (1 << 20)
+    for r in range(rounds):
+        turn = r % len(exporters)
+        for exporter in exporters[turn:] + exporters[:turn]:
+            exporter.run(logPath)
+    assert len({r[3] for e in exporters for r in e.rounds}) == 1, "the exporters disagree on the entries"
+    ours = exporters[0]
+    print(f"{name}: {ours.rounds[0][3]} entries, log {size:.0f} MB, HAR {ours.harSize / (1 << 20):.0f} MB, "
+          f"{rounds} interleaved rounds: medians [best]")
+    for exporter in exporters:
+        print(exporter.line())
+    for other in exporters[1:]:
+        print(f"  ratio to {other.name}: {other.median(1) / ours.median(1):.2f}x its speed (CPU), "
+              f"{other.median(0) / ours.median(0):.2f}x (wall), {ours.median(2) / other.median(2):.3f}x its peak RSS")
+    for exporter in exporters:
+        exporter.rounds = []
+
+
+def checkout(rev: str, folder: str) -> str:
+    """
+    netlog as it was at git revision C{rev}, in a folder of its own.
+    """
+    path = os.path.join(folder, "at-" + rev.replace("/", "_"))
+    os.makedirs(path)
+    archive = subprocess.run(["git", "-C", REPO, "archive", rev, "netlog"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", path], input=archive.stdout, check=True)
+    return path
 
 
 def main() -> None:
@@ -209,18 +260,25 @@ def main() -> None:
     parser.add_argument("--large-mb", type=int, default=1024, help="size of the large log in MB (0: skip it)")
     parser.add_argument("--large-entries", type=int, default=10_000, help="exchanges in the large log")
     parser.add_argument("--no-baseline", action="store_true", help="skip the naive exporter")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of each export (default 3)")
+    parser.add_argument("--against", metavar="REV", help="also run netlog's export as it was at this git revision")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="netlog-bench-har-")
     try:
+        exporters = [Exporter("netlog (streaming)", STREAMING)]
+        if args.against:
+            exporters.append(Exporter(f"netlog at {args.against}", STREAMING, checkout(args.against, folder)))
+        if not args.no_baseline:
+            exporters.append(Exporter("naive (in memory)", NAIVE))
         if args.small:
             path = os.path.join(folder, "small.jsonl")
             writeSmall(path, args.small)
-            report("small", path, not args.no_baseline)
+            report("small", path, exporters, args.rounds)
             os.unlink(path)
         if args.large_mb:
             path = os.path.join(folder, "large.jsonl")
             writeLarge(path, args.large_mb, args.large_entries)
-            report("large", path, not args.no_baseline)
+            report("large", path, exporters, args.rounds)
             os.unlink(path)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -268,10 +268,16 @@ def joinEntries(
     @param stats: counts the lines found unusable on the way.
     """
     stats = stats if stats is not None else JoinStats()
-    for i in range(len(index.openIds)):
-        exchangeId = index.openIds[i]
-        ends = index.endsOf(exchangeId)
-        opened = _parse(readAt(index.openOffsets[i], index.openLengths[i]))
+    extraEnds = index.extraEnds
+    for exchangeId, openOffset, openLength in zip(index.openIds, index.openOffsets, index.openLengths):
+        end = index.endOf(exchangeId)
+        if end is None:
+            ends: tuple[tuple[int, int], ...] = ()
+        elif exchangeId in extraEnds:
+            ends = (end, *extraEnds[exchangeId])
+        else:
+            ends = (end,)
+        opened = _parse(readAt(openOffset, openLength))
         if opened is None:
             stats.unreadable += 1 + len(ends)
             continue
@@ -646,9 +652,10 @@ def _timings(opened: dict[str, Any], ended: dict[str, Any] | None) -> tuple[dict
     """
     if ended is None:
         return dict(_NO_TIMINGS), 0
-    started = _num(opened.get("started")) or _num(opened.get("time")) or 0.0
-    times = _times(ended)
-    last = started
+    last = _num(opened.get("started")) or _num(opened.get("time")) or 0.0
+    times = ended.get("times")
+    if not isinstance(times, dict):
+        times = {}
     connect: float = -1
     connected = _num(times.get("connected"))
     if connected is not None:
@@ -881,7 +888,7 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
     harRequest: dict[str, Any] = {
         "method": method,
         "url": url,
-        "httpVersion": request.get("version") if isinstance(request.get("version"), str) else "HTTP/1.1",
+        "httpVersion": version if isinstance(version := request.get("version"), str) else "HTTP/1.1",
         "cookies": _requestCookies(headers),
         "headers": headers,
         "queryString": _queryString(url),
