@@ -314,9 +314,7 @@ class BrowserConnection(Protocol):
         return None
 
     def _siteRoute(self, site: Site, scheme: str, host: str, port: int) -> Route:
-        backend = site.backend
-        return Route(site, backend.scheme, backend.host, backend.port,
-                     f"{scheme}://{authority(host, port, scheme)}", host)
+        return self.proxy.siteRoute(site, scheme, host, port)
 
     def _startExchange(self, head: RequestHead, url: str, route: Route, at: float) -> None:
         exchange = Exchange(self.proxy, self, head, url, route, at)

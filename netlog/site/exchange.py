@@ -13,6 +13,7 @@ relayed raw until one closes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from OpenSSL import SSL
@@ -30,7 +31,6 @@ from netlog.core.http1 import (
     RequestHead,
     ResponseHead,
     Unparsable,
-    headerValues,
     hopByHop,
     keepAlive,
     serializeHead,
@@ -39,7 +39,7 @@ from netlog.core.websocket import FrameCounter
 from netlog.net.connect import describeFailure
 from netlog.net.relay import BACKPRESSURE, CLIENT, PROXY, SERVER
 from netlog.site.config import Backend, Site
-from netlog.site.rewrite import rewriteHeaders
+from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
 from netlog.site.upstream import UpstreamProtocol
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ _log = Logger()
 PROXY_NAME = "site"
 #: What an exchange's captures become once their fields are written.
 _SPENT = BodyCapture(0, keep=False, hashAll=False)
+#: The answer's fields whose values may name a backend (see rewriteHeaders).
+_REWRITTEN = frozenset({b"location", b"content-location", b"set-cookie"})
 #: A request whose head and body together are at most this many bytes is
 #: sent again on a new connection when a reused one turns out closed.
 MAX_RETRY_BYTES = 64 * 1024
@@ -79,7 +81,7 @@ class Route:
     def backend(self) -> Backend | None:
         return self.site.backend if self.site is not None else None
 
-    @property
+    @cached_property
     def key(self) -> tuple[Any, ...]:
         backend = self.backend
         verify = backend.verify if backend is not None else True
@@ -98,20 +100,41 @@ def latin1(value: bytes) -> str:
 
 
 def headerPairs(headers: list[tuple[bytes, bytes]], signIn: frozenset[str] | set[str]) -> list[list[str]]:
-    pairs = [(latin1(n), latin1(v)) for n, v in headers]
+    pairs = [[n.decode("latin-1"), v.decode("latin-1")] for n, v in headers]
     if signIn:
         return removeSignIn(pairs, signIn)
-    return [[n, v] for n, v in pairs]
+    return pairs
 
 
 def requestFields(head: RequestHead, url: str, signIn: frozenset[str]) -> dict[str, Any]:
     return {
-        "method": latin1(head.method),
+        "method": head.method.decode("latin-1"),
         "url": url,
-        "version": latin1(head.version),
+        "version": head.version.decode("latin-1"),
         "headers": headerPairs(head.headers, signIn),
         "headers_size": len(head.raw),
     }
+
+
+#: What the capture policy chose per answer type: C{(limit, keep, hashAll)}.
+_CAPTURES: dict[tuple[bytes | None, bool], tuple[int, bool, bool]] = {}
+#: The most answer types remembered (cleared when full).
+MAX_CAPTURE_TYPES = 256
+
+
+def _responseCapture(contentType: bytes | None, logging: bool) -> BodyCapture:
+    """
+    L{responseCapture}'s choice, looked up once per distinct C{Content-Type}.
+    """
+    key = (contentType, logging)
+    choice = _CAPTURES.get(key)
+    if choice is None:
+        if len(_CAPTURES) >= MAX_CAPTURE_TYPES:
+            _CAPTURES.clear()
+        model = responseCapture(contentType, logging)
+        _CAPTURES[key] = (model.limit, model.keep, model.hashAll)
+        return model
+    return BodyCapture(*choice)
 
 
 def originTarget(head: RequestHead) -> bytes:
@@ -121,11 +144,17 @@ def originTarget(head: RequestHead) -> bytes:
     target = head.target
     if head.url is None:
         return target
-    rest = target.split(b"://", 1)[1]
-    slash = rest.find(b"/")
-    query = rest.find(b"?")
-    cut = min(x for x in (slash, query, len(rest)) if x >= 0)
-    path = rest[cut:]
+    start = target.find(b"://")
+    if start < 0:
+        return target
+    start += 3
+    cut = target.find(b"/", start)
+    if cut < 0:
+        cut = len(target)
+    query = target.find(b"?", start, cut)
+    if query >= 0:
+        cut = query
+    path = target[cut:]
     if not path.startswith(b"/"):
         path = b"/" + path
     return path
@@ -183,6 +212,7 @@ class Exchange:
         self.wsDown: FrameCounter | None = None
         self._sent: list[bytes] | None = []
         self._sentSize = 0
+        self._batch: list[bytes] | None = None
 
     # -- starting ---------------------------------------------------------------
 
@@ -350,15 +380,29 @@ class Exchange:
         if self.raw:
             self._rawDown(data)
             return
-        for event in upstream.reader.feed(data):
-            self._fromServer(event)
-            if self.raw:
-                leftover = upstream.reader.leftover()
-                if leftover:
-                    self._rawDown(leftover)
-                return
-            if self.done:
-                return
+        # What these bytes bring for the browser (a head, body pieces, the
+        # end) goes in one write, not one per event.
+        self._batch = []
+        try:
+            for event in upstream.reader.feed(data):
+                self._fromServer(event)
+                if self.raw:
+                    leftover = upstream.reader.leftover()
+                    if leftover:
+                        self._rawDown(leftover)
+                    return
+                if self.done:
+                    return
+        finally:
+            self._flushBrowser()
+
+    def _flushBrowser(self) -> None:
+        """
+        Write what was gathered for the browser, and write directly again.
+        """
+        batch, self._batch = self._batch, None
+        if batch:
+            self.browser.transport.write(batch[0] if len(batch) == 1 else b"".join(batch))
 
     def _fromServer(self, event: Event) -> None:
         if isinstance(event, ResponseHead):
@@ -384,7 +428,10 @@ class Exchange:
 
     def _writeBrowser(self, data: bytes) -> None:
         self.down += len(data)
-        self.browser.transport.write(data)
+        if self._batch is not None:
+            self._batch.append(data)
+        else:
+            self.browser.transport.write(data)
 
     def _responseHead(self, event: ResponseHead) -> None:
         self.responseStarted = True
@@ -396,10 +443,24 @@ class Exchange:
         if websocket:
             drop.discard(b"upgrade")
             extra.append((b"Connection", b"Upgrade"))
-        headers = [(n, v) for n, v in event.headers if n.lower() not in drop]
+        # One pass: drop the hop-by-hop fields, find the type, rewrite what
+        # names a backend (as rewriteHeaders does).
         route = self.route
-        if route.backend is not None:
-            headers = rewriteHeaders(headers, route.backend, route.origin, route.publicHost)
+        backend = route.backend
+        headers: list[tuple[bytes, bytes]] = []
+        contentType: bytes | None = None
+        for name, value in event.headers:
+            lower = name.lower()
+            if lower == b"content-type" and contentType is None:
+                contentType = value
+            if lower in drop:
+                continue
+            if backend is not None and lower in _REWRITTEN:
+                if lower == b"set-cookie":
+                    value = rewriteSetCookie(value, backend, route.publicHost)
+                else:
+                    value = rewriteLocation(value, backend, route.origin)
+            headers.append((name, value))
         self.responseKeepAlive = keepAlive(event.version, event.headers) and not event.eofFramed
         if event.eofFramed:
             self.closeBrowser = True
@@ -411,8 +472,7 @@ class Exchange:
         reason = event.reason
         data = serializeHead(b"HTTP/1.1 %d %s" % (event.status, reason), headers, extra=extra)
         self._writeBrowser(data)
-        contentType = headerValues(event.headers, b"content-type")
-        self.responseBody = responseCapture(contentType[0] if contentType else None, self.proxy.logging)
+        self.responseBody = _responseCapture(contentType, self.proxy.logging)
         self.response = {
             "status": event.status,
             "reason": latin1(reason),
@@ -519,6 +579,7 @@ class Exchange:
         """
         No answer came: the browser gets a 502, the entry C{_failed}.
         """
+        self._flushBrowser()
         self._detach()
         self._dropUpstream()
         self.done = True
@@ -635,6 +696,9 @@ class Exchange:
         if self.done:
             return
         self.done = True
+        # The answer's last bytes go before anything the browser's next
+        # request brings.
+        self._flushBrowser()
         self._detach()
         self.proxy.writer.end(self.id, self.endFields(extra))
         upstream = self.upstream

@@ -38,6 +38,9 @@ from netlog.site.upstream import Pool, UpstreamProtocol, connectUpstream
 
 _log = Logger()
 
+#: Routes kept for reuse (one per site and public host:port; cleared when full).
+MAX_CACHED_ROUTES = 1024
+
 
 @implementer(IOpenSSLServerConnectionCreator)
 class _LazySNI:
@@ -98,6 +101,7 @@ class SiteProxy(Service):
         self.connections: set[Any] = set()
         self._ids = itertools.count(1)
         self._backendTLS: dict[Any, Any] = {}
+        self._routes: dict[tuple[Any, ...], Route] = {}
         self.listeners: list[tuple[str, str, Any]] = []
         for description in listen:
             self.listeners.append(("forward", description, BrowserFactory(self, FORWARD)))
@@ -160,6 +164,23 @@ class SiteProxy(Service):
     def responseCapture(self, contentType: bytes | str | None) -> BodyCapture:
         return responseCapture(contentType, self.logging)
 
+    def siteRoute(self, site: Any, scheme: str, host: str, port: int) -> Route:
+        """
+        The route to C{site}'s backend for a request to C{scheme://host:port};
+        the same object each time (its pool key is computed once).
+        """
+        key = (id(site), scheme, host, port)
+        route = self._routes.get(key)
+        if route is None:
+            if len(self._routes) >= MAX_CACHED_ROUTES:
+                self._routes.clear()
+            from netlog.site.browser import authority
+
+            backend = site.backend
+            route = self._routes[key] = Route(site, backend.scheme, backend.host, backend.port,
+                                              f"{scheme}://{authority(host, port, scheme)}", host)
+        return route
+
     def resolveFor(self, route: Route) -> defer.Deferred[str]:
         """
         The address to connect to for C{route}; a live host's address must
@@ -194,8 +215,7 @@ class SiteProxy(Service):
         idle = self.pool.take(route.key)
         if idle is None:
             return None
-        peer = idle.transport.getPeer()  # type: ignore[union-attr]
-        return (idle, True, getattr(peer, "host", route.host), None)
+        return (idle, True, idle.address or route.host, None)
 
     def upstreamFor(self, route: Route, fresh: bool = False) -> defer.Deferred[tuple[UpstreamProtocol, bool, str, float | None]]:
         """

@@ -50,12 +50,15 @@ class UpstreamProtocol(Protocol):
         self.pool: Pool | None = None
         self.lostReason: Failure | None = None
         self.idleSince = 0.0
+        self.address: str | None = None
 
     def connectionMade(self) -> None:
         from netlog.site.browser import noDelay
 
         self.connected = True
         noDelay(self.transport)
+        # Asked once: a pooled connection is taken for every request.
+        self.address = getattr(self.transport.getPeer(), "host", None)
         self.gate = Gate(self.transport)
 
     def dataReceived(self, data: bytes) -> None:
