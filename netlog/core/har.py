@@ -96,6 +96,9 @@ class LineIndex:
         self._endOffsets = array("q")
         self._endLengths = array("q")
         self._sparse: dict[int, tuple[int, int]] = {}
+        # 1 at id - base for each open's id, for ids up to the last open
+        # whose id wasn't far past the one before (else openIds answers)
+        self._opened = bytearray()
         #: more end lines for an id that had one (tried in turn if the first
         #: can't be read)
         self.extraEnds: dict[int, list[tuple[int, int]]] = {}
@@ -168,9 +171,19 @@ class LineIndex:
             self.openOffsets.append(offset)
             self.openLengths.append(length)
             openIds.append(exchangeId)
+            opened = self._opened
+            gap = exchangeId - self._base - len(opened)
+            if gap <= len(opened) + 65536:
+                if gap:
+                    opened.extend(bytes(gap))
+                opened.append(1)
         else:
-            i = bisect_left(openIds, exchangeId)
-            if i == len(openIds) or openIds[i] != exchangeId:
+            if self._base is not None and 0 <= exchangeId - self._base < len(self._opened):
+                isOpen = self._opened[exchangeId - self._base] == 1
+            else:
+                i = bisect_left(openIds, exchangeId)
+                isOpen = i < len(openIds) and openIds[i] == exchangeId
+            if not isOpen:
                 self.unreadable += 1
                 return
             self._addEnd(exchangeId, offset, length)
@@ -348,7 +361,7 @@ def isoTime(seconds: float) -> str:
     """
     seconds = min(max(seconds, 0.0), _LAST_SECOND)
     whole = int(seconds // 1)
-    millis = int(round((seconds - whole) * 1000))
+    millis = round((seconds - whole) * 1000)
     if millis >= 1000:
         whole, millis = whole + 1, millis - 1000
     return "%s.%03dZ" % (_isoSecond(whole), millis)
