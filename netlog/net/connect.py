@@ -34,10 +34,28 @@ def connectTo(
     fires with the protocol once it is connected.
     """
     factory = _OneConnection(buildProtocol)
+    assert factory.deferred is not None
     # connectTCP takes IPv6 literals as well; the endpoint classes cost more
     # per connection than a proxy wants to pay.
     reactor.connectTCP(address, port, factory, timeout=timeout)
     return factory.deferred
+
+
+def connectThen(
+    reactor: Any,
+    address: str,
+    port: int,
+    buildProtocol: Callable[[], IProtocol],
+    connected: Callable[[IProtocol], object],
+    failed: Callable[[Failure], object],
+    timeout: float = DEFAULT_CONNECT_TIMEOUT,
+) -> None:
+    """
+    As L{connectTo}, calling C{connected} with the protocol or C{failed} with
+    why, without a Deferred (a proxy makes one per connection).
+    """
+    factory = _OneConnection(buildProtocol, connected, failed)
+    reactor.connectTCP(address, port, factory, timeout=timeout)
 
 
 class _OneConnection(ClientFactory):
@@ -49,9 +67,18 @@ class _OneConnection(ClientFactory):
 
     noisy = False
 
-    def __init__(self, build: Callable[[], IProtocol]) -> None:
+    def __init__(
+        self,
+        build: Callable[[], IProtocol],
+        connected: Callable[[IProtocol], object] | None = None,
+        failed: Callable[[Failure], object] | None = None,
+    ) -> None:
         self._build = build
-        self.deferred: defer.Deferred[IProtocol] = defer.Deferred()
+        self._connected = connected
+        self._failed = failed
+        self.deferred: defer.Deferred[IProtocol] | None = (
+            defer.Deferred() if connected is None else None
+        )
 
     def buildProtocol(self, addr: Any) -> IProtocol:  # type: ignore[override]
         protocol = self._build()
@@ -60,7 +87,11 @@ class _OneConnection(ClientFactory):
 
         def connectionMade() -> None:
             made()
-            deferred, self.deferred = self.deferred, None  # type: ignore[assignment]
+            connected, self._connected, self._failed = self._connected, None, None
+            if connected is not None:
+                connected(protocol)
+                return
+            deferred, self.deferred = self.deferred, None
             if deferred is not None:
                 deferred.callback(protocol)
 
@@ -70,7 +101,11 @@ class _OneConnection(ClientFactory):
         return protocol
 
     def clientConnectionFailed(self, connector: Any, reason: Failure) -> None:
-        deferred, self.deferred = self.deferred, None  # type: ignore[assignment]
+        failed, self._connected, self._failed = self._failed, None, None
+        if failed is not None:
+            failed(reason)
+            return
+        deferred, self.deferred = self.deferred, None
         if deferred is not None:
             deferred.errback(reason)
 

@@ -37,7 +37,7 @@ from netlog.core.http1 import (
     commaValues,
 )
 from netlog.log.writer import LogWriter
-from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT, connectTo, describeFailure
+from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT, connectThen, describeFailure
 from netlog.net.policy import DestinationPolicy
 from netlog.net.relay import (
     CLIENT,
@@ -467,9 +467,22 @@ class BrowserConnection(Protocol):
             self._dropUpstream()
         self.connecting = True
         self.gate.hold(CONNECTING)
-        d = self.factory.resolver.resolve(_bare(host))
-        d.addCallback(self._resolved, exchange, host, port)
-        d.addErrback(self._connectFailed, exchange, host, port)
+        resolver = self.factory.resolver
+        try:
+            resolution = resolver.resolveNow(_bare(host))
+        except DoesNotResolve:
+            self._connectFailed(Failure(), exchange, host, port)
+            return
+        if resolution is None:
+            d = resolver.resolve(_bare(host))
+            d.addCallback(self._resolved, exchange, host, port)
+            d.addErrback(self._connectFailed, exchange, host, port)
+            return
+        # Known without asking (most names the proxy is told): no Deferred.
+        try:
+            self._resolved(resolution, exchange, host, port)
+        except Exception:
+            self._connectFailed(Failure(), exchange, host, port)
 
     def _openFields(self, exchange: Exchange, kind: str, url: str) -> dict[str, Any]:
         head = exchange.head
@@ -507,12 +520,19 @@ class BrowserConnection(Protocol):
         assert exchange.openFields is not None
         exchange.openFields["server"]["address"] = address
         upstream = Upstream(self, host, port, address)
-        d = connectTo(
+
+        def connected(_: object) -> None:
+            try:
+                self._connected(exchange, upstream)
+            except Exception:
+                self._connectFailed(Failure(), exchange, host, port)
+
+        connectThen(
             self.reactor, address, port, lambda: upstream,  # type: ignore[arg-type, return-value]
+            connected,
+            lambda failure: self._connectFailed(failure, exchange, host, port),
             timeout=self.settings.connectTimeout,
         )
-        d.addCallback(lambda _: self._connected(exchange, upstream))
-        d.addErrback(self._connectFailed, exchange, host, port)
         return None
 
     def _connectFailed(self, failure: Failure, exchange: Exchange, host: str, port: int) -> None:
@@ -697,6 +717,12 @@ class BrowserConnection(Protocol):
         elif isinstance(event, Unparsable):
             self._unparsable(exchange, upstream, event)
         elif isinstance(event, Incomplete):
+            if event.raw and not self.gone:
+                # What the server sent of the message's framing before it
+                # closed (a last chunk, a trailer section begun): the browser
+                # gets every byte, as it came.
+                exchange.down += len(event.raw)
+                self.transport.write(event.raw)
             self._serverCut(exchange, event.reason)
 
     def _responseHead(self, exchange: Exchange, upstream: Upstream, head: ResponseHead) -> None:

@@ -402,6 +402,51 @@ class FailingWriteTests(SynchronousTestCase):
         self.assertTrue(any("lost" in e.get("log_format", "") for e in self.events))
 
 
+class PartialWriteTests(SynchronousTestCase):
+    """
+    Writes cut short: a non-blocking pipe takes part of a line, then nothing
+    until it is read.
+    """
+
+    def test_cutWritesResumeWhereTheyStopped(self) -> None:
+        """
+        Lines bigger than what the pipe takes arrive whole and in order, each
+        with its newline, once the reader drains the pipe: a cut write is
+        resumed at the first byte not written.
+        """
+        readEnd, writeEnd = os.pipe()
+        self.addCleanup(os.close, readEnd)
+        os.set_blocking(writeEnd, False)
+        os.set_blocking(readEnd, False)
+        clock = Clock()
+        writer = LogWriter(None, fd=writeEnd, reactor=clock, clock=lambda: 1.0)
+        writer.startService()
+        self.addCleanup(lambda: writer.stopService() if writer.running else None)
+        pads = ["a" * 40000, "b" * 50000, "c" * 70000, "d"]
+        opened = [writer.open({"pad": pad}) for pad in pads]
+        self.assertEqual(opened, [1, 2, 3, 4])
+        self.assertGreater(writer.failedWrites, 0)
+        self.assertGreater(writer.heldBytes, 0)
+        received = b""
+        for _ in range(100):
+            try:
+                received += os.read(readEnd, 1 << 20)
+            except BlockingIOError:
+                pass
+            if not writer.heldBytes:
+                break
+            clock.advance(writerModule.RETRY_INTERVAL)
+        try:
+            received += os.read(readEnd, 1 << 20)
+        except BlockingIOError:
+            pass
+        self.assertEqual(writer.heldBytes, 0)
+        lines = received.split(b"\n")
+        self.assertEqual(lines[-1], b"")
+        records = [json.loads(line) for line in lines[:-1]]
+        self.assertEqual([(r["n"], r["pad"]) for r in records], list(zip(opened, pads)))
+
+
 class CrashCycleTests(SynchronousTestCase):
     """
     Many lives of a writer on one file, each cut short at a random byte, as

@@ -139,6 +139,13 @@ class OriginProtocol(Protocol):
             self.transport.abortConnection()
         elif target == b"/silent":
             pass
+        elif target == b"/cut-in-trailers":
+            # A chunked answer cut inside its trailer section.
+            self.transport.write(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"5\r\nhello\r\n0\r\nX-Trailer: a"
+            )
+            self.transport.loseConnection()
         elif target == b"/garbage":
             self.transport.write(b"SSH-2.0-not-http\r\nmore bytes")
             self.transport.loseConnection()

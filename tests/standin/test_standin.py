@@ -275,6 +275,23 @@ class PlainHTTPTests(unittest.TestCase):
         self.assertEqual(ended["bytes"]["down"], len(answer))
 
     @defer.inlineCallbacks
+    def test_cutAnswerRelayedWhole(self) -> Any:
+        """
+        An answer cut short inside its trailer section reaches the browser
+        with every byte the origin sent (the last chunk and the trailer begun
+        too), and the entry says it was cut.
+        """
+        raw = f"GET {self.base}/cut-in-trailers HTTP/1.1\r\nHost: origin.test:{self.originPort}\r\n\r\n".encode()
+        answer = yield inThread(rawExchange, self.standin.port, raw)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer)
+        self.assertTrue(answer.endswith(b"\r\n\r\n5\r\nhello\r\n0\r\nX-Trailer: a"), answer)
+        entries = yield self.standin.waitEnded(1)
+        [(_, ended)] = entries.values()
+        self.assertIn("in the middle of a response", ended["_failed"]["reason"])
+        self.assertEqual(ended["bytes"]["down"], len(answer))
+        self.assertEqual(ended["response"]["body"]["size"], 5)
+
+    @defer.inlineCallbacks
     def test_pipelinedHeadAndHTTP10(self) -> Any:
         """
         Requests pipelined in one write are answered in order, each its own
