@@ -209,7 +209,10 @@ _CHUNK_EXT = re.compile(
 _HEX = re.compile(rb"[0-9A-Fa-f]+")
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 #: The fields a reader looks up to frame a message, indexed as heads are read.
-_FRAMING_FIELDS = frozenset({b"host", b"content-length", b"transfer-encoding", b"upgrade"})
+_FRAMING_FIELDS = frozenset({b"host", b"content-length", b"transfer-encoding", b"upgrade", b"connection"})
+#: Fields a C{Connection} header may not name: dropping them on the way up
+#: would let the rest of the body be read upstream as another request.
+_UNDROPPABLE = frozenset({b"host", b"content-length", b"transfer-encoding"})
 _KNOWN_CODINGS = {b"chunked", b"gzip", b"x-gzip", b"deflate", b"compress", b"x-compress"}
 
 #: Hop-by-hop fields (RFC 9110 7.6.1, plus the old Proxy-Connection and Keep-Alive).
@@ -267,7 +270,7 @@ def hopByHop(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
     C{Transfer-Encoding: chunked} again.
     """
     headers = list(headers)
-    return set(HOP_BY_HOP) | set(commaValues(headers, b"connection"))
+    return set(HOP_BY_HOP) | (set(commaValues(headers, b"connection")) - _UNDROPPABLE)
 
 
 def serializeHead(
@@ -880,6 +883,10 @@ class RequestReader(_Reader):
         return RequestHead(method, target, version, headers, raw, url, host, port, upgrade)
 
     def _framing(self, head: RequestHead, events: list[Event]) -> None:
+        for value in self._index.get(b"connection", ()):
+            for element in value.split(b","):
+                if element.strip(b" \t").lower() in _UNDROPPABLE:
+                    raise self._bad(400, "Connection names a field that frames the message")
         codings = self._transferCodings(head.headers)
         after = _PAUSED if head.upgrade else _HEAD
         if codings is not None:

@@ -78,6 +78,23 @@ FORWARD_REFUSED: list[tuple[str, bytes, int]] = [
         400,
     ),
     ("differing CL", b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Content-Length: 3\r\nContent-Length: 4\r\n\r\n", 400),
+    # A Connection header naming a framing field: dropped on the way up, the
+    # rest of the body would be read upstream as a second request.
+    (
+        "Connection names Content-Length",
+        b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Connection: Content-Length\r\nContent-Length: 3\r\n\r\nabc",
+        400,
+    ),
+    (
+        "Connection names Host",
+        b"GET http://a.test/ HTTP/1.1\r\n" + HOST + b"Connection: keep-alive, host\r\n\r\n",
+        400,
+    ),
+    (
+        "Connection names Transfer-Encoding",
+        b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Connection: transfer-encoding\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        400,
+    ),
     ("differing CL in a list", b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Content-Length: 3, 4\r\n\r\n", 400),
     ("CL plus sign", b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Content-Length: +3\r\n\r\n", 400),
     ("CL minus sign", b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Content-Length: -3\r\n\r\n", 400),
@@ -847,6 +864,17 @@ class HelperTests(SynchronousTestCase):
         ):
             self.assertIn(name, names)
         self.assertNotIn(b"host", names)
+
+    def test_hopByHopKeepsFraming(self) -> None:
+        """
+        A C{Connection} header never makes C{Host} or C{Content-Length}
+        hop-by-hop (an answer's head, which the reader doesn't refuse for
+        it, must keep its framing when relayed).
+        """
+        names = hopByHop([(b"Connection", b"Content-Length, host, X-A"), (b"Content-Length", b"3")])
+        self.assertNotIn(b"content-length", names)
+        self.assertNotIn(b"host", names)
+        self.assertIn(b"x-a", names)
 
     def test_serializeHead(self) -> None:
         """
