@@ -35,6 +35,11 @@ MAX_LIMIT = 64 << 20
 MAX_QUERY = 1024
 #: Seconds a HAR export waits for a stalled client to read before giving up.
 STALL_TIMEOUT = 300.0
+#: Chunks of a streamed HAR handed to the event loop and not yet written.
+CHUNKS_IN_FLIGHT = 4
+#: HAR exports that run at once; more wait their turn, and never hold up the
+#: threads that answer C{/network}.
+HAR_EXPORTS_AT_ONCE = 2
 
 JSON_TYPE = b"application/json"
 
@@ -199,14 +204,16 @@ class _ThreadStream:
         self._request = request
         self._flowing = threading.Event()
         self._flowing.set()
+        # Chunks handed to the event loop and not yet written: bounded, so a
+        # busy event loop doesn't let the export run ahead of it in memory.
+        self._inFlight = threading.BoundedSemaphore(CHUNKS_IN_FLIGHT)
         self.gone = False
         self.started = False
         request.registerProducer(self, True)
         request.notifyFinish().addErrback(self._lost)
 
     def _lost(self, reason: Failure) -> None:
-        self.gone = True
-        self._flowing.set()
+        self.stopProducing()
 
     # IPushProducer, on the event loop
     def pauseProducing(self) -> None:
@@ -218,10 +225,20 @@ class _ThreadStream:
     def stopProducing(self) -> None:
         self.gone = True
         self._flowing.set()
+        self._release(CHUNKS_IN_FLIGHT)
+
+    def _release(self, count: int) -> None:
+        for _ in range(count):
+            try:
+                self._inFlight.release()
+            except ValueError:
+                return
 
     # file, in the thread
     def write(self, data: bytes) -> int:
         if not self._flowing.wait(STALL_TIMEOUT) or self.gone:
+            raise _ClientGone()
+        if not self._inFlight.acquire(timeout=STALL_TIMEOUT) or self.gone:
             raise _ClientGone()
         self.started = True
         self._reactor.callFromThread(self._write, bytes(data))
@@ -230,6 +247,7 @@ class _ThreadStream:
     def _write(self, data: bytes) -> None:
         if not self.gone:
             self._request.write(data)
+            self._release(1)
 
     def flush(self) -> None:
         pass
@@ -346,17 +364,21 @@ def makeApiRoot(
     threadpool: Any,
     logPath: str | None,
     caPath: Callable[[], str | None] | None = None,
+    harThreadpool: Any = None,
 ) -> ApiRoot:
     """
     The API's resource tree.
 
     @param caPath: where the CA certificate is (the site proxy); None for a
         proxy that has no CA.
+    @param harThreadpool: the threads HAR exports run in (default
+        C{threadpool}); a pool of its own keeps slow HAR clients from
+        holding up C{/network}.
     """
     root = ApiRoot()
     children: dict[bytes, Any] = {
         b"network": NetworkResource(reactor, threadpool, logPath),
-        b"network.har": HarResource(reactor, threadpool, logPath),
+        b"network.har": HarResource(reactor, harThreadpool or threadpool, logPath),
     }
     if caPath is not None:
         children[b"ca.pem"] = FileResource(caPath, b"application/x-pem-file", "there is no CA certificate")

@@ -14,7 +14,9 @@ from twisted.internet.endpoints import serverFromString
 from twisted.logger import Logger
 from twisted.web.server import Site
 
-from netlog.api.resource import makeApiRoot
+from twisted.python.threadpool import ThreadPool
+
+from netlog.api.resource import HAR_EXPORTS_AT_ONCE, makeApiRoot
 
 _log = Logger()
 
@@ -57,7 +59,10 @@ def makeApiService(config: Any, reactor: Any) -> ApiService:
     """
     state = config.get("state") if "state" in config else None
     caPath = (lambda: os.path.join(state, CA_CERT_FILE)) if state else None
-    root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath)
+    harPool = ThreadPool(minthreads=0, maxthreads=HAR_EXPORTS_AT_ONCE, name="netlog-har")
+    reactor.callWhenRunning(harPool.start)
+    reactor.addSystemEventTrigger("during", "shutdown", harPool.stop)
+    root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool)
     site = Site(root)
     site.displayTracebacks = False
     # A poller asks many times a second: no access log line for each.

@@ -267,3 +267,79 @@ class ApiTests(TestCase):
             code, kind, body = yield self.get(path)
             self.assertEqual((code, kind), (503, b"application/json"), path)
             self.assertIn("can't be read", json.loads(body)["error"])
+
+
+class _HeldReactor:
+    """
+    A reactor whose event loop never gets round to what threads hand it.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+
+    def callFromThread(self, f: Any, *args: Any) -> None:
+        self.calls.append((f, args))
+
+
+class _Request:
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.finished: defer.Deferred[None] = defer.Deferred()
+
+    def registerProducer(self, producer: Any, streaming: bool) -> None:
+        pass
+
+    def notifyFinish(self) -> defer.Deferred[None]:
+        return self.finished
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+
+class ThreadStreamTests(SynchronousTestCase):
+    def test_boundedWhileEventLoopBusy(self) -> None:
+        """
+        An export thread hands the event loop at most C{CHUNKS_IN_FLIGHT}
+        chunks it hasn't written yet, then waits; once they are written it
+        goes on, and a client that leaves releases it.
+        """
+        import threading
+        import time
+
+        from netlog.api.resource import CHUNKS_IN_FLIGHT, _ThreadStream
+
+        held = _HeldReactor()
+        request = _Request()
+        stream = _ThreadStream(held, request)  # type: ignore[arg-type]
+        outcome: list[str] = []
+
+        def export() -> None:
+            try:
+                for i in range(CHUNKS_IN_FLIGHT * 3):
+                    stream.write(b"%d," % i)
+            except Exception as e:
+                outcome.append(type(e).__name__)
+            else:
+                outcome.append("done")
+
+        thread = threading.Thread(target=export, daemon=True)
+        thread.start()
+        limit = time.monotonic() + 10
+        while len(held.calls) < CHUNKS_IN_FLIGHT and time.monotonic() < limit:
+            time.sleep(0.01)
+        time.sleep(0.2)
+        self.assertEqual(len(held.calls), CHUNKS_IN_FLIGHT)
+        self.assertTrue(thread.is_alive())
+        # The event loop writes what it was handed: the thread goes on.
+        for f, args in held.calls[:]:
+            f(*args)
+        limit = time.monotonic() + 10
+        while len(held.calls) < CHUNKS_IN_FLIGHT * 2 and time.monotonic() < limit:
+            time.sleep(0.01)
+        self.assertEqual(len(request.written), CHUNKS_IN_FLIGHT)
+        self.assertEqual(len(held.calls), CHUNKS_IN_FLIGHT * 2)
+        # The client leaves: the thread stops instead of waiting.
+        request.finished.errback(Exception("gone"))
+        thread.join(10)
+        self.assertFalse(thread.is_alive())
+        self.assertEqual(outcome, ["_ClientGone"])
