@@ -554,6 +554,7 @@ class LiveTunnel:
         if browser.gone:
             protocol.transport.loseConnection()  # type: ignore[union-attr,misc]
             return
+        noDelay(protocol.transport)
         browser.transport.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         pending = b"".join(self._early) + browser.enterRaw(self)
         self._early = []
