@@ -1105,19 +1105,19 @@ class BrowserConnection(Protocol):
         Watch the connection: a head begun must be whole within the header
         timeout; a connection or exchange silent for the idle timeout ends.
         """
-        wait = self._wait()
+        if self.exchange is None and self.headStarted is not None:
+            deadline = self.headStarted + self.settings.headerTimeout
+        else:
+            deadline = self.lastActivity + self.settings.idleTimeout
         timer = self._timer
         if timer is None or not timer.active():
-            self._timer = self.reactor.callLater(wait, self._check)
-        elif timer.getTime() > self.reactor.seconds() + wait:
+            self._timer = self.reactor.callLater(
+                max(0.0, deadline - self.reactor.seconds()), self._check
+            )
+        elif timer.getTime() > deadline:
             # Sooner than it was set for (a head begun): move it. A timer
             # that fires early only looks again (see L{_check}).
-            timer.reset(wait)
-
-    def _wait(self) -> float:
-        if self.exchange is None and self.headStarted is not None:
-            return max(0.0, self.headStarted + self.settings.headerTimeout - self.reactor.seconds())
-        return max(0.0, self.lastActivity + self.settings.idleTimeout - self.reactor.seconds())
+            timer.reset(max(0.0, deadline - self.reactor.seconds()))
 
     def _disarm(self) -> None:
         if self._timer is not None and self._timer.active():
