@@ -235,8 +235,8 @@ def _isInt(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-#: The C scanner behind C{json.loads}, called directly for lines netlog wrote.
-_scanOnce = json.JSONDecoder().scan_once
+#: What C{json.loads} calls for its object, called directly for lines netlog wrote.
+_rawDecode = json.JSONDecoder().raw_decode
 _JSON_SPACE = " \t\n\r"
 
 
@@ -251,10 +251,7 @@ def _parse(line: bytes) -> dict[str, Any] | None:
             record = json.loads(line)
             return record if isinstance(record, dict) else None
         text = line.decode("utf-8", "surrogatepass")
-        try:
-            record, end = _scanOnce(text, 0)
-        except StopIteration:
-            return None
+        record, end = _rawDecode(text)
     except (ValueError, RecursionError):
         return None
     if end != len(text) and text[end:].strip(_JSON_SPACE):
@@ -432,7 +429,7 @@ def _header(headers: list[dict[str, str]], name: str) -> str | None:
 
 
 def _requestCookies(headers: list[dict[str, str]]) -> list[dict[str, Any]]:
-    cookies = []
+    cookies: list[dict[str, Any]] = []
     for h in headers:
         if h["name"].lower() == "cookie":
             cookies.extend({"name": name, "value": value} for name, value in _cookiePairs(h["value"]))

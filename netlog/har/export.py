@@ -14,7 +14,8 @@ from typing import BinaryIO, Callable
 
 from netlog.core.har import JoinStats, LineIndex, encodeEntry, harHead, harTail, joinEntries
 
-#: Bytes read from the log at a time in the first pass.
+#: Bytes read from the log at a time: the first pass's chunks, and at most
+#: the second pass's blocks (see L{_Reader}).
 READ_SIZE = 1024 * 1024
 #: Bytes of HAR gathered before a write to C{out}.
 WRITE_SIZE = 256 * 1024
