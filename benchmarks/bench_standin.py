@@ -4,14 +4,26 @@ direct and the bare Twisted relay.
 
 Run from the repository: C{.venv/bin/python -m benchmarks.bench_standin}
 (C{--rounds 10} for steadier medians, C{--only burst} for some scenarios).
+
+C{--profile N} instead runs N keep-alive small GETs (4 connections) through a
+stand-in under twistd's cProfile, and prints its CPU time per exchange (from
+C{/proc}, taken without the profiler too) and where the time goes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import pstats
+import shutil
 import sys
+import tempfile
+import time
 
-from benchmarks.harness import HOST, Environment, ProcessTarget, main
+from benchmarks.harness import HOST, Environment, ProcessTarget, _keepAlive, main, startOrigin, stopProcess
+
+#: Connections the profile's GETs are spread over.
+PROFILE_CONNECTIONS = 4
 
 
 def standinArgv(env: Environment, port: int) -> list[str]:
@@ -29,5 +41,59 @@ def standinArgv(env: Environment, port: int) -> list[str]:
     ]
 
 
+def _cpuSeconds(pid: int) -> float:
+    """
+    A process's user and system CPU time so far.
+    """
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def profile(requests: int, top: int = 30) -> None:
+    """
+    The stand-in's CPU per keep-alive exchange, plain and under cProfile
+    (whose numbers are wall time, and inflated by the profiler: read them as
+    shares).
+    """
+    each = max(1, requests // PROFILE_CONNECTIONS)
+    for profiled in (False, True):
+        directory = tempfile.mkdtemp(prefix="netlog-profile-")
+        env, origin = startOrigin(directory)
+        stats = os.path.join(directory, "standin.prof")
+
+        def argv(env: Environment, port: int) -> list[str]:
+            args = standinArgv(env, port)
+            if profiled:
+                at = args.index("netlog-standin")
+                args[at:at] = [f"--profile={stats}", "--profiler=cprofile", "--savestats"]
+            return args
+
+        target = ProcessTarget("standin", argv=argv)
+        target.start(env)
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(_keepAlive(env, target, "/small", 2, 20))
+            assert target.pid is not None
+            cpu, wall = _cpuSeconds(target.pid), time.perf_counter()
+            loop.run_until_complete(_keepAlive(env, target, "/small", PROFILE_CONNECTIONS, each))
+            wall, cpu = time.perf_counter() - wall, _cpuSeconds(target.pid) - cpu
+        finally:
+            loop.close()
+            target.stop()
+            stopProcess(origin)
+        count = each * PROFILE_CONNECTIONS
+        print(f"{'profiled' if profiled else 'plain'}: {count} keep-alive GETs in {wall:.2f} s; "
+              f"stand-in CPU {cpu * 1e6 / count:.0f} µs per exchange")
+        if profiled:
+            report = pstats.Stats(stats)
+            report.sort_stats("tottime").print_stats(top)
+            report.sort_stats("cumulative").print_stats(r"netlog", top)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    main([ProcessTarget("standin", argv=standinArgv)], sys.argv[1:], title="the stand-in")
+    if sys.argv[1:2] == ["--profile"]:
+        profile(int(sys.argv[2]) if len(sys.argv) > 2 else 2000)
+    else:
+        main([ProcessTarget("standin", argv=standinArgv)], sys.argv[1:], title="the stand-in")

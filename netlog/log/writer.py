@@ -2,7 +2,8 @@
 The LogWriter: the one service that owns the network log file.
 
 Both proxies hand it open and end lines; it numbers them and appends each with a
-single C{write}, before the next event is handled.
+single C{write} (a C{writev} of the line and its newline), before the next
+event is handled.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> in
 
 class LogWriter(Service):
     """
-    Numbers lines and appends them to the log, one C{write} each.
+    Numbers lines and appends them to the log, one C{write} (C{writev}) each.
 
     With no path, nothing is written: L{enabled} is false, and the proxies then
     count bodies without keeping them.
