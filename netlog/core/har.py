@@ -25,11 +25,11 @@ comes later, after any number of other lines. Two ways to join them:
     are read twice, and the second read is almost always still in the page
     cache.
 
-So this module offers L{LineIndex} (fed C{(offset, line)} pairs in file
-order), L{joinEntries} (given the index and a C{readAt(offset, length)}
-function, yields entries in order), L{buildEntry} (one open line and its end
-line, parsed, to one HAR entry) and L{harHead}/L{harTail} (the bytes around
-the entries). The shell (L{netlog.har.export}) owns the file.
+So this module offers L{LineIndex} (fed C{(offset, line)} pairs, or blocks
+of lines, in file order), L{joinEntries} (given the index and a
+C{readAt(offset, length)} function, yields entries in order), L{buildEntry}
+(one open line and its end line, parsed, to one HAR entry) and
+L{harHead}/L{harTail} (the bytes around the entries). The shell (L{netlog.har.export}) owns the file.
 
 A line the builder can't use (not JSON, cut short, an end with no open, a
 second end for an id, an open with an id that isn't its own number, or one
