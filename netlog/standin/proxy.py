@@ -99,7 +99,7 @@ def _text(value: bytes) -> str:
 
 
 def _headers(headers: list[tuple[bytes, bytes]]) -> list[list[str]]:
-    return [[_text(n), _text(v)] for n, v in headers]
+    return [[n.decode("latin-1"), v.decode("latin-1")] for n, v in headers]
 
 
 def _bare(host: str) -> str:
