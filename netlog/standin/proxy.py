@@ -35,6 +35,7 @@ from netlog.core.http1 import (
     Unparsable,
     HOP_BY_HOP,
     commaValues,
+    hopByHop,
 )
 from netlog.log.writer import LogWriter
 from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT, connectThen, describeFailure
@@ -172,7 +173,7 @@ class _Fields:
     One pass over a head's fields: what relaying it needs, each name
     lowercased once.
 
-    @ivar drop: the lowercased names not to forward (L{hopByHop}).
+    @ivar drop: the lowercased names not to forward (as L{hopByHop} says).
     @ivar keepAlive: what L{keepAlive} says for the head's version.
     """
 
@@ -185,7 +186,9 @@ class _Fields:
         tokens: list[bytes] = []
         if b"connection" in lowered:
             tokens = commaValues(headers, b"connection")
-        self.drop = HOP_BY_HOP.union(tokens) if tokens else HOP_BY_HOP
+        # What Connection lists is hopByHop's to decide (it never names the
+        # fields that frame the message).
+        self.drop: frozenset[bytes] | set[bytes] = hopByHop(headers) if tokens else HOP_BY_HOP
         if b"close" in tokens:
             self.keepAlive = False
         else:
