@@ -24,6 +24,15 @@ CLIENT = "client"
 SERVER = "server"
 PROXY = "proxy"
 
+
+def idleReason(idleTimeout: float) -> str:
+    """
+    Why the proxy cut a relay that passed nothing for C{idleTimeout} seconds,
+    as its entry's C{_failed} says it.
+    """
+    return f"idle for {idleTimeout:g} s (see --idle-timeout)"
+
+
 #: Why a producer is paused for backpressure (see L{Gate}).
 BACKPRESSURE = "backpressure"
 
@@ -199,6 +208,10 @@ class Relay:
     def abort(self, failure: str | None = None) -> None:
         """
         The proxy ends the relay (idle timeout, shutdown): both sides go.
+
+        @param failure: why, for the entry's C{_failed} (say
+            C{REASON_STOPPED} when the proxy stops); a cut by the proxy
+            always has a reason, so give one.
         """
         if self.result is not None:
             return
@@ -242,7 +255,7 @@ class Relay:
             return
         quiet = self._reactor.seconds() - self._lastActivity
         if quiet >= self.idleTimeout:
-            self.abort(None)
+            self.abort(idleReason(self.idleTimeout))
         else:
             self._scheduleIdle(self.idleTimeout - quiet)
 

@@ -37,6 +37,7 @@ from netlog.core.http1 import (
     commaValues,
     hopByHop,
 )
+from netlog.core.logline import REASON_STOPPED
 from netlog.log.writer import LogWriter
 from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT, connectThen, describeFailure
 from netlog.net.policy import DestinationPolicy
@@ -917,13 +918,15 @@ class BrowserConnection(Protocol):
             fields["_failed"] = {"reason": failure}
         return fields
 
-    def _endExchange(self, exchange: Exchange, failure: str | None = None) -> None:
+    def _endExchange(
+        self, exchange: Exchange, failure: str | None = None, closedBy: str = CLIENT
+    ) -> None:
         if exchange.ended:
             return
         exchange.ended = True
         fields = self._exchangeEndFields(exchange, failure)
         if exchange.head.isConnect:
-            fields["closed_by"] = CLIENT
+            fields["closed_by"] = closedBy
         if not exchange.opened and exchange.openFields is not None:
             # An Upgrade whose answer never came whole, or a request the
             # browser gave up on before it went up: both lines now.
@@ -988,6 +991,9 @@ class BrowserConnection(Protocol):
         assert exchange.openFields is not None
         now = self.reactor.seconds()
         fields = self._exchangeEndFields(exchange, reason)
+        # netlog answered the browser itself: the status it got, as
+        # C{_refused} has it (the HAR reads it from here).
+        fields["_failed"]["status"] = status
         fields["response"] = _responseFields(status, answer)
         fields["bytes"] = {"up": max(exchange.up, len(exchange.head.raw)), "down": len(answer)}
         if exchange.head.isConnect:
@@ -1178,15 +1184,19 @@ class BrowserConnection(Protocol):
 
     def stop(self) -> None:
         """
-        The proxy is stopping: cut the connection (the LogWriter ends what is
-        open as stopped).
+        The proxy is stopping: end what is open as stopped (a tunnel closed by
+        the proxy, an exchange with what it got so far), then cut the
+        connection.
         """
         if self.relay is not None:
-            self.relay.abort(None)
-        else:
-            self._dropUpstream()
-            if not self.gone:
-                self.transport.abortConnection()
+            self.relay.abort(REASON_STOPPED)
+            return
+        exchange = self.exchange
+        if exchange is not None and not exchange.ended:
+            self._endExchange(exchange, failure=REASON_STOPPED, closedBy=PROXY)
+        self._dropUpstream()
+        if not self.gone:
+            self.transport.abortConnection()
 
 
 __all__ = [

@@ -102,8 +102,8 @@ class RelayTests(unittest.SynchronousTestCase):
 
     def test_idle(self) -> None:
         """
-        A relay silent for the idle timeout is closed by the proxy; traffic
-        keeps it open.
+        A relay silent for the idle timeout is closed by the proxy, which
+        says why; traffic keeps it open.
         """
         self.relay.start(self.server)
         self.clock.advance(20)
@@ -113,6 +113,22 @@ class RelayTests(unittest.SynchronousTestCase):
         self.clock.advance(11)
         [result] = self.results
         self.assertEqual(result.closedBy, "proxy")
+        self.assertEqual(result.failure, "idle for 30 s (see --idle-timeout)")
+
+    def test_abortSaysWhy(self) -> None:
+        """
+        The proxy cutting a relay (a stop) ends it once, closed by the proxy
+        with the reason it gave, and both sides go.
+        """
+        aborted: list[str] = []
+        self.client.abortConnection = lambda: aborted.append("client")  # type: ignore[method-assign]
+        self.server.abortConnection = lambda: aborted.append("server")  # type: ignore[method-assign]
+        self.relay.start(self.server)
+        self.relay.abort("the proxy stopped")
+        self.relay.abort("again")
+        [result] = self.results
+        self.assertEqual((result.closedBy, result.failure), ("proxy", "the proxy stopped"))
+        self.assertEqual(sorted(aborted), ["client", "server"])
 
     def test_peerNeverReads(self) -> None:
         """

@@ -78,7 +78,7 @@ class MemoryTests(unittest.SynchronousTestCase):
         [(kind1, n, opened), (kind2, m, ended)] = self.writer.lines
         self.assertEqual((kind1, kind2, n), ("open", "end", m))
         self.assertEqual(opened["server"]["address"], "192.0.2.10")
-        self.assertEqual(ended["_failed"], {"reason": "connecting to x.test:80 timed out"})
+        self.assertEqual(ended["_failed"], {"reason": "connecting to x.test:80 timed out", "status": 504})
         self.assertEqual(ended["response"]["status"], 504)
         self.assertTrue(self.transport.disconnecting)
 

@@ -233,6 +233,8 @@ class PlainHTTPTests(unittest.TestCase):
         entries = yield self.standin.waitEnded(1)
         [(opened, ended)] = entries.values()
         self.assertEqual(ended["_failed"]["reason"], "nowhere.test doesn't resolve")
+        self.assertEqual(ended["_failed"]["status"], 502)
+        self.assertEqual(ended["response"]["status"], 502)
         self.assertIsNone(opened["server"]["address"])
 
     @defer.inlineCallbacks
@@ -247,6 +249,8 @@ class PlainHTTPTests(unittest.TestCase):
         entries = yield self.standin.waitEnded(1)
         [(_, ended)] = entries.values()
         self.assertIn("refused the connection", ended["_failed"]["reason"])
+        self.assertEqual(ended["_failed"]["status"], 502)
+        self.assertEqual(ended["response"]["status"], 502)
 
     @defer.inlineCallbacks
     def test_serverReset(self) -> Any:
@@ -259,6 +263,8 @@ class PlainHTTPTests(unittest.TestCase):
         entries = yield self.standin.waitEnded(1)
         [(_, ended)] = entries.values()
         self.assertIn("before answering", ended["_failed"]["reason"])
+        self.assertEqual(ended["_failed"]["status"], 502)
+        self.assertEqual(ended["response"]["status"], 502)
 
     @defer.inlineCallbacks
     def test_unparsableAnswerRelayed(self) -> Any:
@@ -288,6 +294,8 @@ class PlainHTTPTests(unittest.TestCase):
         entries = yield self.standin.waitEnded(1)
         [(_, ended)] = entries.values()
         self.assertIn("in the middle of a response", ended["_failed"]["reason"])
+        # The answer the browser got was the server's: no status of netlog's.
+        self.assertNotIn("status", ended["_failed"])
         self.assertEqual(ended["bytes"]["down"], len(answer))
         self.assertEqual(ended["response"]["body"]["size"], 5)
 
@@ -329,6 +337,7 @@ class PlainHTTPTests(unittest.TestCase):
         entries = yield fast.waitEnded(1)
         [(_, ended)] = entries.values()
         self.assertIn("--idle-timeout", ended["_failed"]["reason"])
+        self.assertEqual(ended["_failed"]["status"], 504)
         self.assertEqual(ended["response"]["status"], 504)
 
     @defer.inlineCallbacks
@@ -463,6 +472,8 @@ class TunnelTests(unittest.TestCase):
         entries = yield self.standin.waitEnded(1)
         [(_, ended)] = entries.values()
         self.assertEqual(ended["_failed"]["reason"], "nowhere.test doesn't resolve")
+        self.assertEqual(ended["_failed"]["status"], 502)
+        self.assertEqual(ended["response"]["status"], 502)
 
     @defer.inlineCallbacks
     def test_serverClosesTunnel(self) -> Any:
