@@ -20,6 +20,9 @@ from twisted.trial import unittest
 
 from tests.standin.support import Standin, inThread, listenOrigin, rawExchange, tempDirectory
 
+#: How long a client waits for the origin to see a request's head.
+WAIT_FOR_ORIGIN = 10.0
+
 
 def cases(o: str) -> list[tuple[str, bytes, int]]:
     """
@@ -152,7 +155,13 @@ class RefusalTests(unittest.TestCase):
                     f"POST http://{o}/upload HTTP/1.1\r\nHost: {o}\r\n"
                     "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n".encode()
                 )
-                time.sleep(0.3)
+                # The bad chunk must come after the head went up: wait
+                # until the origin has it (bounded), not for a fixed time.
+                deadline = time.monotonic() + WAIT_FOR_ORIGIN
+                while not self.origin.requests:
+                    if time.monotonic() > deadline:
+                        raise AssertionError("the head never reached the origin")
+                    time.sleep(0.01)
                 s.sendall(b"nothex\r\n")
                 data = b""
                 while True:
