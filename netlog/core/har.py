@@ -4,9 +4,11 @@ The HAR 1.2 builder: log lines in, HAR entries out. Pure: no I/O of its own.
 How it streams
 ==============
 
-HAR entries go out in the order their exchanges started (the order of the
-open lines), but an exchange's end line, which carries its answer and bodies,
-comes later, after any number of other lines. Two ways to join them:
+HAR entries go out in the order their exchanges started (each open line's
+C{started}; the open lines come in nearly that order, since a proxy writes
+one once the request has gone upstream), but an exchange's end line, which
+carries its answer and bodies, comes later, after any number of other lines.
+Two ways to join them:
 
  1. One forward pass that holds each open exchange until its end arrives and
     emits entries in order as the oldest completes. Memory is bounded by the
@@ -17,17 +19,18 @@ comes later, after any number of other lines. Two ways to join them:
 
  2. Two passes (chosen): the first reads the log once, parsing only each
     line's head (C{n}, C{type}, C{id}: they lead every line netlog writes, so
-    a regular expression reads them without parsing the JSON), and records
-    where each open line and each end line lies (L{LineIndex}: machine
-    integers in arrays, about 40 bytes an exchange). The second walks the
-    open lines in order and reads each one's end line at its offset. Memory
-    is the largest entry plus the index, whatever stays open; the end lines
-    are read twice, and the second read is almost always still in the page
-    cache.
+    a regular expression reads them without parsing the JSON, and an open
+    line's C{started}, a few fields further on), and records where each open
+    line and each end line lies (L{LineIndex}: machine numbers in arrays,
+    about 48 bytes an exchange). The second walks the open lines in the
+    order they started (L{LineIndex.startOrder}) and reads each one's end
+    line at its offset. Memory is the largest entry plus the index, whatever
+    stays open; the end lines are read twice, and the second read is almost
+    always still in the page cache.
 
 So this module offers L{LineIndex} (fed C{(offset, line)} pairs, or blocks
 of lines, in file order), L{joinEntries} (given the index and a
-C{readAt(offset, length)} function, yields entries in order), L{buildEntry}
+C{readAt(offset, length)} function, yields entries in start order), L{buildEntry}
 (one open line and its end line, parsed, to one HAR entry) and
 L{harHead}/L{harTail} (the bytes around the entries). The shell (L{netlog.har.export}) owns the file.
 
@@ -44,6 +47,7 @@ import binascii
 import hashlib
 import ipaddress
 import json
+import math
 import re
 from array import array
 from bisect import bisect_left
@@ -69,6 +73,16 @@ HAR_VERSION = "1.2"
 UNKNOWN_MIME_TYPE = "x-unknown"
 
 _HEAD = re.compile(rb'\{"n":(\d{1,18}),"type":"(open|end)","id":(\d{1,18})[,}]')
+#: An open line's top-level C{started}, matched from the comma after the
+#: head: the fields before it must be top-level scalars (as netlog writes
+#: them: C{open_from}, C{time}, C{proxy}, C{kind}), so that a C{started}
+#: inside an object is never taken for it. Anything else is parsed.
+_STARTED = re.compile(
+    rb'(?:,"(?!started")[^"\\]*":(?:"[^"\\]*"|[-+.0-9eE]+|null|true|false))*'
+    rb',"started":(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)[,}]'
+)
+#: How far into an open line C{started} is looked for before parsing it.
+_STARTED_WINDOW = 512
 
 #: Entries are trees built here, never cyclic: no need to check.
 _entryEncoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
@@ -80,8 +94,8 @@ _entryEncoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allo
 class LineIndex:
     """
     Where each open line and each end line lies in the log, by byte offset,
-    from one pass over its lines. Also counts the lines that can't be used
-    (see the module's docstring).
+    and when each exchange started, from one pass over its lines. Also
+    counts the lines that can't be used (see the module's docstring).
     """
 
     def __init__(self) -> None:
@@ -90,6 +104,12 @@ class LineIndex:
         self.openLengths = array("q")
         #: the id of each open line, in file order
         self.openIds = array("q")
+        #: when each open line's exchange started, in file order: its
+        #: C{started} (else its C{time}, as its entry shows it; else the one
+        #: before's, so that it keeps its place)
+        self.openStarts = array("d")
+        self._latestStart = -math.inf
+        self._disordered = False
         # end lines by id: dense ids (the usual case: ids are line numbers)
         # in arrays indexed by id - base, the rest in a dict.
         self._base: int | None = None
@@ -115,8 +135,11 @@ class LineIndex:
             self.unreadable += 1
             return
         m = _HEAD.match(line)
+        started: float | None = None
         if m is not None:
             n, isOpen, exchangeId = int(m.group(1)), m.group(2) == b"open", int(m.group(3))
+            if isOpen:
+                started = self._startedIn(line, 0, len(line), m.end() - 1)
         else:
             try:
                 record = json.loads(line)
@@ -127,7 +150,23 @@ class LineIndex:
             except (ValueError, TypeError, KeyError, RecursionError):
                 self.unreadable += 1
                 return
-        self._take(offset, len(line), n, isOpen, exchangeId)
+            if isOpen:
+                started = _startOf(record)
+        self._take(offset, len(line), n, isOpen, exchangeId, started)
+
+    @staticmethod
+    def _startedIn(data: bytes, start: int, end: int, after: int) -> float | None:
+        """
+        The C{started} of the open line at C{data[start:end]}, whose head
+        ends at C{after}: read in place for a line as netlog writes it, else
+        from the parsed line.
+        """
+        found = _STARTED.match(data, after, min(end, start + _STARTED_WINDOW))
+        if found is not None:
+            value = float(found.group(1))
+            if value == value:  # not a NaN
+                return value
+        return _startOf(_parse(data[start:end]))
 
     def addLines(self, offset: int, data: bytes) -> int:
         """
@@ -138,6 +177,7 @@ class LineIndex:
         """
         find = data.find
         match = _HEAD.match
+        started = _STARTED.match
         take = self._take
         start = 0
         lines = 0
@@ -150,7 +190,12 @@ class LineIndex:
             if m is not None:
                 lines += 1
                 n, kind, exchangeId = m.groups()
-                take(offset + start, end - start, int(n), kind == b"open", int(exchangeId))
+                if kind == b"open":
+                    s = started(data, m.end() - 1, min(end, start + _STARTED_WINDOW))
+                    take(offset + start, end - start, int(n), True, int(exchangeId),
+                         float(s.group(1)) if s is not None else self._startedIn(data, start, end, m.end() - 1))
+                else:
+                    take(offset + start, end - start, int(n), False, int(exchangeId), None)
             else:
                 # the rare line whose head isn't as netlog writes it
                 self.add(offset + start, data[start:end])
@@ -158,7 +203,7 @@ class LineIndex:
         self.lines += lines
         return start
 
-    def _take(self, offset: int, length: int, n: int, isOpen: bool, exchangeId: int) -> None:
+    def _take(self, offset: int, length: int, n: int, isOpen: bool, exchangeId: int, started: float | None) -> None:
         openIds = self.openIds
         if isOpen:
             # numbers only grow in a log; an open that doesn't follow the
@@ -171,6 +216,14 @@ class LineIndex:
             self.openOffsets.append(offset)
             self.openLengths.append(length)
             openIds.append(exchangeId)
+            if started is None or started != started:
+                # no time to place it by: it keeps its place after the one before
+                started = self.openStarts[-1] if self.openStarts else -math.inf
+            self.openStarts.append(started)
+            if started < self._latestStart:
+                self._disordered = True
+            else:
+                self._latestStart = started
             opened = self._opened
             gap = exchangeId - self._base - len(opened)
             if gap <= len(opened) + 65536:
@@ -230,9 +283,68 @@ class LineIndex:
     def __len__(self) -> int:
         return len(self.openIds)
 
+    def startOrder(self) -> Iterator[int]:
+        """
+        The positions of the open lines (indexes into L{openIds} and its
+        peers) in the order their exchanges started: sorted by
+        L{openStarts}, stably (a tie keeps the log's order).
+
+        Open lines come nearly in that order, so this moves only what must
+        move: a position before which every start is no later and after
+        which none is earlier stays where it is, and each run of positions
+        between two such is sorted on its own. Memory: what those runs hold
+        (nothing when the log is in order).
+        """
+        starts = self.openStarts
+        count = len(starts)
+        if not self._disordered:
+            return iter(range(count))
+        return self._reordered(starts, count)
+
+    @staticmethod
+    def _reordered(starts: array, count: int) -> Iterator[int]:
+        # the earliest start from each position on: a position stays when
+        # its start is no later than any after it and no earlier than any
+        # before it
+        earliestAfter = array("d", starts)
+        for i in range(count - 2, -1, -1):
+            if earliestAfter[i + 1] < earliestAfter[i]:
+                earliestAfter[i] = earliestAfter[i + 1]
+        latest = -math.inf
+        runStart = -1
+        for i in range(count):
+            start = starts[i]
+            stays = start >= latest and start == earliestAfter[i]
+            if start > latest:
+                latest = start
+            if stays:
+                if runStart >= 0:
+                    yield from sorted(range(runStart, i), key=starts.__getitem__)
+                    runStart = -1
+                yield i
+            elif runStart < 0:
+                runStart = i
+        if runStart >= 0:
+            yield from sorted(range(runStart, count), key=starts.__getitem__)
+
 
 def _isInt(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _startOf(record: dict[str, Any] | None) -> float | None:
+    """
+    When a parsed open line's exchange started, as L{buildEntry} shows it
+    (its C{started}, else its C{time}), or L{None}.
+    """
+    if record is None:
+        return None
+    started = _num(record.get("started"))
+    if started is None:
+        started = _num(record.get("time"))
+    if started is None or started != started:
+        return None
+    return started
 
 
 #: What C{json.loads} calls for its object, called directly for lines netlog wrote.
@@ -279,7 +391,11 @@ def joinEntries(
     """
     stats = stats if stats is not None else JoinStats()
     extraEnds = index.extraEnds
-    for exchangeId, openOffset, openLength in zip(index.openIds, index.openOffsets, index.openLengths):
+    openIds, openOffsets, openLengths = index.openIds, index.openOffsets, index.openLengths
+    for i in index.startOrder():
+        exchangeId = openIds[i]
+        openOffset = openOffsets[i]
+        openLength = openLengths[i]
         end = index.endOf(exchangeId)
         if end is None:
             ends: tuple[tuple[int, int], ...] = ()
@@ -919,12 +1035,18 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
         "request": harRequest,
     }
 
-    answer = ended.get("response") if ended is not None else None
+    failed = ended.get("_failed") if ended is not None else None
+    refused = ended.get("_refused") if ended is not None else None
+    isFailed = isinstance(failed, dict) or bool(failed)
+    isRefused = isinstance(refused, dict) or bool(refused)
+    # netlog's own answer (a refusal's 403, a failure's 502 or 504, which
+    # then has its status in _failed) is logged as the response the browser
+    # got, but no answer came from the server: the entry has none
+    selfAnswered = isRefused or (isinstance(failed, dict) and "status" in failed)
+    answer = ended.get("response") if ended is not None and not selfAnswered else None
     if isinstance(answer, dict) and ended is not None:
         entry["response"] = _response(answer, url, ended)
-    elif isTunnel and ended is not None and method == "CONNECT" and not (
-        ended.get("_failed") or ended.get("_refused")
-    ):
+    elif isTunnel and ended is not None and method == "CONNECT" and not (isFailed or isRefused):
         entry["response"] = {
             "status": 200,
             "statusText": "Connection established",
@@ -951,12 +1073,12 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
     if ended is None:
         entry["_open"] = True
     else:
-        failed = ended.get("_failed")
         if isinstance(failed, dict):
             entry["_failed"] = {"reason": str(failed.get("reason", ""))}
+            if "status" in failed:
+                entry["_failed"]["status"] = _int(failed["status"])
         elif failed:
             entry["_failed"] = {"reason": str(failed)}
-        refused = ended.get("_refused")
         if isinstance(refused, dict):
             entry["_refused"] = {"reason": str(refused.get("reason", "")), "status": _int(refused.get("status"))}
         elif refused:

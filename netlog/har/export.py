@@ -64,10 +64,16 @@ def indexLog(fd: int, size: int, progress: Progress | None = None) -> LineIndex:
 class _Reader:
     """
     C{readAt} for the second pass, reading the log in blocks rather than a
-    line at a time: reading an open line loads the block from it through the
-    last open line that fits in C{READ_SIZE} (so a block never holds more
-    than the log's next stretch), and lines within the block, most end
-    lines among them, come from memory. Lines outside it are read alone.
+    line at a time: reading an open line past the current block loads the
+    block from it through the last open line that fits in C{READ_SIZE} (so
+    a block never holds more than the log's next stretch), and lines within
+    the block, most end lines among them, come from memory. Lines outside
+    it are read alone, an open line before the block among them: the second
+    pass goes in the order exchanges started, which is the log's order but
+    for an open line written a little late, and such a line is read alone
+    rather than moving the block back over what was just read. Whatever the
+    order, each read returns the log's bytes there; the order only decides
+    how often the log is read.
     """
 
     def __init__(self, fd: int, index: LineIndex) -> None:
@@ -82,6 +88,10 @@ class _Reader:
         if self._start <= offset and offset + length <= self._end:
             start = offset - self._start
             return self._block[start : start + length]
+        if offset < self._end:
+            # behind the block's end: a line written before the block's
+            # first, or one running past its end
+            return os.pread(self._fd, length, offset)
         offsets = self._offsets
         i = bisect_left(offsets, offset)
         if i < len(offsets) and offsets[i] == offset:
@@ -101,7 +111,7 @@ class _Reader:
 def writeHar(logPath: str, out: BinaryIO, progress: Progress | None = None) -> ExportResult:
     """
     Write the HAR of the log at C{logPath} to C{out} (binary, UTF-8 JSON, no
-    BOM). Memory: the largest entry, plus about 40 bytes per exchange for the
+    BOM). Memory: the largest entry, plus about 48 bytes per exchange for the
     index (see L{netlog.core.har}).
     """
     fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))

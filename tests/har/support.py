@@ -119,6 +119,54 @@ class Log:
         self.lines.append(encodeLine(n, "end", exchangeId, 1, ended, fields))
         return n
 
+    def netlogAnswer(
+        self,
+        exchangeId: int,
+        status: int,
+        mark: dict[str, Any],
+        ended: float = T0 + 1,
+        **extra: Any,
+    ) -> int:
+        """
+        An end line for an exchange netlog answered itself, as the proxies
+        write it: its own answer (a plain-text page saying why, as the
+        browser got it) as C{response}, no byte from the server
+        (C{times.first_byte} C{null}), and C{mark} (C{_refused} or
+        C{_failed}, with the status inside).
+        """
+        reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 504: "Gateway Timeout"}[status]
+        why = next(iter(mark.values()))["reason"]
+        page = f"netlog: {why}\n".encode()
+        fields: dict[str, Any] = {
+            "times": {"connected": None, "sent": None, "first_byte": None, "end": ended},
+            "bytes": {"up": 100, "down": 120 + len(page)},
+            **mark,
+            **extra,
+        }
+        return self.end(
+            exchangeId,
+            status=status,
+            reason=reason,
+            headers=[("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(page))), ("Connection", "close")],
+            body=page,
+            ended=ended,
+            **fields,
+        )
+
+    def refuse(self, exchangeId: int, reason: str, status: int = 403, **extra: Any) -> int:
+        """
+        A refusal's end line, as the proxies write it (see L{netlogAnswer}).
+        """
+        return self.netlogAnswer(exchangeId, status, {"_refused": {"reason": reason, "status": status}}, **extra)
+
+    def fail(self, exchangeId: int, reason: str, status: int = 502, **extra: Any) -> int:
+        """
+        A failure's end line where netlog answered the browser itself (the
+        server's answer never began), as the proxies write it (see
+        L{netlogAnswer}).
+        """
+        return self.netlogAnswer(exchangeId, status, {"_failed": {"reason": reason, "status": status}}, **extra)
+
     def raw(self, line: bytes) -> None:
         """
         A line as given (to make cut or foreign lines); it takes a number.

@@ -347,12 +347,131 @@ class UrlTests(HarTestCase):
         log = Log()
         for method, url, _ in cases:
             n = log.open(method=method, url=url, server={"host": "blocked.test", "port": 443, "address": None})
-            log.end(n, status=None, _refused={"reason": "not a site", "status": 403})
+            log.refuse(n, "not a site")
         entries, _ = self.exportLog(log)
         self.assertEqual([e["request"]["url"] for e in entries], [c[2] for c in cases])
         for entry in entries:
             self.assertEqual(entry["_refused"], {"reason": "not a site", "status": 403})
             self.assertEqual(entry["response"]["status"], -1)
+
+
+#: The response of an entry that got no answer, whole (as Playwright writes it).
+NO_ANSWER = {
+    "status": -1,
+    "statusText": "",
+    "httpVersion": "",
+    "cookies": [],
+    "headers": [],
+    "content": {"size": 0, "mimeType": "x-unknown"},
+    "redirectURL": "",
+    "headersSize": -1,
+    "bodySize": -1,
+}
+
+
+class NoAnswerTests(HarTestCase):
+    """
+    Netlog's own answer to a refusal or failure is the answer the browser
+    got, logged as the end line's response; in the HAR the entry got no
+    answer.
+    """
+
+    def test_refused(self) -> None:
+        """
+        A refusal (a request or a CONNECT, whatever status netlog answered)
+        has the no-answer response with status -1, and netlog's status in
+        _refused; nothing of netlog's page shows.
+        """
+        log = Log()
+        cases = [
+            ("GET", "http://blocked.test/", "exchange", 403),
+            ("POST", "http://live.test/upload", "exchange", 400),
+            ("CONNECT", "https://live.test:25/", "tunnel", 403),
+        ]
+        for method, url, kind, status in cases:
+            n = log.open(method=method, url=url, kind=kind, server={"host": "x.test", "port": 443, "address": None})
+            log.refuse(n, "not allowed", status=status)
+        entries, _ = self.exportLog(log)
+        for entry, (_, _, _, status) in zip(entries, cases):
+            self.assertEqual(entry["response"], NO_ANSWER)
+            self.assertEqual(entry["_refused"], {"reason": "not allowed", "status": status})
+            self.assertNotIn("_failed", entry)
+        self.assertEqual(entries[2]["request"]["url"], "https://live.test:25/")
+        self.assertIn("_tunnel", entries[2])
+
+    def test_failedNetlogAnswered(self) -> None:
+        """
+        A failure netlog answered itself (its _failed has the status: a 502
+        or a 504) has the no-answer response, and the status in _failed.
+        """
+        log = Log()
+        for status in (502, 504):
+            n = log.open(url=f"https://shop.test/{status}")
+            log.fail(n, "the server took too long" if status == 504 else "the connection was refused", status=status)
+        n = log.open(method="CONNECT", url="https://live.test:443/", kind="tunnel")
+        log.fail(n, "live.test does not resolve", closed_by="proxy")
+        entries, _ = self.exportLog(log)
+        self.assertEqual([e["response"] for e in entries], [NO_ANSWER] * 3)
+        self.assertEqual(
+            [e["_failed"] for e in entries],
+            [
+                {"reason": "the connection was refused", "status": 502},
+                {"reason": "the server took too long", "status": 504},
+                {"reason": "live.test does not resolve", "status": 502},
+            ],
+        )
+
+    def test_failedWithoutAnswer(self) -> None:
+        """
+        A failure whose line has a status but no response at all still gets
+        status -1 and the status in _failed; one with neither (a proxy that
+        restarted) gets status -1 and the reason alone.
+        """
+        log = Log()
+        a = log.open()
+        log.end(a, status=None, _failed={"reason": "the browser went away", "status": 502})
+        b = log.open()
+        log.end(b, status=None, _failed={"reason": "the proxy restarted"})
+        entries, _ = self.exportLog(log)
+        self.assertEqual([e["response"] for e in entries], [NO_ANSWER] * 2)
+        self.assertEqual(entries[0]["_failed"], {"reason": "the browser went away", "status": 502})
+        self.assertEqual(entries[1]["_failed"], {"reason": "the proxy restarted"})
+
+    def test_failedAfterTheAnswerBegan(self) -> None:
+        """
+        A failure after the server's answer began (its _failed has no
+        status) keeps that answer: status, headers and what of the body came.
+        """
+        log = Log()
+        n = log.open()
+        log.end(
+            n,
+            status=200,
+            headers=[("Content-Type", "text/plain"), ("Content-Length", "100")],
+            body=b"the first part",
+            _failed={"reason": "the server reset the connection"},
+        )
+        entries, _ = self.exportLog(log)
+        response = entries[0]["response"]
+        self.assertEqual((response["status"], response["statusText"]), (200, "OK"))
+        self.assertEqual(response["content"]["text"], "the first part")
+        self.assertEqual(entries[0]["_failed"], {"reason": "the server reset the connection"})
+
+    def test_oddMarks(self) -> None:
+        """
+        A _failed status that isn't an int is -1; a _refused that isn't an
+        object still counts as a refusal.
+        """
+        log = Log()
+        a = log.open()
+        log.netlogAnswer(a, 502, {"_failed": {"reason": "x", "status": "502"}})
+        b = log.open()
+        log.netlogAnswer(b, 403, {"_refused": {"reason": "y"}})
+        log.lines[-1] = log.lines[-1].replace(b'"_refused":{"reason":"y"}', b'"_refused":"y"')
+        entries, _ = self.exportLog(log)
+        self.assertEqual([e["response"] for e in entries], [NO_ANSWER] * 2)
+        self.assertEqual(entries[0]["_failed"], {"reason": "x", "status": -1})
+        self.assertEqual(entries[1]["_refused"], {"reason": "y", "status": -1})
 
 
 class TimingTests(HarTestCase):
@@ -369,14 +488,14 @@ class TimingTests(HarTestCase):
         a = log.open(started=T0)
         log.end(a, times={"connected": T0 + 0.010, "sent": T0 + 0.012, "first_byte": T0 + 0.112, "end": T0 + 0.2})
         b = log.open(started=T0)
-        log.end(b, status=None, _failed={"reason": "connection refused"}, times={"connected": None, "sent": None, "first_byte": None, "end": T0 + 0.003})
+        log.fail(b, "connection refused", times={"connected": None, "sent": None, "first_byte": None, "end": T0 + 0.003})
         c = log.open(started=T0 + 5)
         log.end(c, times={"connected": None, "sent": T0 + 5.5, "first_byte": T0 + 5.25, "end": T0 + 6})
         entries, _ = self.exportLog(log)
         self.assertEqual(entries[0]["timings"], {"blocked": -1, "dns": -1, "connect": 10, "send": 2, "wait": 100, "receive": 88, "ssl": -1})
         self.assertEqual(entries[0]["time"], 200)
         self.assertEqual(entries[1]["timings"], {"blocked": -1, "dns": -1, "connect": -1, "send": 0, "wait": 0, "receive": 3, "ssl": -1})
-        self.assertEqual(entries[1]["_failed"], {"reason": "connection refused"})
+        self.assertEqual(entries[1]["_failed"], {"reason": "connection refused", "status": 502})
         # a first byte before the request had gone up whole (an early answer)
         self.assertEqual(entries[2]["timings"]["send"], 500)
         self.assertEqual(entries[2]["timings"]["wait"], 0)

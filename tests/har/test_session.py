@@ -79,7 +79,8 @@ def sessionLog() -> Log:
         ended=T0 + 3,
         times={"connected": None, "sent": T0 + 2.1, "first_byte": T0 + 2.4, "end": T0 + 3},
     )
-    # 4. the page the redirect leads to
+    # 4. the page the redirect leads to: it started before the save, but its
+    #    open line comes after the save's (its connection took longer)
     account = log.open(url="https://shop.test/account?welcome=1", headers=NAV_HEADERS[:2], started=T0 + 3.1)
     log.end(account, headers=[("Content-Type", "text/html")], body=b"<h1>Welcome</h1>", ended=T0 + 3.5)
     item = {"name": "Crème brûlée", "qty": 2, "tags": ["dessert"]}
@@ -138,7 +139,7 @@ def sessionLog() -> Log:
     )
     # 10. a host that doesn't resolve
     failed = log.open(url="http://nowhere.test/x", started=T0 + 12, server={"host": "nowhere.test", "port": 80, "address": None})
-    log.end(failed, status=None, _failed={"reason": "nowhere.test does not resolve"}, ended=T0 + 12.3, times={"connected": None, "sent": None, "first_byte": None, "end": T0 + 12.3})
+    log.fail(failed, "nowhere.test does not resolve", ended=T0 + 12.3)
     # 11. refusals: a CONNECT to a bare host, a plain request to one
     for method, url in (("CONNECT", "blocked.test"), ("GET", "blocked.test")):
         refused = log.open(
@@ -147,7 +148,7 @@ def sessionLog() -> Log:
             started=T0 + 13,
             server={"host": "blocked.test", "port": 443 if method == "CONNECT" else 80, "address": None},
         )
-        log.end(refused, status=None, _refused={"reason": "blocked.test is not a site", "status": 403}, ended=T0 + 13)
+        log.refuse(refused, "blocked.test is not a site", ended=T0 + 13)
     log.end(
         ws,
         status=101,
@@ -207,16 +208,17 @@ class SessionTests(SynchronousTestCase):
 
     def test_order(self) -> None:
         """
-        Entries come in the order the exchanges started (open lines), not the
-        order they ended.
+        Entries come in the order the exchanges started (their started), not
+        the order of their open lines nor the order they ended; so
+        startedDateTime never goes backwards.
         """
         self.assertEqual(
             [(e["request"]["method"], e["request"]["url"]) for e in self.entries],
             [
                 ("GET", "https://shop.test/search?q=caf%C3%A9+cr%C3%A8me&page=2&empty="),
                 ("POST", "https://shop.test/login"),
-                ("POST", "https://shop.test/api/items"),
                 ("GET", "https://shop.test/account?welcome=1"),
+                ("POST", "https://shop.test/api/items"),
                 ("POST", "https://shop.test/upload"),
                 ("GET", "https://shop.test/img/cat.png"),
                 ("GET", "https://shop.test/app.js"),
@@ -228,7 +230,9 @@ class SessionTests(SynchronousTestCase):
                 ("GET", "https://shop.test/slow"),
             ],
         )
-        self.assertEqual([e["startedDateTime"] for e in self.entries][:2], ["2026-01-01T00:00:00.000Z", "2026-01-01T00:00:02.000Z"])
+        started = [e["startedDateTime"] for e in self.entries]
+        self.assertEqual(started[:4], ["2026-01-01T00:00:00.000Z", "2026-01-01T00:00:02.000Z", "2026-01-01T00:00:03.100Z", "2026-01-01T00:00:04.000Z"])
+        self.assertEqual(started, sorted(started))
 
     def test_pageRequest(self) -> None:
         """
@@ -316,7 +320,7 @@ class SessionTests(SynchronousTestCase):
         A JSON body is text; a gzipped JSON answer is decoded, its size the
         decoded size and compression what gzip saved.
         """
-        entry = self.entries[2]
+        entry = self.entries[3]
         self.assertEqual(json.loads(entry["request"]["postData"]["text"]), {"name": "Crème brûlée", "qty": 2, "tags": ["dessert"]})
         content = entry["response"]["content"]
         self.assertEqual(json.loads(content["text"]), {"id": 7, "name": "Crème brûlée", "saved": True})
@@ -374,14 +378,18 @@ class SessionTests(SynchronousTestCase):
     def test_noAnswer(self) -> None:
         """
         Failed, refused and open entries keep a response with status -1 and
-        are marked with the reason; a refused bare host becomes a URL; an
-        address never connected to is left out.
+        are marked with the reason (netlog's own 502 and 403, which the log
+        keeps as the answer the browser got, go in _failed and _refused); a
+        refused bare host becomes a URL; an address never connected to is
+        left out.
         """
         failed, refusedConnect, refusedGet, still = self.entries[9:13]
         for entry in (failed, refusedConnect, refusedGet, still):
             self.assertEqual(entry["response"]["status"], -1)
             self.assertEqual(entry["response"]["content"], {"size": 0, "mimeType": "x-unknown"})
-        self.assertEqual(failed["_failed"], {"reason": "nowhere.test does not resolve"})
+        for entry in (failed, refusedConnect, refusedGet, still):
+            self.assertEqual((entry["response"]["headers"], entry["response"]["cookies"]), ([], []))
+        self.assertEqual(failed["_failed"], {"reason": "nowhere.test does not resolve", "status": 502})
         self.assertNotIn("serverIPAddress", failed)
         self.assertEqual(refusedConnect["_refused"], {"reason": "blocked.test is not a site", "status": 403})
         self.assertEqual(refusedConnect["request"]["url"], "https://blocked.test:443/")
@@ -404,7 +412,7 @@ class SessionTests(SynchronousTestCase):
         self.assertFalse(seen["is_playwright"])
         events = seen["events"]
         self.assertEqual(len(events), len(self.entries))
-        page, signIn, save, account, upload, image, script = events[:7]
+        page, signIn, account, save, upload, image, script = events[:7]
         self.assertTrue(page["is_navigation"])
         self.assertEqual(page["status"], 200)
         self.assertEqual(page["response_cookies"], {"seen": "1", "pref": "café"})

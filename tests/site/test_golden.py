@@ -298,6 +298,7 @@ hosts = ["*.live.test"]
         self.assertEqual(byUrl[f"http://www.live.test:{livePort}/page"]["response"]["content"]["text"], "live")
         self.assertIn("doesn't resolve", byUrl["https://nowhere.live.test/"]["_failed"]["reason"])
         self.assertEqual(byUrl["https://blocked.example/"]["_refused"]["status"], 403)
+        self.assertEqual(byUrl["https://blocked.example/"]["response"]["status"], -1)
         self.assertNotIn("_open", byUrl["http://slow.test/wait"])
 
         self.assertEqual(validate(raw), [])
