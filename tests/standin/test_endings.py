@@ -2,11 +2,13 @@
 How the stand-in ends what it cuts itself, and what C{_failed} says: a clean
 stop ends open tunnels and exchanges with C{"the proxy stopped"}, an idle
 tunnel says it was idle, and C{_failed.status} is there exactly when netlog
-answered the browser itself. Real C{twistd} processes, real loopback sockets.
+answered the browser itself. Also that upstream connections don't flood
+twistd's log. Real C{twistd} processes, real loopback sockets.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import time
@@ -199,3 +201,33 @@ class EndingTests(unittest.TestCase):
         self.assertEqual(ended["_failed"]["status"], 502)
         self.assertEqual(ended["response"]["status"], 502)
         self.assertEqual(ended["closed_by"], "proxy")
+
+    @defer.inlineCallbacks
+    def test_upstreamConnectionsQuiet(self) -> Any:
+        """
+        Upstream connections (plain HTTP and tunnels) add no "Starting
+        factory" / "Stopping factory" lines to twistd's log: only the
+        listener's own factory says it started.
+        """
+        def go() -> None:
+            for _ in range(3):
+                with socket.create_connection(("127.0.0.1", self.standin.port), timeout=10) as s:
+                    s.sendall(f"GET http://{self.o}/hello HTTP/1.1\r\nHost: {self.o}\r\n"
+                              "Connection: close\r\n\r\n".encode())
+                    _readAll(s)
+                s, head = connectTunnel(self.standin.port, self.o)
+                with s:
+                    s.sendall(f"GET /hello HTTP/1.1\r\nHost: {self.o}\r\nConnection: close\r\n\r\n".encode())
+                    _readAll(s)
+
+        yield inThread(go)
+        yield self.standin.waitEnded(6)
+        self.standin.stop()
+        with open(os.path.join(self.standin.directory, "twistd.log"), errors="replace") as f:
+            log = f.read()
+        self.assertIn("StandinFactory", log)
+        starting = [line for line in log.splitlines() if "Starting factory" in line]
+        stopping = [line for line in log.splitlines() if "Stopping factory" in line]
+        self.assertEqual(len(starting), 1, log)
+        self.assertEqual(len(stopping), 1, log)
+        self.assertIn("StandinFactory", starting[0])
