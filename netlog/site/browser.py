@@ -29,10 +29,11 @@ from netlog.core.http1 import (
     serializeHead,
 )
 from netlog.net.connect import describeFailure
-from netlog.net.relay import Gate, Relay, RelayResult, RelayServerProtocol
+from netlog.net.relay import CLIENT, Gate, Relay, RelayResult, RelayServerProtocol
 from netlog.site.config import DEFAULT_PORTS, Site
 from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1, requestFields
 from netlog.site.tls import HostTLS
+from netlog.standin.proxy import DEFAULT_HEADER_TIMEOUT
 
 if TYPE_CHECKING:
     from netlog.site.proxy import SiteProxy
@@ -46,6 +47,14 @@ DECRYPTED = "decrypted"
 
 #: Seconds a browser connection may sit idle between requests.
 BROWSER_IDLE_TIMEOUT = 120.0
+#: The status a browser gets when its request head isn't whole in time.
+REQUEST_TIMEOUT = 408
+#: The status a browser gets when the server went silent before answering.
+GATEWAY_TIMEOUT = 504
+#: The most of a refused request line read back for its log entry.
+MAX_REQUEST_LINE = 8192
+#: The most of a request's unread bytes kept to log it if it is refused.
+MAX_UNREAD_KEPT = 2 * MAX_REQUEST_LINE
 
 # Why the browser's connection is not being read.
 CONNECTING = "connecting"
@@ -53,7 +62,7 @@ BUSY = "busy"
 
 _REASONS = {
     200: b"OK", 308: b"Permanent Redirect", 400: b"Bad Request", 403: b"Forbidden",
-    404: b"Not Found", 414: b"URI Too Long", 431: b"Request Header Fields Too Large",
+    404: b"Not Found", 408: b"Request Timeout", 414: b"URI Too Long", 431: b"Request Header Fields Too Large",
     501: b"Not Implemented", 502: b"Bad Gateway", 504: b"Gateway Timeout",
     505: b"HTTP Version Not Supported",
 }
@@ -73,6 +82,61 @@ def noDelay(transport: Any) -> None:
                 pass
             return
         transport = getattr(transport, "transport", None)
+
+
+def readRequestLine(buffered: bytes, scheme: str, hostAuthority: str = "") -> dict[str, Any]:
+    """
+    What can be read of a request the strict reader refused (or that never
+    came whole): its request line's method, target and version, and its
+    host, for the log entry. The stand-in's twin is
+    C{netlog.standin.proxy.BrowserConnection._refusedByReader} (to be merged).
+
+    @param scheme: the scheme of an origin-form target (C{https} once
+        decrypted or on the HTTPS route).
+    @param hostAuthority: the authority when the request names none (the
+        decrypted CONNECT's); the C{Host} field is read first.
+    @return: C{method}, C{url}, C{version} (each L{None} when unreadable),
+        C{host}, C{port}, C{kind}.
+    """
+    lines = buffered[:MAX_REQUEST_LINE * 2].split(b"\n")
+    line = lines[0].rstrip(b"\r")[:MAX_REQUEST_LINE]
+    parts = line.split(b" ")
+    method = latin1(parts[0]) if parts and parts[0] else None
+    target = latin1(parts[1]) if len(parts) > 1 and parts[1] else None
+    version = latin1(parts[2]) if len(parts) > 2 and parts[2] else None
+    host: str | None = None
+    port: int | None = None
+    url = target
+    hostField = None
+    for raw in lines[1:]:
+        name, colon, value = raw.rstrip(b"\r").partition(b":")
+        if colon and name.strip().lower() == b"host":
+            hostField = latin1(value.strip())
+            break
+    def split(hostPort: str, default: int | None) -> tuple[str, int | None]:
+        if hostPort.startswith("["):
+            bare, _, rest = hostPort[1:].partition("]")
+            portText = rest[1:] if rest.startswith(":") else ""
+        else:
+            bare, _, portText = hostPort.partition(":")
+        try:
+            return bare, int(portText) if portText else default
+        except ValueError:
+            return bare, default
+    if method == "CONNECT" and target:
+        host, port = split(target, 443)
+        url = f"https://{target}/"
+    elif target and "://" in target:
+        targetScheme, rest = target.split("://", 1)
+        hostPort = rest.split("/", 1)[0].split("?", 1)[0]
+        host, port = split(hostPort, DEFAULT_PORTS.get(targetScheme.lower()))
+    elif target is not None:
+        named = hostField or hostAuthority
+        if named:
+            host, port = split(named, DEFAULT_PORTS.get(scheme))
+            url = f"{scheme}://{named}{target}"
+    return {"method": method, "url": url, "version": version, "host": host, "port": port,
+            "kind": "tunnel" if method == "CONNECT" else "exchange"}
 
 
 def authority(host: str, port: int, scheme: str) -> str:
@@ -106,6 +170,11 @@ class BrowserConnection(Protocol):
         self._idleCall: Any = None
         self._partialStart = 0.0
         self._lastActive = 0.0
+        #: When the request head being read began (L{None} between heads or
+        #: while an exchange runs): it must be whole within the header timeout.
+        self.headStarted: float | None = None
+        self._unread = b""
+        self._refusedBytes = b""
 
     # -- connection ---------------------------------------------------------------
 
@@ -123,27 +192,52 @@ class BrowserConnection(Protocol):
         )
         self.proxy.connections.add(self)
         self._lastActive = self.reactor.seconds()
-        self._scheduleIdle()
+        self._arm()
 
     def dataReceived(self, data: bytes) -> None:
         if self.rawPeer is not None:
+            self._lastActive = self.reactor.seconds()
             self.rawPeer.browserRaw(data)
             return
         if self.closing:
             return
         now = self.reactor.seconds()
         self._lastActive = now
+        if self.headStarted is None and self.exchange is None and self.reader.idle and not self.queue:
+            self.headStarted = now
+            self._arm()
         # An exchange starts with its request's first byte: the first head
         # read from this data started when the reader last had nothing.
         startedAt = now if self.reader.idle else self._partialStart
-        for event in self.reader.feed(data):
+        unread = self._unread + data if self._unread else data
+        self._take(self.reader.feed(data), unread, startedAt, now)
+        self.pump()
+
+    def _take(self, events: list[Event], unread: bytes, startedAt: float, now: float) -> None:
+        """
+        Queue what the reader read. Meanwhile follow the bytes it holds
+        unread (C{unread}: those it held, then those just fed), as far as
+        L{MAX_UNREAD_KEPT}: a request it refuses is logged with what it
+        began with (the reader drops them).
+        """
+        offset = 0
+        for event in events:
             if isinstance(event, RequestHead):
+                while unread.startswith(b"\r\n", offset):
+                    offset += 2
+                offset += len(event.raw)
                 self.queue.append((event, startedAt))
                 startedAt = now
             else:
+                if isinstance(event, Refused):
+                    while unread.startswith(b"\r\n", offset):
+                        offset += 2
+                    self._refusedBytes = unread[offset:offset + MAX_UNREAD_KEPT]
+                else:
+                    offset += len(getattr(event, "raw", b""))
                 self.queue.append((event, now))
+        self._unread = b"" if self.reader.idle else unread[offset:offset + MAX_UNREAD_KEPT]
         self._partialStart = startedAt
-        self.pump()
 
     def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
         self.gone = True
@@ -154,13 +248,45 @@ class BrowserConnection(Protocol):
         elif self.exchange is not None:
             self.exchange.browserLost(reason)
 
-    def _scheduleIdle(self, delay: float = BROWSER_IDLE_TIMEOUT) -> None:
+    def touch(self) -> None:
         """
-        Arm the one idle timer this connection has (activity only moves
-        C{_lastActive}; the timer looks at it when it fires).
+        Something passed on this connection (the server's side counts too):
+        the idle timeout starts again.
         """
-        if not self.gone:
+        self._lastActive = self.reactor.seconds()
+
+    def _deadline(self) -> float | None:
+        """
+        When this connection's timer should act: a head begun must be whole
+        within the header timeout; an exchange (or a raw relay of one) may be
+        silent for the idle timeout; a connection between requests for
+        L{BROWSER_IDLE_TIMEOUT}. A live host's tunnel keeps its own timer
+        (its L{Relay}'s).
+        """
+        if isinstance(self.rawPeer, LiveTunnel):
+            return None
+        if self.exchange is None and self.rawPeer is None and self.headStarted is not None:
+            return self.headStarted + self.proxy.headerTimeout
+        if self.exchange is not None or self.rawPeer is not None:
+            return self._lastActive + self.proxy.idleTimeout
+        return self._lastActive + BROWSER_IDLE_TIMEOUT
+
+    def _arm(self) -> None:
+        """
+        Arm the one timer this connection has, or move it sooner (activity
+        only moves C{_lastActive}; the timer looks again when it fires).
+        """
+        if self.gone:
+            return
+        deadline = self._deadline()
+        if deadline is None:
+            return
+        delay = max(0.0, deadline - self.reactor.seconds())
+        timer = self._idleCall
+        if timer is None or not timer.active():
             self._idleCall = self.reactor.callLater(delay, self._idleTimeout)
+        elif timer.getTime() > deadline:
+            timer.reset(delay)
 
     def _cancelIdle(self) -> None:
         if self._idleCall is not None and self._idleCall.active():
@@ -169,16 +295,40 @@ class BrowserConnection(Protocol):
 
     def _idleTimeout(self) -> None:
         self._idleCall = None
-        if self.gone:
+        if self.gone or self.closing:
             return
-        if self.exchange is not None or self.rawPeer is not None or self.queue:
-            self._scheduleIdle()
+        deadline = self._deadline()
+        if deadline is None:
             return
-        quiet = self.reactor.seconds() - self._lastActive
-        if quiet >= BROWSER_IDLE_TIMEOUT:
-            self.transport.loseConnection()
+        now = self.reactor.seconds()
+        if now < deadline:
+            self._arm()
+            return
+        peer = self.exchange if self.exchange is not None else self.rawPeer
+        if peer is not None:
+            peer.timedOut(
+                f"the server sent nothing for {self.proxy.idleTimeout:g} seconds (see --idle-timeout)"
+            )
+        elif self.headStarted is not None:
+            self._headTimedOut(now)
         else:
-            self._scheduleIdle(BROWSER_IDLE_TIMEOUT - quiet)
+            self.transport.loseConnection()
+
+    def _headTimedOut(self, now: float) -> None:
+        """
+        The browser began a request head and didn't finish it in time: C{408},
+        logged C{_refused} with what of the request line could be read.
+        """
+        reason = (f"the request head did not arrive whole within "
+                  f"{self.proxy.headerTimeout:g} seconds (see --header-timeout)")
+        buffered = self.reader.leftover()
+        at = self.headStarted if self.headStarted is not None else now
+        self.headStarted = None
+        response = self._answer(REQUEST_TIMEOUT, f"netlog refused this request: {reason}.\n".encode("utf-8"))
+        ended = self._localEnd(response, now, {"_refused": {"reason": reason, "status": REQUEST_TIMEOUT}})
+        ended["bytes"]["up"] = len(buffered)
+        self.proxy.writer.refuse(self._unreadOpenFields(buffered, at), ended)
+        self.close()
 
     def close(self) -> None:
         self._cancelIdle()
@@ -197,7 +347,11 @@ class BrowserConnection(Protocol):
                     self.gate.hold(BUSY)
                     return
                 if not exchange.ready:
-                    self.gate.hold(CONNECTING)
+                    if len(self.queue) > 1 or not isinstance(event, EndOfMessage):
+                        # More than the request's end waits: stop reading
+                        # until it can go up. (Reading on past a lone end
+                        # lets a browser that leaves meanwhile be noticed.)
+                        self.gate.hold(CONNECTING)
                     return
                 self.queue.popleft()
                 exchange.fromBrowser(event)
@@ -209,6 +363,7 @@ class BrowserConnection(Protocol):
                 if isinstance(event, (Body, EndOfMessage)):
                     continue
             if isinstance(event, RequestHead):
+                self.headStarted = None
                 self._request(event, at)
             elif isinstance(event, Refused):
                 self._malformed(event, at)
@@ -219,8 +374,9 @@ class BrowserConnection(Protocol):
             self.gate.release(CONNECTING)
             if self.reader.paused:
                 # An Upgrade the server declined: read on.
-                for event in self.reader.resume():
-                    self.queue.append((event, self.reactor.seconds()))
+                now = self.reactor.seconds()
+                unread, self._unread = self._unread, b""
+                self._take(self.reader.resume(), unread, now, now)
                 if self.queue:
                     self.pump()
 
@@ -242,6 +398,10 @@ class BrowserConnection(Protocol):
         self.gate.release(CONNECTING)
         self._lastActive = self.reactor.seconds()
         self.pump()
+        if self.exchange is None and not self.closing and not self.reader.idle and self.headStarted is None:
+            # Part of the next head came while this exchange ran.
+            self.headStarted = self._lastActive
+        self._arm()
 
     def discardRestOfRequest(self, exchange: Exchange) -> None:
         self.discarding = True
@@ -319,6 +479,8 @@ class BrowserConnection(Protocol):
     def _startExchange(self, head: RequestHead, url: str, route: Route, at: float) -> None:
         exchange = Exchange(self.proxy, self, head, url, route, at)
         self.exchange = exchange
+        self._lastActive = self.reactor.seconds()
+        self._arm()
         exchange.start()
 
     # -- answers netlog gives itself ------------------------------------------------------
@@ -394,14 +556,33 @@ class BrowserConnection(Protocol):
         )
         self.close()
 
+    def _unreadOpenFields(self, buffered: bytes, at: float) -> dict[str, Any]:
+        """
+        The open line of a request that couldn't be read whole: its request
+        line and host as far as they can be read (see L{readRequestLine}).
+        """
+        scheme = "http" if self.mode in (FORWARD, HTTP_ROUTE) else "https"
+        seen = readRequestLine(buffered, scheme, self.tunnelAuthority)
+        return {
+            "proxy": PROXY_NAME,
+            "kind": seen["kind"],
+            "started": at,
+            "client": self.client,
+            "connection": self.connectionId,
+            "request": {"method": seen["method"], "url": seen["url"], "version": seen["version"],
+                        "headers": [], "headers_size": len(buffered)},
+            "server": {"host": seen["host"], "port": seen["port"], "address": None},
+        }
+
     def _malformed(self, event: Refused, at: float) -> None:
+        self.headStarted = None
+        buffered, self._refusedBytes = self._refusedBytes, b""
         message = f"netlog refused this request: {event.reason}.\n".encode("utf-8")
         response = self._answer(event.status, message)
         now = self.reactor.seconds()
-        self.proxy.writer.refuse(
-            self._openFields(None, "", at, "exchange", None),
-            self._localEnd(response, now, {"_refused": {"reason": event.reason, "status": event.status}}),
-        )
+        ended = self._localEnd(response, now, {"_refused": {"reason": event.reason, "status": event.status}})
+        ended["bytes"]["up"] = len(buffered)
+        self.proxy.writer.refuse(self._unreadOpenFields(buffered, at), ended)
         self.close()
 
     def _redirect(self, head: RequestHead, at: float) -> None:
@@ -451,7 +632,8 @@ class BrowserConnection(Protocol):
         response = self._answer(status, message)
         now = self.reactor.seconds()
         opened = exchange._openFields()
-        self.proxy.writer.refuse(opened, self._localEnd(response, now, {"_failed": {"reason": reason}}))
+        self.proxy.writer.refuse(opened, self._localEnd(response, now,
+                                                        {"_failed": {"reason": reason, "status": status}}))
         self.close()
 
     def failAfterOpen(self, exchange: Exchange, status: int, reason: str, refused: bool = False) -> None:
@@ -466,7 +648,7 @@ class BrowserConnection(Protocol):
             extra = {"_refused": {"reason": reason, "status": status}}
         else:
             message = f"netlog got no answer: {reason}.\n".encode("utf-8")
-            extra = {"_failed": {"reason": reason}}
+            extra = {"_failed": {"reason": reason, "status": status}}
         response = self._answer(status, message)
         wire = response.pop("_wire", 0)
         exchange.response = response
@@ -501,6 +683,7 @@ class BrowserConnection(Protocol):
         self.tunnelSite = site
         self.tunnelAuthority = authority(host, port, "https")
         self.reader = RequestReader(forwardProxy=False, scheme="https")
+        self._unread = b""
         assert self.proxy.ca is not None
         self.transport.startTLS(HostTLS(self.proxy.ca, host))
         if leftover:
@@ -508,6 +691,13 @@ class BrowserConnection(Protocol):
             tls = getattr(self.transport, "protocol", None)
             if tls is not None and tls is not self:
                 tls.dataReceived(leftover)
+
+
+#: Bytes a browser may send into a tunnel before it is connected; reading
+#: stops past them until it is.
+MAX_EARLY_BYTES = 64 * 1024
+#: What the browser gets when a live host's tunnel is connected.
+TUNNEL_ANSWER = b"HTTP/1.1 200 Connection established\r\n\r\n"
 
 
 class LiveTunnel:
@@ -529,9 +719,14 @@ class LiveTunnel:
         self.id = 0
         self.relay: Relay | None = None
         self._early: list[bytes] = []
+        self._earlySize = 0
+        #: The entry is written (or the tunnel is given up): nothing more to log.
+        self.ended = False
 
     def start(self) -> None:
-        self.browser.gate.hold(CONNECTING)
+        # The browser's connection is read on while we connect (so that a
+        # browser that leaves is noticed); what it sends early is kept, up to
+        # MAX_EARLY_BYTES before reading stops.
         self.browser.rawPeer = self
         route = Route(None, "tcp", self.host, self.port, "", self.host)
         d = self.proxy.resolveFor(route)
@@ -554,8 +749,11 @@ class LiveTunnel:
         if browser.gone:
             protocol.transport.loseConnection()  # type: ignore[union-attr,misc]
             return
+        if self.ended:
+            protocol.transport.loseConnection()  # type: ignore[union-attr,misc]
+            return
         noDelay(protocol.transport)
-        browser.transport.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        browser.transport.write(TUNNEL_ANSWER)
         pending = b"".join(self._early) + browser.enterRaw(self)
         self._early = []
         relay = Relay(self.proxy.reactor, browser.transport, browser.gate, self._ended, self._opened,
@@ -569,10 +767,21 @@ class LiveTunnel:
         self.id = self.proxy.writer.open(self._openFields())
 
     def _ended(self, result: RelayResult) -> None:
+        self.ended = True
+        # As the stand-in writes it: the CONNECT's answer, and the request
+        # counted as sent when the tunnel connected.
         fields: dict[str, Any] = {
             "ended": result.ended,
-            "times": {"connected": self.connectedAt, "sent": None, "first_byte": result.firstByte,
+            "times": {"connected": self.connectedAt, "sent": self.connectedAt, "first_byte": result.firstByte,
                       "end": result.ended},
+            "response": {
+                "status": 200,
+                "reason": "Connection established",
+                "version": "HTTP/1.1",
+                "headers": [],
+                "headers_size": len(TUNNEL_ANSWER),
+                "body": {"size": 0},
+            },
             "bytes": {"up": result.up, "down": result.down},
             "closed_by": result.closedBy,
         }
@@ -581,6 +790,9 @@ class LiveTunnel:
         self.proxy.writer.end(self.id, fields)
 
     def _failed(self, failure: Failure) -> None:
+        if self.ended:
+            return
+        self.ended = True
         browser = self.browser
         browser.rawPeer = None
         browser.gate.release(CONNECTING)
@@ -593,7 +805,7 @@ class LiveTunnel:
         message = f"netlog could not reach the server: {reason}.\n".encode("utf-8")
         response = browser._answer(status, message)
         self.proxy.writer.refuse(self._openFields(),
-                                 browser._localEnd(response, now, {"_failed": {"reason": reason}}))
+                                 browser._localEnd(response, now, {"_failed": {"reason": reason, "status": status}}))
         browser.close()
 
     def browserRaw(self, data: bytes) -> None:
@@ -601,10 +813,24 @@ class LiveTunnel:
             self.relay.fromClient(data)
         else:
             self._early.append(data)
+            self._earlySize += len(data)
+            if self._earlySize > MAX_EARLY_BYTES:
+                self.browser.gate.hold(CONNECTING)
 
     def browserLost(self, reason: Failure) -> None:
         relay = self.relay
         if relay is None:
+            if not self.ended:
+                # Gone while we resolved or connected: the entry says so.
+                self.ended = True
+                now = self.proxy.reactor.seconds()
+                self.proxy.writer.refuse(self._openFields(), {
+                    "ended": now,
+                    "times": {"connected": self.connectedAt, "sent": None, "first_byte": None, "end": now},
+                    "bytes": {"up": 0, "down": 0},
+                    "closed_by": CLIENT,
+                    "_failed": {"reason": "the browser closed the connection before the tunnel was connected"},
+                })
             return
         if relay.result is None:
             relay.clientLost(reason)

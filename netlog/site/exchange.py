@@ -56,6 +56,11 @@ _REWRITTEN = frozenset({b"location", b"content-location", b"set-cookie"})
 #: A request whose head and body together are at most this many bytes is
 #: sent again on a new connection when a reused one turns out closed.
 MAX_RETRY_BYTES = 64 * 1024
+#: The methods sent again on a new connection when a reused one turns out
+#: closed, and only without a body: a proxy must not retry a request that
+#: isn't idempotent (RFC 9112, 9.3.1), and the retry is kept to the plainly
+#: safe ones.
+RETRIED_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE"})
 
 
 @dataclass(frozen=True)
@@ -370,11 +375,15 @@ class Exchange:
             self._rawEnded(CLIENT, reason)
             return
         self.closedBy = CLIENT
-        self.fail("the browser closed the connection before the answer was complete")
+        if not self.id:
+            self.fail("the browser closed the connection before the server was connected")
+        else:
+            self.fail("the browser closed the connection before the answer was complete")
 
     # -- the answer, from upstream ------------------------------------------------
 
     def serverBytes(self, upstream: UpstreamProtocol, data: bytes) -> None:
+        self.browser.touch()
         if self.times["first_byte"] is None:
             self.times["first_byte"] = self.reactor.seconds()
         if self.raw:
@@ -528,7 +537,8 @@ class Exchange:
         if self.done:
             return
         if not self.responseStarted and self.times["first_byte"] is None and self.reused \
-                and not self.retried and self._sent is not None and self.requestDone:
+                and not self.retried and self._sent is not None and self.requestDone \
+                and not self.hadBody and self.head.method in RETRIED_METHODS:
             self._retry()
             return
         if not self.responseStarted:
@@ -575,15 +585,34 @@ class Exchange:
         d.addCallbacks(again, lambda f: self._noAnswer(describeFailure(f, self.route.host, self.route.port)[0]))
         d.addErrback(self._crashed)
 
-    def _noAnswer(self, reason: str) -> None:
+    def _noAnswer(self, reason: str, status: int = 502) -> None:
         """
-        No answer came: the browser gets a 502, the entry C{_failed}.
+        No answer came: the browser gets a C{status} (502, or 504 on a
+        timeout), the entry C{_failed}.
         """
         self._flushBrowser()
         self._detach()
         self._dropUpstream()
         self.done = True
-        self.browser.failAfterOpen(self, 502, reason)
+        self.browser.failAfterOpen(self, status, reason)
+
+    def timedOut(self, reason: str) -> None:
+        """
+        Nothing passed for the idle timeout. Before any answer the browser
+        gets a C{504}; after one began (or in a raw relay) both connections
+        are cut. Either way the entry ends C{_failed}.
+        """
+        if self.done:
+            return
+        if self.raw or self.responseStarted:
+            self.closedBy = PROXY
+            self.fail(reason, abortBrowser=True)
+        elif not self.id:
+            # Still connecting (and no entry open yet).
+            self.done = True
+            self.browser.failBeforeAnswer(self, 504, reason)
+        else:
+            self._noAnswer(reason, 504)
 
     # -- raw relays: WebSockets and answers that aren't HTTP ---------------------
 
@@ -700,7 +729,12 @@ class Exchange:
         # request brings.
         self._flushBrowser()
         self._detach()
-        self.proxy.writer.end(self.id, self.endFields(extra))
+        if self.id:
+            self.proxy.writer.end(self.id, self.endFields(extra))
+        else:
+            # Ended before its upstream connection was made (the browser
+            # left, a timeout): its open line goes with its end.
+            self.id = self.proxy.writer.refuse(self._openFields(), self.endFields(extra))
         upstream = self.upstream
         if upstream is not None:
             if reuseUpstream:

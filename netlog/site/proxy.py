@@ -35,6 +35,7 @@ from netlog.site.config import SitesConfig
 from netlog.site.exchange import DestinationRefused, Route
 from netlog.site.tls import SNITLS, backendTLS
 from netlog.site.upstream import Pool, UpstreamProtocol, connectUpstream
+from netlog.standin.proxy import DEFAULT_HEADER_TIMEOUT
 
 _log = Logger()
 
@@ -86,7 +87,15 @@ class SiteProxy(Service):
         idleTimeout: float = DEFAULT_IDLE_TIMEOUT,
         ca: CertificateAuthority | None = None,
         openKey: Any = None,
+        headerTimeout: float = DEFAULT_HEADER_TIMEOUT,
     ) -> None:
+        """
+        @param idleTimeout: seconds an exchange, a WebSocket or a tunnel may
+            pass nothing (C{--idle-timeout}).
+        @param headerTimeout: seconds a browser has to send a whole request
+            head once begun (C{--header-timeout}); then C{408}.
+        """
+        self.headerTimeout = headerTimeout
         self.config = config
         self.writer = writer
         self.reactor = reactor
@@ -265,4 +274,5 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> SiteProxy:
         float(config["connect-timeout"]),
         float(config["idle-timeout"]),
         openKey=openPrivileged,
+        headerTimeout=float(config["header-timeout"]),
     )

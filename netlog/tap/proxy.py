@@ -10,9 +10,10 @@ from typing import Any
 from twisted.application.service import MultiService
 from twisted.python import usage
 
-from netlog.net.options import DestinationOptions
+from netlog.net.options import DestinationOptions, _seconds
 from netlog.site.cacli import DEFAULT_STATE
 from netlog.site.config import ConfigError, SitesConfig, loadSites
+from netlog.standin.proxy import DEFAULT_HEADER_TIMEOUT
 from netlog.tap.common import LogOptions, makeProxyService
 
 #: The forward port (the browser's proxy setting) when no C{--listen} is given.
@@ -36,6 +37,9 @@ class Options(LogOptions, DestinationOptions):
          "(a plain TCP description, e.g. tcp:443:interface=127.0.0.1)."],
         ["http-route", None, None,
          "Also answer plain HTTP on this endpoint with a 308 to the site's HTTPS origin."],
+        ["header-timeout", None, DEFAULT_HEADER_TIMEOUT,
+         "Seconds a browser has to send a whole request head once begun (then 408).",
+         _seconds("header-timeout")],
         ["state", None, DEFAULT_STATE, "Folder for netlog's CA (created on first start; default "
          "/var/lib/netlog as root, else ~/.local/state/netlog)."],
     ]

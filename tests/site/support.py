@@ -34,7 +34,10 @@ class RunningProxy:
     """
 
     def __init__(self, case: TestCase, sitesToml: str, resolve: dict[str, str] | None = None,
-                 logging: bool = True, routes: bool = True) -> None:
+                 logging: bool = True, routes: bool = True, **timeouts: float) -> None:
+        """
+        @param timeouts: C{idleTimeout}, C{headerTimeout} for the proxy.
+        """
         self.case = case
         self.folder = os.path.abspath(case.mktemp())
         os.makedirs(self.folder)
@@ -47,7 +50,7 @@ class RunningProxy:
             self.config, self.writer, reactor,
             Resolver(reactor, resolve or {}, resolveOnly=True), DestinationPolicy(),
             self.stateDir, ["forward"], "https" if routes else None, "http" if routes else None,
-            connectTimeout=5.0,
+            connectTimeout=5.0, **timeouts,  # type: ignore[arg-type]
         )
         self.proxy.startService()
         self.ports: dict[str, int] = {}
