@@ -1145,8 +1145,9 @@ class BrowserConnection(Protocol):
                     f"the request head did not arrive whole within "
                     f"{self.settings.headerTimeout:g} seconds (see --header-timeout)"
                 )
-                self.reader.leftover()
-                self.transport.write(errorResponse(REQUEST_TIMEOUT, reason))
+                buffered = self.reader.leftover()
+                answer = errorResponse(REQUEST_TIMEOUT, reason)
+                self.transport.write(answer)
                 self.writer.refuse(
                     {
                         "proxy": PROXY_NAME,
@@ -1155,12 +1156,14 @@ class BrowserConnection(Protocol):
                         "client": self.client,
                         "connection": self.connectionId,
                         "request": {"method": None, "url": None, "version": None,
-                                    "headers": [], "headers_size": 0},
+                                    "headers": [], "headers_size": len(buffered)},
                         "server": {"host": None, "port": None, "address": None},
                     },
                     {
                         "ended": now,
                         "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
+                        "response": _responseFields(REQUEST_TIMEOUT, answer),
+                        "bytes": {"up": len(buffered), "down": len(answer)},
                         "_refused": {"reason": reason, "status": REQUEST_TIMEOUT},
                     },
                 )

@@ -181,7 +181,7 @@ class RefusalTests(unittest.TestCase):
     def test_headerTimeout(self) -> Any:
         """
         A head begun and not finished within C{--header-timeout} gets 408 and
-        a C{_refused} entry.
+        a C{_refused} entry whose response is that 408.
         """
         def run() -> bytes:
             with socket.create_connection(("127.0.0.1", self.standin.port), timeout=10) as s:
@@ -198,3 +198,7 @@ class RefusalTests(unittest.TestCase):
         entries = yield self.standin.waitEnded(1)
         [(_, ended)] = entries.values()
         self.assertEqual(ended["_refused"]["status"], 408)
+        # The logged response is the answer the browser got.
+        self.assertEqual(ended["response"]["status"], 408)
+        self.assertEqual(ended["bytes"]["down"], len(answer))
+        self.assertEqual(ended["bytes"]["up"], len(f"GET http://{self.o}/hello HTTP/1.1\r\n"))
