@@ -431,3 +431,32 @@ class TunnelTests(TestCase):
             yield task.deferLater(reactor, 0.01, lambda: None)
         yield task.deferLater(reactor, 0.1, lambda: None)
         self.assertEqual(len(running.entries()), 2, "nothing more is logged once it connects")
+
+
+class SilentResolverTests(TestCase):
+    timeout = 60
+
+    @defer.inlineCallbacks
+    def test_timeoutWhileConnecting(self) -> Any:
+        """
+        A request whose server can't be reached within the idle timeout (here
+        its name never resolves) gets a 504; its entry is written whole,
+        C{_failed} with C{status} 504.
+        """
+        running = RunningProxy(self, sites(1), idleTimeout=SHORT)
+        held = HeldResolver()
+        running.proxy.resolver = held  # type: ignore[assignment]
+
+        def client() -> Any:
+            sock = openSocket(running.ports["forward"])
+            return request(sock, "GET", "http://slow.live.test/", [("Host", "slow.live.test")])
+
+        status, _, _, _ = yield threads.deferToThread(client)
+        self.assertEqual(status, 504)
+        [(opened, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(opened["request"]["url"], "http://slow.live.test/")
+        self.assertEqual(ended["_failed"], {
+            "reason": "the server sent nothing for 1 seconds (see --idle-timeout)", "status": 504})
+        held.release()
+        yield task.deferLater(reactor, 0.1, lambda: None)
+        self.assertEqual(len(running.lines()), 2, "nothing more is logged once it resolves")
