@@ -49,8 +49,6 @@ DECRYPTED = "decrypted"
 BROWSER_IDLE_TIMEOUT = 120.0
 #: The status a browser gets when its request head isn't whole in time.
 REQUEST_TIMEOUT = 408
-#: The status a browser gets when the server went silent before answering.
-GATEWAY_TIMEOUT = 504
 #: The most of a refused request line read back for its log entry.
 MAX_REQUEST_LINE = 8192
 #: The most of a request's unread bytes kept to log it if it is refused.

@@ -61,6 +61,8 @@ MAX_RETRY_BYTES = 64 * 1024
 #: isn't idempotent (RFC 9112, 9.3.1), and the retry is kept to the plainly
 #: safe ones.
 RETRIED_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE"})
+#: The status a browser gets when the server went silent before answering.
+GATEWAY_TIMEOUT = 504
 
 
 @dataclass(frozen=True)
@@ -606,13 +608,15 @@ class Exchange:
             return
         if self.raw or self.responseStarted:
             self.closedBy = PROXY
+            # Nothing more is read from this browser connection.
+            self.closeBrowser = True
             self.fail(reason, abortBrowser=True)
         elif not self.id:
             # Still connecting (and no entry open yet).
             self.done = True
-            self.browser.failBeforeAnswer(self, 504, reason)
+            self.browser.failBeforeAnswer(self, GATEWAY_TIMEOUT, reason)
         else:
-            self._noAnswer(reason, 504)
+            self._noAnswer(reason, GATEWAY_TIMEOUT)
 
     # -- raw relays: WebSockets and answers that aren't HTTP ---------------------
 
