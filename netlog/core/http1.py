@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterable, Union
+from typing import Any, Iterable, Union
 
 __all__ = [
     "MAX_REQUEST_LINE",
@@ -45,6 +45,7 @@ __all__ = [
     "keepAlive",
     "headerValues",
     "commaValues",
+    "readRefusedRequest",
 ]
 
 #: The longest request line read (bytes, without its CRLF); longer is 414.
@@ -160,10 +161,16 @@ class EndOfMessage:
 class Refused:
     """
     A request that must not be forwarded: answer C{status} and close.
+
+    C{raw} holds the bytes received and not given in an earlier event: when
+    the refusal came at a head, the refused request from its first byte, so
+    the proxy can log what it was (see L{readRefusedRequest}). What it
+    holds depends on how much had arrived, so it takes no part in equality.
     """
 
     status: int
     reason: str
+    raw: bytes = field(default=b"", compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,9 +431,13 @@ class _Reader:
             self._buf = self._run(buf, events)
         except _Stop as stop:
             self._state = _DEAD
+            # The bytes not yet given: for the proxy to relay as they came (an
+            # unparsable answer) or to log what it refused (a request).
+            rest = self._pendingRaw + self._cur[self._mark :]
             if isinstance(stop.event, Unparsable):
-                # The bytes not yet given, for the proxy to relay as they came.
-                events.append(Unparsable(stop.event.reason, self._pendingRaw + self._cur[self._mark :]))
+                events.append(Unparsable(stop.event.reason, rest))
+            elif isinstance(stop.event, Refused):
+                events.append(Refused(stop.event.status, stop.event.reason, rest.lstrip(b"\r\n")))
             else:
                 events.append(stop.event)
             self._buf = self._pendingRaw = b""
@@ -1044,3 +1055,63 @@ class ResponseReader(_Reader):
         else:
             events.append(EndOfMessage([], b""))
         return events, used
+
+
+def _splitAuthority(hostPort: str, default: int | None) -> tuple[str, int | None]:
+    if hostPort.startswith("["):
+        bare, _, rest = hostPort[1:].partition("]")
+        portText = rest[1:] if rest.startswith(":") else ""
+    else:
+        bare, _, portText = hostPort.partition(":")
+    try:
+        return bare, int(portText) if portText else default
+    except ValueError:
+        return bare, default
+
+
+def readRefusedRequest(raw: bytes, scheme: str, hostAuthority: str = "") -> dict[str, Any]:
+    """
+    What can be read of a request the strict reader refused, or whose head
+    never came whole: its request line's method, target and version, and its
+    host, for the log entry of the refusal. Nothing here is trusted: every
+    part is L{None} when it can't be read.
+
+    @param raw: the request's bytes from its first one (L{Refused.raw}, or
+        the reader's C{leftover()} after a timeout).
+    @param scheme: the scheme of an origin-form target (C{https} once
+        decrypted or on an HTTPS listener).
+    @param hostAuthority: the authority when the request names none (a
+        decrypted CONNECT's); a C{Host} field is read first.
+    @return: C{method}, C{url}, C{version}, C{host}, C{port}, and C{kind}
+        (C{"tunnel"} for a CONNECT, else C{"exchange"}).
+    """
+    lines = raw[: MAX_REQUEST_LINE * 2].split(b"\n")
+    parts = lines[0].rstrip(b"\r")[:MAX_REQUEST_LINE].split(b" ")
+
+    def text(i: int) -> str | None:
+        return parts[i].decode("latin-1") if len(parts) > i and parts[i] else None
+
+    method, target, version = text(0), text(1), text(2)
+    hostField = None
+    for line in lines[1:]:
+        name, colon, value = line.rstrip(b"\r").partition(b":")
+        if colon and name.strip().lower() == b"host":
+            hostField = value.strip().decode("latin-1")
+            break
+    host: str | None = None
+    port: int | None = None
+    url = target
+    if method == "CONNECT" and target:
+        host, port = _splitAuthority(target, 443)
+        url = f"https://{target}/"
+    elif target and "://" in target:
+        targetScheme, rest = target.split("://", 1)
+        hostPort = rest.split("/", 1)[0].split("?", 1)[0]
+        host, port = _splitAuthority(hostPort, _DEFAULT_PORTS.get(targetScheme.lower()))
+    elif target is not None:
+        named = hostField or hostAuthority
+        if named:
+            host, port = _splitAuthority(named, _DEFAULT_PORTS.get(scheme))
+            url = f"{scheme}://{named}{target}"
+    return {"method": method, "url": url, "version": version, "host": host, "port": port,
+            "kind": "tunnel" if method == "CONNECT" else "exchange"}

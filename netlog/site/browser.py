@@ -26,6 +26,7 @@ from netlog.core.http1 import (
     Refused,
     RequestHead,
     RequestReader,
+    readRefusedRequest,
     serializeHead,
 )
 from netlog.net.connect import describeFailure
@@ -49,10 +50,6 @@ DECRYPTED = "decrypted"
 BROWSER_IDLE_TIMEOUT = 120.0
 #: The status a browser gets when its request head isn't whole in time.
 REQUEST_TIMEOUT = 408
-#: The most of a refused request line read back for its log entry.
-MAX_REQUEST_LINE = 8192
-#: The most of a request's unread bytes kept to log it if it is refused.
-MAX_UNREAD_KEPT = 2 * MAX_REQUEST_LINE
 
 # Why the browser's connection is not being read.
 CONNECTING = "connecting"
@@ -80,61 +77,6 @@ def noDelay(transport: Any) -> None:
                 pass
             return
         transport = getattr(transport, "transport", None)
-
-
-def readRequestLine(buffered: bytes, scheme: str, hostAuthority: str = "") -> dict[str, Any]:
-    """
-    What can be read of a request the strict reader refused (or that never
-    came whole): its request line's method, target and version, and its
-    host, for the log entry. The stand-in's twin is
-    C{netlog.standin.proxy.BrowserConnection._refusedByReader} (to be merged).
-
-    @param scheme: the scheme of an origin-form target (C{https} once
-        decrypted or on the HTTPS route).
-    @param hostAuthority: the authority when the request names none (the
-        decrypted CONNECT's); the C{Host} field is read first.
-    @return: C{method}, C{url}, C{version} (each L{None} when unreadable),
-        C{host}, C{port}, C{kind}.
-    """
-    lines = buffered[:MAX_REQUEST_LINE * 2].split(b"\n")
-    line = lines[0].rstrip(b"\r")[:MAX_REQUEST_LINE]
-    parts = line.split(b" ")
-    method = latin1(parts[0]) if parts and parts[0] else None
-    target = latin1(parts[1]) if len(parts) > 1 and parts[1] else None
-    version = latin1(parts[2]) if len(parts) > 2 and parts[2] else None
-    host: str | None = None
-    port: int | None = None
-    url = target
-    hostField = None
-    for raw in lines[1:]:
-        name, colon, value = raw.rstrip(b"\r").partition(b":")
-        if colon and name.strip().lower() == b"host":
-            hostField = latin1(value.strip())
-            break
-    def split(hostPort: str, default: int | None) -> tuple[str, int | None]:
-        if hostPort.startswith("["):
-            bare, _, rest = hostPort[1:].partition("]")
-            portText = rest[1:] if rest.startswith(":") else ""
-        else:
-            bare, _, portText = hostPort.partition(":")
-        try:
-            return bare, int(portText) if portText else default
-        except ValueError:
-            return bare, default
-    if method == "CONNECT" and target:
-        host, port = split(target, 443)
-        url = f"https://{target}/"
-    elif target and "://" in target:
-        targetScheme, rest = target.split("://", 1)
-        hostPort = rest.split("/", 1)[0].split("?", 1)[0]
-        host, port = split(hostPort, DEFAULT_PORTS.get(targetScheme.lower()))
-    elif target is not None:
-        named = hostField or hostAuthority
-        if named:
-            host, port = split(named, DEFAULT_PORTS.get(scheme))
-            url = f"{scheme}://{named}{target}"
-    return {"method": method, "url": url, "version": version, "host": host, "port": port,
-            "kind": "tunnel" if method == "CONNECT" else "exchange"}
 
 
 def authority(host: str, port: int, scheme: str) -> str:
@@ -171,8 +113,6 @@ class BrowserConnection(Protocol):
         #: When the request head being read began (L{None} between heads or
         #: while an exchange runs): it must be whole within the header timeout.
         self.headStarted: float | None = None
-        self._unread = b""
-        self._refusedBytes = b""
 
     # -- connection ---------------------------------------------------------------
 
@@ -207,34 +147,19 @@ class BrowserConnection(Protocol):
         # An exchange starts with its request's first byte: the first head
         # read from this data started when the reader last had nothing.
         startedAt = now if self.reader.idle else self._partialStart
-        unread = self._unread + data if self._unread else data
-        self._take(self.reader.feed(data), unread, startedAt, now)
+        self._take(self.reader.feed(data), startedAt, now)
         self.pump()
 
-    def _take(self, events: list[Event], unread: bytes, startedAt: float, now: float) -> None:
+    def _take(self, events: list[Event], startedAt: float, now: float) -> None:
         """
-        Queue what the reader read. Meanwhile follow the bytes it holds
-        unread (C{unread}: those it held, then those just fed), as far as
-        L{MAX_UNREAD_KEPT}: a request it refuses is logged with what it
-        began with (the reader drops them).
+        Queue what the reader read, each event with when it started.
         """
-        offset = 0
         for event in events:
             if isinstance(event, RequestHead):
-                while unread.startswith(b"\r\n", offset):
-                    offset += 2
-                offset += len(event.raw)
                 self.queue.append((event, startedAt))
                 startedAt = now
             else:
-                if isinstance(event, Refused):
-                    while unread.startswith(b"\r\n", offset):
-                        offset += 2
-                    self._refusedBytes = unread[offset:offset + MAX_UNREAD_KEPT]
-                else:
-                    offset += len(getattr(event, "raw", b""))
                 self.queue.append((event, now))
-        self._unread = b"" if self.reader.idle else unread[offset:offset + MAX_UNREAD_KEPT]
         self._partialStart = startedAt
 
     def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
@@ -373,8 +298,7 @@ class BrowserConnection(Protocol):
             if self.reader.paused:
                 # An Upgrade the server declined: read on.
                 now = self.reactor.seconds()
-                unread, self._unread = self._unread, b""
-                self._take(self.reader.resume(), unread, now, now)
+                self._take(self.reader.resume(), now, now)
                 if self.queue:
                     self.pump()
 
@@ -557,10 +481,10 @@ class BrowserConnection(Protocol):
     def _unreadOpenFields(self, buffered: bytes, at: float) -> dict[str, Any]:
         """
         The open line of a request that couldn't be read whole: its request
-        line and host as far as they can be read (see L{readRequestLine}).
+        line and host as far as they can be read (see L{readRefusedRequest}).
         """
         scheme = "http" if self.mode in (FORWARD, HTTP_ROUTE) else "https"
-        seen = readRequestLine(buffered, scheme, self.tunnelAuthority)
+        seen = readRefusedRequest(buffered, scheme, self.tunnelAuthority)
         return {
             "proxy": PROXY_NAME,
             "kind": seen["kind"],
@@ -574,7 +498,7 @@ class BrowserConnection(Protocol):
 
     def _malformed(self, event: Refused, at: float) -> None:
         self.headStarted = None
-        buffered, self._refusedBytes = self._refusedBytes, b""
+        buffered = event.raw
         message = f"netlog refused this request: {event.reason}.\n".encode("utf-8")
         response = self._answer(event.status, message)
         now = self.reactor.seconds()
@@ -681,7 +605,6 @@ class BrowserConnection(Protocol):
         self.tunnelSite = site
         self.tunnelAuthority = authority(host, port, "https")
         self.reader = RequestReader(forwardProxy=False, scheme="https")
-        self._unread = b""
         assert self.proxy.ca is not None
         self.transport.startTLS(HostTLS(self.proxy.ca, host))
         if leftover:

@@ -36,6 +36,7 @@ from netlog.core.http1 import (
     HOP_BY_HOP,
     commaValues,
     hopByHop,
+    readRefusedRequest,
 )
 from netlog.core.logline import REASON_STOPPED
 from netlog.log.writer import LogWriter
@@ -1035,24 +1036,10 @@ class BrowserConnection(Protocol):
             self._dropUpstream()
             self._close()
             return
-        buffered = self.reader.leftover()
-        line = buffered.split(b"\r\n", 1)[0].split(b"\n", 1)[0][:8192]
-        parts = line.split(b" ")
-        method = _text(parts[0]) if parts and parts[0] else None
-        target = _text(parts[1]) if len(parts) > 1 else None
-        version = _text(parts[2]) if len(parts) > 2 else None
-        host = port = None
-        url = target
-        if method == "CONNECT" and target:
-            hostPort = target.rsplit(":", 1)
-            host = hostPort[0]
-            try:
-                port = int(hostPort[1]) if len(hostPort) > 1 else None
-            except ValueError:
-                port = None
-            url = f"https://{target}/"
-        elif target and "://" in target:
-            host = target.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
+        buffered = event.raw
+        seen = readRefusedRequest(buffered, "http")
+        method, url, version = seen["method"], seen["url"], seen["version"]
+        host, port = seen["host"], seen["port"]
         started = self.headStarted if self.headStarted is not None else self.reactor.seconds()
         answer = errorResponse(event.status, event.reason)
         now = self.reactor.seconds()

@@ -102,6 +102,18 @@ class RefusalTests(unittest.TestCase):
             self.assertEqual(opened["type"], "open")
             self.assertTrue(end["_refused"]["reason"])
             self.assertEqual(end["response"]["status"], end["_refused"]["status"])
+        # Each entry says what was refused: the request line as sent.
+        opens = [opened["request"] for opened, _ in entries.values()]
+        for (name, raw, _), request in zip(table, opens):
+            line = raw.split(b"\r\n", 1)[0].split(b"\n", 1)[0].split(b" ")
+            self.assertEqual(request["method"], line[0].decode("latin-1"), name)
+            if len(line) >= 2 and line[1].startswith(b"http://"):
+                target = line[1].decode("latin-1")
+                if len(raw.split(b"\r\n", 1)[0]) > 8192:
+                    # A request line past its limit is logged as far as 8 KiB.
+                    self.assertTrue(target.startswith(request["url"]) and len(request["url"]) > 8000, name)
+                else:
+                    self.assertEqual(request["url"], target, name)
         self.assertEqual(self.origin.requests, [])
         self.assertEqual(self.origin.connections, 0)
 

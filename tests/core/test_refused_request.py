@@ -1,6 +1,7 @@
 """
-What the site proxy reads back from a request it couldn't read whole (for
-its log entry): L{netlog.site.browser.readRequestLine}.
+What a proxy reads back from a request it refused or couldn't read whole (for
+its log entry): L{netlog.core.http1.readRefusedRequest}, and the bytes a
+L{Refused} event carries for it.
 """
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.site.browser import MAX_REQUEST_LINE, readRequestLine
+from netlog.core.http1 import MAX_REQUEST_LINE, Refused, RequestReader, readRefusedRequest
 
 
-class ReadRequestLineTests(SynchronousTestCase):
+class ReadRefusedRequestTests(SynchronousTestCase):
     def test_table(self) -> None:
         """
         Method, URL, version, host, port and kind, for each form of target,
@@ -37,7 +38,7 @@ class ReadRequestLineTests(SynchronousTestCase):
             (b"", "http", "", (None, None, None, None, None, "exchange")),
         ]
         for raw, scheme, hostAuthority, expected in table:
-            seen = readRequestLine(raw, scheme, hostAuthority)
+            seen = readRefusedRequest(raw, scheme, hostAuthority)
             got = tuple(seen[k] for k in ("method", "url", "version", "host", "port", "kind"))
             self.assertEqual(got, expected, raw)
 
@@ -47,8 +48,29 @@ class ReadRequestLineTests(SynchronousTestCase):
         Any bytes give an answer (never an error), each field text or
         L{None}, none longer than the request line allows.
         """
-        seen = readRequestLine(raw, scheme, hostAuthority)
+        seen = readRefusedRequest(raw, scheme, hostAuthority)
         for key in ("method", "version"):
             self.assertTrue(seen[key] is None or len(seen[key]) <= MAX_REQUEST_LINE)
         self.assertIn(seen["kind"], ("exchange", "tunnel"))
         self.assertTrue(seen["port"] is None or isinstance(seen["port"], int))
+
+
+class RefusedRawTests(SynchronousTestCase):
+    def test_refusedHeadCarriesItsBytes(self) -> None:
+        """
+        A request refused at its head comes with its bytes from its first
+        one (after an answered request on the same connection, and however
+        the bytes were cut), so the proxy can log its method and URL.
+        """
+        first = b"GET http://a.test/ok HTTP/1.1\r\nHost: a.test\r\n\r\n"
+        bad = b"POST http://a.test/x HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"
+        stream = first + b"\r\n" + bad
+        for cut in range(len(stream) + 1):
+            reader = RequestReader(forwardProxy=True)
+            events = reader.feed(stream[:cut]) + reader.feed(stream[cut:])
+            refused = [e for e in events if isinstance(e, Refused)]
+            self.assertEqual(len(refused), 1, cut)
+            self.assertEqual(refused[0].raw, bad, cut)
+            seen = readRefusedRequest(refused[0].raw, "http")
+            self.assertEqual((seen["method"], seen["url"], seen["host"], seen["port"]),
+                             ("POST", "http://a.test/x", "a.test", 80))
