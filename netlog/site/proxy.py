@@ -214,6 +214,7 @@ class SiteProxy(Service):
         endpointClass = TCP6ClientEndpoint if ipaddress.ip_address(address).version == 6 else TCP4ClientEndpoint
         endpoint = endpointClass(self.reactor, address, port, timeout=self.connectTimeout)
         factory: Any = Factory.forProtocol(protocolClass)
+        factory.noisy = False  # no "Starting factory" line per upstream connection
         return endpoint.connect(factory)  # type: ignore[no-any-return]
 
     def takeIdle(self, route: Route) -> tuple[UpstreamProtocol, bool, str, float | None] | None:

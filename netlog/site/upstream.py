@@ -96,6 +96,7 @@ def connectUpstream(
     if tlsCreator is not None:
         endpoint = wrapClientTLS(tlsCreator, endpoint)
     factory: Any = Factory.forProtocol(lambda: UpstreamProtocol(reactor, key))  # type: ignore[arg-type]
+    factory.noisy = False  # no "Starting factory" line per upstream connection
     return endpoint.connect(factory)  # type: ignore[no-any-return]
 
 

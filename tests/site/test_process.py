@@ -202,6 +202,11 @@ backend = "http://127.0.0.1:{self.backend.server_address[1]}"
         self.assertEqual(ended["response"]["status"], 200)
         self.assertEqual(os.stat(self.logPath).st_mode & 0o777, 0o644)
         self.assertEqual(os.stat(os.path.join(self.state, "ca.key")).st_mode & 0o777, 0o600)
+        # Upstream connections don't each add a "Starting factory" line to
+        # twistd's log (only listeners say they started).
+        upstreamLines = [line for line in self.twistdLog().splitlines()
+                         if "worker" in line and "Starting factory <twisted.internet.protocol.Factory" in line]
+        self.assertEqual(upstreamLines, [])
 
     def test_badSites(self) -> None:
         """
