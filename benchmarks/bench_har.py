@@ -4,7 +4,10 @@ in-memory export built in the same run.
 
 Makes two logs in a temporary folder (deleted after):
 
-  - small: many small exchanges (a GET with a short JSON answer);
+  - small: many small exchanges (a GET with a short JSON answer); with
+    C{--late F}, a share F of them (seeded) started 1.5 s before they were
+    logged, so their open lines are out of start order and the export
+    reorders them, as it does for a proxy's open lines written late;
   - large: 1 GB of 10,000 exchanges (about 100 KB of body each), with a
     tunnel left open at the start, so an exporter that holds entries until
     everything before them ended would hold all of them.
@@ -20,8 +23,9 @@ gives the median of the rounds (CPU time is what to compare on a busy
 machine; the best round in brackets). Prints entries/s, seconds and peak
 RSS, and the ratios of the medians.
 
-Usage: .venv/bin/python benchmarks/bench_har.py [--small N] [--large-mb M]
-       [--large-entries N] [--rounds R] [--against REV] [--no-baseline]
+Usage: .venv/bin/python benchmarks/bench_har.py [--small N] [--late F]
+       [--large-mb M] [--large-entries N] [--rounds R] [--against REV]
+       [--no-baseline]
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import argparse
 import base64
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -71,8 +76,9 @@ print(len(entries))
 """
 
 
-def writeSmall(path: str, count: int) -> int:
+def writeSmall(path: str, count: int, late: float = 0.0) -> int:
     answer = base64.b64encode(json.dumps({"ok": True, "items": [1, 2, 3], "name": "Crème"}).encode()).decode()
+    rng = random.Random(1)
     n = 0
     with open(path, "wb", buffering=1 << 20) as f:
         for i in range(count):
@@ -88,7 +94,7 @@ def writeSmall(path: str, count: int) -> int:
                     {
                         "proxy": "site",
                         "kind": "exchange",
-                        "started": T0 + i,
+                        "started": T0 + i - (1.5 if late and rng.random() < late else 0),
                         "client": "127.0.0.1:50000",
                         "connection": "c%d" % (i % 50),
                         "request": {
@@ -257,6 +263,8 @@ def checkout(rev: str, folder: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--small", type=int, default=100_000, help="exchanges in the small log")
+    parser.add_argument("--late", type=float, default=0.0,
+                        help="share of the small log's exchanges logged after a later one started (default 0)")
     parser.add_argument("--large-mb", type=int, default=1024, help="size of the large log in MB (0: skip it)")
     parser.add_argument("--large-entries", type=int, default=10_000, help="exchanges in the large log")
     parser.add_argument("--no-baseline", action="store_true", help="skip the naive exporter")
@@ -272,7 +280,7 @@ def main() -> None:
             exporters.append(Exporter("naive (in memory)", NAIVE))
         if args.small:
             path = os.path.join(folder, "small.jsonl")
-            writeSmall(path, args.small)
+            writeSmall(path, args.small, args.late)
             report("small", path, exporters, args.rounds)
             os.unlink(path)
         if args.large_mb:

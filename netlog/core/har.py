@@ -22,7 +22,8 @@ Two ways to join them:
     a regular expression reads them without parsing the JSON, and an open
     line's C{started}, a few fields further on), and records where each open
     line and each end line lies (L{LineIndex}: machine numbers in arrays,
-    about 48 bytes an exchange). The second walks the open lines in the
+    about 48 bytes an exchange, and 8 more while open lines out of start
+    order are put in it). The second walks the open lines in the
     order they started (L{LineIndex.startOrder}) and reads each one's end
     line at its offset. Memory is the largest entry plus the index, whatever
     stays open; the end lines are read twice, and the second read is almost
