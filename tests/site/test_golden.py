@@ -297,6 +297,8 @@ hosts = ["*.live.test"]
         self.assertEqual((tunnel["_tunnel"]["bytes_up"], tunnel["_tunnel"]["bytes_down"]), (5, 5))
         self.assertEqual(byUrl[f"http://www.live.test:{livePort}/page"]["response"]["content"]["text"], "live")
         self.assertIn("doesn't resolve", byUrl["https://nowhere.live.test/"]["_failed"]["reason"])
+        self.assertEqual((byUrl["https://nowhere.live.test/"]["response"]["status"],
+                          byUrl["https://nowhere.live.test/"]["_failed"]["status"]), (-1, 502))
         self.assertEqual(byUrl["https://blocked.example/"]["_refused"]["status"], 403)
         self.assertEqual(byUrl["https://blocked.example/"]["response"]["status"], -1)
         self.assertNotIn("_open", byUrl["http://slow.test/wait"])
