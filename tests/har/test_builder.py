@@ -1,7 +1,8 @@
 """
 The builder's join, as properties: whatever lines a log holds, in whatever
-order exchanges end, every usable exchange gets one entry in open order and
-every unusable line is counted.
+order exchanges end, every usable exchange gets one entry in start order
+(here the order of the open lines; see test_order for logs where they
+differ) and every unusable line is counted.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class JoinTests(SynchronousTestCase):
     @settings(max_examples=150, deadline=None)
     def test_join(self, ops: list[tuple], cutLast: bool) -> None:
         """
-        One entry per open line, in file order; ends join their opens
+        One entry per open line, in start order (here file order); ends join their opens
         whatever their order; junk, stray ends, second ends and a cut last
         line are counted.
         """
