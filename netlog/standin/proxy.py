@@ -773,10 +773,7 @@ class BrowserConnection(Protocol):
     def _upgradeToTunnel(self, exchange: Exchange, upstream: Upstream) -> None:
         assert exchange.openFields is not None
         exchange.openFields["kind"] = TUNNEL
-        self._disarm()
-        self.transport.unregisterProducer()
-        upstream.transport.unregisterProducer()
-        self.gate.release(ANSWER)
+        self._stopParsing(upstream)
         response = self._responseLogFields(exchange)
         relay = Relay(
             self.reactor,
@@ -789,6 +786,23 @@ class BrowserConnection(Protocol):
             down=exchange.down,
         )
         relay.firstByte = exchange.firstByte
+        self._relayRest(relay, upstream, b"")
+
+    def _stopParsing(self, upstream: Upstream) -> None:
+        """
+        Both connections become a blind relay: no more timers or producers
+        of the HTTP shell.
+        """
+        self._disarm()
+        self.transport.unregisterProducer()
+        upstream.transport.unregisterProducer()
+        self.gate.release(ANSWER)
+
+    def _relayRest(self, relay: Relay, upstream: Upstream, pendingDown: bytes) -> None:
+        """
+        Hand both connections to C{relay}, with every byte read from either
+        and not yet relayed.
+        """
         self.relay = relay
         upstream.relay = relay
         upstream.owner = None
@@ -801,7 +815,7 @@ class BrowserConnection(Protocol):
             upstream.transport,
             pending=pendingUp,
             serverGate=upstream.gate,
-            pendingDown=upstream.reader.leftover(),
+            pendingDown=pendingDown + upstream.reader.leftover(),
         )
 
     def _unparsable(self, exchange: Exchange, upstream: Upstream, event: Unparsable) -> None:
@@ -810,10 +824,7 @@ class BrowserConnection(Protocol):
         rest of both connections with it.
         """
         assert exchange.openFields is not None
-        self._disarm()
-        self.transport.unregisterProducer()
-        upstream.transport.unregisterProducer()
-        self.gate.release(ANSWER)
+        self._stopParsing(upstream)
         self._open(exchange)
 
         def ended(result: RelayResult) -> None:
@@ -837,20 +848,7 @@ class BrowserConnection(Protocol):
             up=exchange.up,
             down=exchange.down,
         )
-        self.relay = relay
-        upstream.relay = relay
-        upstream.owner = None
-        self.upstream = None
-        pendingUp = b"".join(
-            e.raw for e in self.queue if isinstance(e, (Body, EndOfMessage))
-        ) + self.reader.leftover()
-        self.queue.clear()
-        relay.start(
-            upstream.transport,
-            pending=pendingUp,
-            serverGate=upstream.gate,
-            pendingDown=event.raw + upstream.reader.leftover(),
-        )
+        self._relayRest(relay, upstream, event.raw)
 
     def serverLost(self, upstream: Upstream, reason: Failure) -> None:
         if upstream is self.upstream:
