@@ -31,6 +31,10 @@ def _seconds(name: str) -> Any:
     return coerce
 
 
+#: Where a proxy's forward port listens when no C{--listen} is given.
+DEFAULT_LISTEN = "tcp:3128:interface=127.0.0.1"
+
+
 class DestinationOptions:
     """
     C{--resolve NAME=ADDRESS} (repeatable), C{--resolve-only},

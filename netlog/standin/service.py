@@ -10,11 +10,10 @@ from typing import Any
 from twisted.application.service import Service
 
 from netlog.log.writer import LogWriter
-from netlog.net.options import buildDestinations
+from netlog.net.options import DEFAULT_LISTEN, buildDestinations
 from netlog.standin.proxy import Settings, StandinFactory
 
 #: Where the stand-in listens when no C{--listen} is given.
-DEFAULT_LISTEN = "tcp:3128:interface=127.0.0.1"
 
 def _split(description: str) -> list[str]:
     """

@@ -40,6 +40,7 @@ from twisted.logger import Logger
 from twisted.python import usage
 
 from netlog.log.writer import LogWriter
+from netlog.net.options import DEFAULT_LISTEN
 
 _log = Logger(namespace="netlog.listeners")
 
@@ -150,7 +151,16 @@ class LogOptions(usage.Options):
         self.argv = list(sys.argv[1:] if options is None else options)
         usage.Options.parseOptions(self, options)
 
+    def opt_listen(self, description: str) -> None:
+        """
+        The forward port (the browser's proxy setting), an endpoint
+        description (repeatable; default tcp:3128:interface=127.0.0.1).
+        """
+        self.setdefault("listen", []).append(description)
+
     def postOptions(self) -> None:
+        if not self.get("listen"):
+            self["listen"] = [DEFAULT_LISTEN]
         if self["no-log"]:
             self["log"] = None
         elif not self.get("log"):

@@ -16,8 +16,6 @@ from netlog.site.config import ConfigError, SitesConfig, loadSites
 from netlog.standin.proxy import DEFAULT_HEADER_TIMEOUT
 from netlog.tap.common import LogOptions, makeProxyService
 
-#: The forward port (the browser's proxy setting) when no C{--listen} is given.
-DEFAULT_LISTEN = "tcp:3128:interface=127.0.0.1"
 
 
 class Options(LogOptions, DestinationOptions):
@@ -46,21 +44,11 @@ class Options(LogOptions, DestinationOptions):
 
     def __init__(self) -> None:
         LogOptions.__init__(self)
-        self["listen"] = []
         self.sitesConfig: SitesConfig | None = None
-
-    def opt_listen(self, description: str) -> None:
-        """
-        The forward port, an endpoint description (repeatable; default
-        tcp:3128:interface=127.0.0.1).
-        """
-        self["listen"].append(description)
 
     def postOptions(self) -> None:
         LogOptions.postOptions(self)
         self.checkDestinations()
-        if not self["listen"]:
-            self["listen"] = [DEFAULT_LISTEN]
         if not self["sites"]:
             raise usage.UsageError("--sites FILE is required (see examples/sites.toml)")
         try:

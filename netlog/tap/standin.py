@@ -11,7 +11,7 @@ from twisted.python import usage
 
 from netlog.net.options import DestinationOptions, _seconds
 from netlog.standin.proxy import DEFAULT_CONNECT_PORTS, DEFAULT_HEADER_TIMEOUT
-from netlog.standin.service import DEFAULT_LISTEN, buildProxy
+from netlog.standin.service import buildProxy
 from netlog.tap.common import LogOptions, makeProxyService
 
 
@@ -44,22 +44,9 @@ class Options(DestinationOptions, LogOptions):
          _seconds("header-timeout")],
     ]
 
-    def __init__(self) -> None:
-        super().__init__()
-        self["listen"] = []
-
-    def opt_listen(self, description: str) -> None:
-        """
-        An endpoint description to serve on (repeatable; default
-        tcp:3128:interface=127.0.0.1).
-        """
-        self["listen"].append(description)
-
     def postOptions(self) -> None:
         LogOptions.postOptions(self)
         self.checkDestinations()
-        if not self["listen"]:
-            self["listen"] = [DEFAULT_LISTEN]
         if isinstance(self["connect-ports"], str):
             self["connect-ports"] = _ports(self["connect-ports"])
 

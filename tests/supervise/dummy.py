@@ -27,7 +27,6 @@ PLUGIN_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins"
 
 class Options(LogOptions):
     optParameters = [
-        ["listen", None, "tcp:0:interface=127.0.0.1", "Where to answer."],
         ["start-delay", None, 0.0, "Seconds each worker waits before it serves.", float],
         ["secret", None, None, "A file only root may read, told to a client that asks 'secret'."],
     ]
@@ -35,6 +34,12 @@ class Options(LogOptions):
         ["die-at-start", None, "Fail at once in each worker (to test giving up)."],
         ["ignore-term", None, "Ignore SIGTERM in the worker (to test the KILL after the grace)."],
     ]
+
+    def postOptions(self) -> None:
+        # Where to answer: --listen (once), by default any free loopback port.
+        if not self.get("listen"):
+            self["listen"] = ["tcp:0:interface=127.0.0.1"]
+        LogOptions.postOptions(self)
 
 
 class Answer(LineOnlyReceiver):
@@ -74,7 +79,7 @@ class DummyProxy(MultiService):
         factory.writer = writer
         factory.secret = b""
         self.factory = factory
-        self.listeners = [("answer", config["listen"], factory)]
+        self.listeners = [("answer", config["listen"][0], factory)]
         self.privilegedFiles = [config["secret"]] if config["secret"] else []
 
     def startService(self) -> None:
