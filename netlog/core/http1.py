@@ -46,6 +46,7 @@ __all__ = [
     "headerValues",
     "commaValues",
     "readRefusedRequest",
+    "REASON_PHRASES",
 ]
 
 #: The longest request line read (bytes, without its CRLF); longer is 414.
@@ -221,6 +222,14 @@ _FRAMING_FIELDS = frozenset({b"host", b"content-length", b"transfer-encoding", b
 #: would let the rest of the body be read upstream as another request.
 _UNDROPPABLE = frozenset({b"host", b"content-length", b"transfer-encoding"})
 _KNOWN_CODINGS = {b"chunked", b"gzip", b"x-gzip", b"deflate", b"compress", b"x-compress"}
+
+#: Reason phrases for the answers the proxies make themselves.
+REASON_PHRASES = {
+    200: b"OK", 308: b"Permanent Redirect", 400: b"Bad Request", 403: b"Forbidden",
+    404: b"Not Found", 408: b"Request Timeout", 414: b"URI Too Long", 431: b"Request Header Fields Too Large",
+    501: b"Not Implemented", 502: b"Bad Gateway", 504: b"Gateway Timeout",
+    505: b"HTTP Version Not Supported",
+}
 
 #: Hop-by-hop fields (RFC 9110 7.6.1, plus the old Proxy-Connection and Keep-Alive).
 HOP_BY_HOP = frozenset(

@@ -28,6 +28,7 @@ from netlog.core.http1 import (
     RequestReader,
     readRefusedRequest,
     serializeHead,
+    REASON_PHRASES,
 )
 from netlog.net.connect import describeFailure
 from netlog.net.relay import CLIENT, Gate, Relay, RelayResult, RelayServerProtocol
@@ -55,12 +56,6 @@ REQUEST_TIMEOUT = 408
 CONNECTING = "connecting"
 BUSY = "busy"
 
-_REASONS = {
-    200: b"OK", 308: b"Permanent Redirect", 400: b"Bad Request", 403: b"Forbidden",
-    404: b"Not Found", 408: b"Request Timeout", 414: b"URI Too Long", 431: b"Request Header Fields Too Large",
-    501: b"Not Implemented", 502: b"Bad Gateway", 504: b"Gateway Timeout",
-    505: b"HTTP Version Not Supported",
-}
 
 
 def noDelay(transport: Any) -> None:
@@ -412,7 +407,7 @@ class BrowserConnection(Protocol):
         """
         Write an answer of netlog's own; return its log fields.
         """
-        reason = _REASONS.get(status, b"Error")
+        reason = REASON_PHRASES.get(status, b"Error")
         fields = [(b"Content-Type", b"text/plain; charset=utf-8"), (b"Content-Length", b"%d" % len(body))]
         fields += list(headers)
         if close:

@@ -37,6 +37,7 @@ from netlog.core.http1 import (
     commaValues,
     hopByHop,
     readRefusedRequest,
+    REASON_PHRASES,
 )
 from netlog.core.logline import REASON_STOPPED
 from netlog.log.writer import LogWriter
@@ -72,17 +73,6 @@ ANSWER = "answer"
 FORBIDDEN = 403
 REQUEST_TIMEOUT = 408
 
-_REASONS = {
-    400: b"Bad Request",
-    403: b"Forbidden",
-    408: b"Request Timeout",
-    414: b"URI Too Long",
-    431: b"Request Header Fields Too Large",
-    501: b"Not Implemented",
-    502: b"Bad Gateway",
-    504: b"Gateway Timeout",
-    505: b"HTTP Version Not Supported",
-}
 
 
 @dataclass(frozen=True)
@@ -136,7 +126,7 @@ def errorResponse(status: int, message: str) -> bytes:
     after it.
     """
     body = message.encode("utf-8") + b"\n"
-    reason = _REASONS.get(status, b"Error")
+    reason = REASON_PHRASES.get(status, b"Error")
     return (
         b"HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
         b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (status, reason, len(body))
@@ -149,7 +139,7 @@ def _responseFields(status: int, raw: bytes) -> dict[str, Any]:
     headers = [line.split(b": ", 1) for line in lines[1:]]
     return {
         "status": status,
-        "reason": _text(_REASONS.get(status, b"Error")),
+        "reason": _text(REASON_PHRASES.get(status, b"Error")),
         "version": "HTTP/1.1",
         "headers": [[_text(n), _text(v)] for n, v in headers],
         "headers_size": headEnd,
