@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from typing import Any, Iterable, Sequence, TypeVar
+from typing import Any, Iterable, Iterator, Sequence, TypeVar
 
 __all__ = [
     "MAX_REQUEST_BODY",
@@ -137,6 +137,7 @@ class BodyCapture:
             if release:
                 self._kept = []
             return base64.b64encode(data).decode("ascii")
+        pieces: Iterator[bytes]
         if release:
             self._kept = []
             kept.reverse()
