@@ -272,15 +272,6 @@ class LineIndex:
                     return offset, self._endLengths[slot]
         return self._sparse.get(exchangeId)
 
-    def endsOf(self, exchangeId: int) -> list[tuple[int, int]]:
-        """
-        Every end line for C{exchangeId}, in file order.
-        """
-        first = self.endOf(exchangeId)
-        if first is None:
-            return []
-        return [first, *self.extraEnds.get(exchangeId, ())]
-
     def __len__(self) -> int:
         return len(self.openIds)
 

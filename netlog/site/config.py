@@ -122,9 +122,6 @@ class SitesConfig:
         """
         return self._byHost.get(normalizeHost(host))
 
-    def siteHosts(self) -> list[str]:
-        return list(self._byHost)
-
     def isLive(self, host: str) -> bool:
         """
         Whether C{host} is an allowed live host (C{*.example.org} matches

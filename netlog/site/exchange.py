@@ -301,18 +301,6 @@ class Exchange:
             "server": {"host": self.route.host, "port": self.route.port, "address": self.address},
         }
 
-    def refusedFields(self, status: int, reason: str, response: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        now = self.reactor.seconds()
-        opened = self._openFields()
-        ended: dict[str, Any] = {
-            "ended": now,
-            "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
-            "response": response,
-            "bytes": {"up": 0, "down": response.get("_wire", 0)},
-        }
-        response.pop("_wire", None)
-        return opened, ended
-
     # -- backpressure -----------------------------------------------------------
 
     def _attach(self) -> None:

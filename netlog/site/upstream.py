@@ -172,8 +172,3 @@ class Pool:
                 self.forget(protocol)
                 protocol.transport.loseConnection()
         self._idle.clear()
-
-    def idleCount(self, key: Hashable | None = None) -> int:
-        if key is None:
-            return sum(len(v) for v in self._idle.values())
-        return len(self._idle.get(key, []))
