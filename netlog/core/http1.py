@@ -603,6 +603,37 @@ class _Reader:
             raise self._bad(431, "too many trailer fields")
         return self._parseFields(lines), stop + 4
 
+    def _skipEmptyLines(self, buf: bytes, start: int) -> int | None:
+        """
+        Empty lines before a head are ignored (RFC 9112 2.2): where reading
+        goes on when C{start} begins with some (or with a lone CR that may be
+        the first of one), L{None} when a head begins there.
+        """
+        if buf.startswith(b"\r\n", start):
+            at = start
+            while buf.startswith(b"\r\n", at):
+                at += 2
+            return at
+        if len(buf) - start == 1 and buf[start] == 13:
+            return start
+        return None
+
+    def _headEnd(self, buf: bytes, start: int, status: int, tooLarge: str) -> int:
+        """
+        Where the head that begins at C{start} ends (its empty line), or -1
+        while it isn't whole. Scans only what came since the last call,
+        refuses bare LFs on the way, and a head over the limit with
+        C{status}.
+        """
+        endAt = buf.find(b"\r\n\r\n", start + max(0, self._scanned - 3))
+        limit = endAt + 2 if endAt >= 0 else len(buf)
+        self._checkBareLF(buf, start + self._scanned, limit, start)
+        self._scanned = limit - start
+        size = len(buf) - start if endAt < 0 else endAt + 4 - start
+        if size > self._maxHead:
+            raise self._bad(status, tooLarge)
+        return endAt
+
     def _checkBareLF(self, buf: bytes, start: int, limit: int, floor: int) -> None:
         """
         Refuse an LF between C{start} and C{limit} without a CR before it
@@ -761,15 +792,10 @@ class RequestReader(_Reader):
         return [Incomplete("the connection closed in the middle of a request", self._takeRest())]
 
     def _readHead(self, buf: bytes, start: int) -> tuple[list[Event], int]:
-        # Empty lines before a request line are ignored (RFC 9112 2.2).
-        if buf.startswith(b"\r\n", start):
-            at = start
-            while buf.startswith(b"\r\n", at):
-                at += 2
-            return [], at
+        skipped = self._skipEmptyLines(buf, start)
+        if skipped is not None:
+            return [], skipped
         size = len(buf) - start
-        if size == 1 and buf[start] == 13:
-            return [], start
         if self._line is None:
             lf = buf.find(b"\n", start, start + self._maxLine + 2)
             if lf < 0:
@@ -782,17 +808,10 @@ class RequestReader(_Reader):
                 raise self._bad(414, "request line too long")
             self._line = self._requestLine(buf[start : lf - 1])
             self._scanned = lf + 1 - start
-        endAt = buf.find(b"\r\n\r\n", start + max(0, self._scanned - 3))
-        limit = endAt + 2 if endAt >= 0 else len(buf)
-        self._checkBareLF(buf, start + self._scanned, limit, start)
-        self._scanned = limit - start
+        endAt = self._headEnd(buf, start, 431, "request head too large")
         if endAt < 0:
-            if size > self._maxHead:
-                raise self._bad(431, "request head too large")
             return [], start
         used = endAt + 4
-        if used - start > self._maxHead:
-            raise self._bad(431, "request head too large")
         head = buf[start:used]
         self._checkBytes(head)
         lines = buf[start:endAt].split(b"\r\n")
@@ -985,27 +1004,15 @@ class ResponseReader(_Reader):
         return [Incomplete("the connection closed in the middle of a response", self._takeRest())]
 
     def _readHead(self, buf: bytes, start: int) -> tuple[list[Event], int]:
-        if buf.startswith(b"\r\n", start):
-            at = start
-            while buf.startswith(b"\r\n", at):
-                at += 2
-            return [], at
-        size = len(buf) - start
-        if size == 1 and buf[start] == 13:
-            return [], start
-        if not buf.startswith(b"HTTP/"[:size], start):
+        skipped = self._skipEmptyLines(buf, start)
+        if skipped is not None:
+            return [], skipped
+        if not buf.startswith(b"HTTP/"[: len(buf) - start], start):
             raise self._bad(0, "not an HTTP response")
-        endAt = buf.find(b"\r\n\r\n", start + max(0, self._scanned - 3))
-        limit = endAt + 2 if endAt >= 0 else len(buf)
-        self._checkBareLF(buf, start + self._scanned, limit, start)
-        self._scanned = limit - start
+        endAt = self._headEnd(buf, start, 0, "response head too large")
         if endAt < 0:
-            if size > self._maxHead:
-                raise self._bad(0, "response head too large")
             return [], start
         used = endAt + 4
-        if used - start > self._maxHead:
-            raise self._bad(0, "response head too large")
         head = buf[start:used]
         self._scanned = 0
         if b"\x00" in head:
