@@ -23,7 +23,6 @@ from tests.site.support import (
     listenScripted,
     openSocket,
     readAll,
-    readResponse,
     request,
 )
 
@@ -329,62 +328,6 @@ class HeldResolver:
 
 class TunnelTests(TestCase):
     timeout = 60
-
-    @defer.inlineCallbacks
-    def test_tunnelEndKeepsAnswer(self) -> Any:
-        """
-        A live host's tunnel's end line has the CONNECT's answer (the 200
-        the browser got) and C{times.sent} when the tunnel connected, as the
-        stand-in writes them.
-        """
-        def echo(server: ScriptedServer, received: bytes) -> None:
-            server.transport.write(received[getattr(server, "echoed", 0):])
-            server.echoed = len(received)  # type: ignore[attr-defined]
-
-        port, _ = listenScripted(self, echo)
-        running = RunningProxy(self, sites(1), resolve={"echo.live.test": "127.0.0.1"})
-
-        def client() -> bytes:
-            sock = connectTunnel(running.ports["forward"], f"echo.live.test:{port}", None)
-            sock.sendall(b"ping")
-            got = b""
-            while len(got) < 4:
-                got += sock.recv(4)
-            sock.close()
-            return got
-
-        self.assertEqual((yield threads.deferToThread(client)), b"ping")
-        [(_, ended)] = yield running.waitForEnds(1)
-        self.assertEqual(ended["response"], {
-            "status": 200, "reason": "Connection established", "version": "HTTP/1.1",
-            "headers": [], "headers_size": len(b"HTTP/1.1 200 Connection established\r\n\r\n"),
-            "body": {"size": 0}})
-        self.assertIsNotNone(ended["times"]["connected"])
-        self.assertEqual(ended["times"]["sent"], ended["times"]["connected"])
-        self.assertNotIn("_failed", ended)
-
-    @defer.inlineCallbacks
-    def test_failedStatus(self) -> Any:
-        """
-        A host that doesn't resolve: the browser gets netlog's 502 for a plain
-        request and for a CONNECT, and both entries' C{_failed} carry that
-        C{status}.
-        """
-        running = RunningProxy(self, sites(1))
-
-        def client() -> Any:
-            sock = openSocket(running.ports["forward"])
-            plain = request(sock, "GET", "http://gone.live.test/", [("Host", "gone.live.test")])
-            sock = openSocket(running.ports["forward"])
-            sock.sendall(b"CONNECT gone.live.test:443 HTTP/1.1\r\nHost: gone.live.test:443\r\n\r\n")
-            return plain, readAll(sock)
-
-        plain, connect = yield threads.deferToThread(client)
-        self.assertEqual(plain[0], 502)
-        self.assertTrue(connect.startswith(b"HTTP/1.1 502"), connect)
-        for _, ended in (yield running.waitForEnds(2)):
-            self.assertEqual(ended["_failed"], {"reason": "gone.live.test doesn't resolve", "status": 502})
-            self.assertEqual(ended["response"]["status"], 502)
 
     @defer.inlineCallbacks
     def test_browserLeavesMidConnect(self) -> Any:

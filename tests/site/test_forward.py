@@ -224,8 +224,9 @@ class ForwardTests(TestCase):
     @defer.inlineCallbacks
     def test_doesNotResolve(self) -> Any:
         """
-        A live host that doesn't resolve is answered 502, its entry
-        C{_failed} with the reason.
+        A live host that doesn't resolve is answered 502, for a plain request
+        and for a CONNECT; each entry is C{_failed} with the reason and that
+        C{status}.
         """
         running = self.running
 
@@ -241,7 +242,8 @@ class ForwardTests(TestCase):
         self.assertTrue(connect.startswith(b"HTTP/1.1 502"), connect)
         entries = yield running.waitForEnds(2)
         for opened, ended in entries:
-            self.assertEqual(ended["_failed"]["reason"], "gone.live.test doesn't resolve")
+            self.assertEqual(ended["_failed"], {"reason": "gone.live.test doesn't resolve", "status": 502})
+            self.assertEqual(ended["response"]["status"], 502)
         self.assertEqual([o["kind"] for o, _ in entries], ["exchange", "tunnel"])
 
     @defer.inlineCallbacks

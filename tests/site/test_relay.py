@@ -75,7 +75,9 @@ class LiveTests(TestCase):
     def test_tunnel(self) -> Any:
         """
         A live host's CONNECT is a blind tunnel, kept as a connection entry
-        with its bytes each way and who closed it.
+        with its bytes each way and who closed it; its end line has the
+        CONNECT's answer (the 200 the browser got) and C{times.sent} when the
+        tunnel connected, as the stand-in writes them.
         """
         def echo(server: ScriptedServer, received: bytes) -> None:
             echoed = getattr(server, "echoed", 0)
@@ -101,6 +103,13 @@ class LiveTests(TestCase):
         self.assertEqual(opened["server"]["address"], "127.0.0.1")
         self.assertEqual(ended["bytes"], {"up": 4, "down": 4})
         self.assertEqual(ended["closed_by"], "client")
+        self.assertEqual(ended["response"], {
+            "status": 200, "reason": "Connection established", "version": "HTTP/1.1",
+            "headers": [], "headers_size": len(b"HTTP/1.1 200 Connection established\r\n\r\n"),
+            "body": {"size": 0}})
+        self.assertIsNotNone(ended["times"]["connected"])
+        self.assertEqual(ended["times"]["sent"], ended["times"]["connected"])
+        self.assertNotIn("_failed", ended)
 
     @defer.inlineCallbacks
     def test_plainContinue(self) -> Any:
