@@ -870,22 +870,18 @@ class RequestReader(_Reader):
             host, port = parsed
             if port == 0:
                 raise self._bad(400, "CONNECT to port 0")
-        elif target[:1] == b"/":
-            if b"#" in target:
-                raise self._bad(400, "request target with a fragment")
-            if self.forwardProxy:
-                raise self._bad(400, "origin-form target sent to a forward proxy; use an absolute URL")
-            if hostField is None and version == b"HTTP/1.1":
-                raise self._bad(400, "HTTP/1.1 request without a Host field")
-            if hostField is not None:
-                host, port = hostField
-                if port is None:
-                    port = _DEFAULT_PORTS.get(self._scheme)
-        elif target == b"*":
-            if self.forwardProxy:
-                raise self._bad(400, "asterisk-form target sent to a forward proxy")
-            if method != b"OPTIONS":
-                raise self._bad(400, "asterisk-form target with a method other than OPTIONS")
+        elif target[:1] == b"/" or target == b"*":
+            if target == b"*":
+                if self.forwardProxy:
+                    raise self._bad(400, "asterisk-form target sent to a forward proxy")
+                if method != b"OPTIONS":
+                    raise self._bad(400, "asterisk-form target with a method other than OPTIONS")
+            else:
+                if b"#" in target:
+                    raise self._bad(400, "request target with a fragment")
+                if self.forwardProxy:
+                    raise self._bad(400, "origin-form target sent to a forward proxy; use an absolute URL")
+            # Both forms name their host only in the Host field.
             if hostField is None and version == b"HTTP/1.1":
                 raise self._bad(400, "HTTP/1.1 request without a Host field")
             if hostField is not None:
