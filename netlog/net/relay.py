@@ -16,6 +16,8 @@ from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from netlog.net.send import sendNow
+
 #: Seconds a tunnel may pass no byte either way before the proxy closes it
 #: (C{--idle-timeout}).
 DEFAULT_IDLE_TIMEOUT = 300.0
@@ -184,7 +186,7 @@ class Relay:
             return
         self.up += len(data)
         self._lastActivity = self._reactor.seconds()
-        self.server.write(data)
+        sendNow(self.server, data)
 
     def fromServer(self, data: bytes) -> None:
         if self.result is not None:
@@ -193,7 +195,7 @@ class Relay:
             self.firstByte = self._reactor.seconds()
         self.down += len(data)
         self._lastActivity = self._reactor.seconds()
-        self.client.write(data)
+        sendNow(self.client, data)
 
     # -- ends ------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ from netlog.net.relay import (
     isReset,
 )
 from netlog.net.resolve import DoesNotResolve, Resolution, Resolver
+from netlog.net.send import sendNow
 
 _log = Logger()
 
@@ -344,6 +345,9 @@ class BrowserConnection(Protocol):
         self.lastActivity = 0.0
         self._timer: Any = None
         self.gate: Gate
+        #: Writes held until the bytes read in this turn are dealt with (see
+        #: L{_batch}), or L{None} outside one.
+        self._out: list[tuple[Any, bytes]] | None = None
 
     # -- the browser's side ----------------------------------------------------
 
@@ -370,8 +374,13 @@ class BrowserConnection(Protocol):
         if self.headStarted is None and self.exchange is None and self.reader.idle:
             self.headStarted = now
             self._arm()
-        self.queue.extend(self.reader.feed(data))
-        self._process()
+        opened = self._batch()
+        try:
+            self.queue.extend(self.reader.feed(data))
+            self._process()
+        finally:
+            if opened:
+                self._flush(end=True)
 
     def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
         self.gone = True
@@ -517,10 +526,14 @@ class BrowserConnection(Protocol):
         upstream = Upstream(self, host, port, address)
 
         def connected(_: object) -> None:
+            opened = self._batch()
             try:
                 self._connected(exchange, upstream)
             except Exception:
                 self._connectFailed(Failure(), exchange, host, port)
+            finally:
+                if opened:
+                    self._flush(end=True)
 
         connectThen(
             self.reactor, address, port, lambda: upstream,  # type: ignore[arg-type, return-value]
@@ -584,7 +597,9 @@ class BrowserConnection(Protocol):
         self.queue.clear()
         self._disarm()
         self.gate.release(ANSWER)
-        self.transport.write(answer)
+        self._open(exchange)
+        self._write(self.transport, answer)
+        self._flush()
         relay.start(upstream.transport, pending=self.reader.leftover(), serverGate=upstream.gate)
 
     def _tunnelEnded(
@@ -643,11 +658,11 @@ class BrowserConnection(Protocol):
         data = fields.serialize(line, extra)
         upstream.reader.expectResponseTo(head.method)
         exchange.up += len(data)
-        upstream.transport.write(data)
         if not head.upgrade:
             # An Upgrade is logged once its answer says whether it became a
             # tunnel.
             self._open(exchange)
+        self._write(upstream.transport, data)
         self.lastActivity = self.reactor.seconds()
         self._arm()
 
@@ -658,7 +673,7 @@ class BrowserConnection(Protocol):
         exchange.requestBody += len(event.data)
         exchange.hasBody = True
         exchange.up += len(event.raw)
-        exchange.upstream.transport.write(event.raw)
+        self._write(exchange.upstream.transport, event.raw)
 
     def _requestEnd(self, event: EndOfMessage) -> None:
         exchange = self.exchange
@@ -666,7 +681,7 @@ class BrowserConnection(Protocol):
             return
         if event.raw:
             exchange.up += len(event.raw)
-            exchange.upstream.transport.write(event.raw)
+            self._write(exchange.upstream.transport, event.raw)
         exchange.requestDone = True
         exchange.sent = self.reactor.seconds()
         if exchange.head.upgrade and not exchange.ended:
@@ -691,10 +706,15 @@ class BrowserConnection(Protocol):
             return
         if exchange.firstByte is None:
             exchange.firstByte = self.lastActivity
-        for event in upstream.reader.feed(data):
-            if self.relay is not None or exchange.ended:
-                break
-            self._responseEvent(exchange, upstream, event)
+        opened = self._batch()
+        try:
+            for event in upstream.reader.feed(data):
+                if self.relay is not None or exchange.ended:
+                    break
+                self._responseEvent(exchange, upstream, event)
+        finally:
+            if opened:
+                self._flush(end=True)
 
     def _responseEvent(self, exchange: Exchange, upstream: Upstream, event: Event) -> None:
         if isinstance(event, ResponseHead):
@@ -702,11 +722,11 @@ class BrowserConnection(Protocol):
         elif isinstance(event, Body):
             exchange.responseBody += len(event.data)
             exchange.down += len(event.raw)
-            self.transport.write(event.raw)
+            self._write(self.transport, event.raw)
         elif isinstance(event, EndOfMessage):
             if event.raw:
                 exchange.down += len(event.raw)
-                self.transport.write(event.raw)
+                self._write(self.transport, event.raw)
             self._endExchange(exchange)
             self._afterExchange(exchange)
         elif isinstance(event, Unparsable):
@@ -717,7 +737,7 @@ class BrowserConnection(Protocol):
                 # closed (a last chunk, a trailer section begun): the browser
                 # gets every byte, as it came.
                 exchange.down += len(event.raw)
-                self.transport.write(event.raw)
+                self._write(self.transport, event.raw)
             self._serverCut(exchange, event.reason)
 
     def _responseHead(self, exchange: Exchange, upstream: Upstream, head: ResponseHead) -> None:
@@ -733,7 +753,7 @@ class BrowserConnection(Protocol):
             data = fields.serialize(startLine, [])
             exchange.interim.append(head.status)
             exchange.down += len(data)
-            self.transport.write(data)
+            self._write(self.transport, data)
             return
         exchange.upstreamKeepAlive = fields.keepAlive
         upgraded = head.status == 101 and exchange.head.upgrade
@@ -748,7 +768,7 @@ class BrowserConnection(Protocol):
         exchange.responseHeaders = fields.kept() + extra
         exchange.responseHeadersSize = len(data)
         exchange.down += len(data)
-        self.transport.write(data)
+        self._write(self.transport, data)
         if upgraded:
             self._upgradeToTunnel(exchange, upstream)
         elif exchange.head.upgrade:
@@ -783,6 +803,7 @@ class BrowserConnection(Protocol):
         Both connections become a blind relay: no more timers or producers
         of the HTTP shell.
         """
+        self._flush()
         self._disarm()
         self.transport.unregisterProducer()
         upstream.transport.unregisterProducer()
@@ -968,7 +989,7 @@ class BrowserConnection(Protocol):
                 "_refused": {"reason": reason, "status": status},
             },
         )
-        self.transport.write(answer)
+        self._write(self.transport, answer)
         self._close()
 
     def _fail(self, exchange: Exchange, status: int, reason: str) -> None:
@@ -995,7 +1016,7 @@ class BrowserConnection(Protocol):
             exchange.opened = True
             exchange.id = self.writer.refuse(exchange.openFields, fields)
         if not self.gone:
-            self.transport.write(answer)
+            self._write(self.transport, answer)
         self._dropUpstream()
         self._close()
 
@@ -1018,7 +1039,7 @@ class BrowserConnection(Protocol):
                 else:
                     exchange.opened = True
                     exchange.id = self.writer.refuse(exchange.openFields or {}, fields)
-                self.transport.write(answer)
+                self._write(self.transport, answer)
             else:
                 self._endExchange(exchange, failure=why)
             self._dropUpstream()
@@ -1055,12 +1076,53 @@ class BrowserConnection(Protocol):
                 "_refused": {"reason": event.reason, "status": event.status},
             },
         )
-        self.transport.write(answer)
+        self._write(self.transport, answer)
         self._close()
+
+    # -- writing -------------------------------------------------------------------
+
+    def _batch(self) -> bool:
+        """
+        Hold writes until L{_flush}: the bytes read in one turn (a head and
+        its body, say) go out in one send each way, after the log lines they
+        make are written. Returns whether this call began the batch (a
+        nested call leaves it to the outer one).
+        """
+        if self._out is not None:
+            return False
+        self._out = []
+        return True
+
+    def _write(self, transport: Any, data: bytes) -> None:
+        if self._out is not None:
+            self._out.append((transport, data))
+        else:
+            sendNow(transport, data)
+
+    def _flush(self, end: bool = False) -> None:
+        """
+        Send what the batch holds, in order, joining what goes to the same
+        transport; C{end} ends the batch.
+        """
+        out = self._out
+        self._out = None if end else []
+        if not out:
+            return
+        if len(out) == 1:
+            sendNow(*out[0])
+            return
+        transport, parts = out[0][0], [out[0][1]]
+        for nextTransport, data in out[1:]:
+            if nextTransport is not transport:
+                sendNow(transport, b"".join(parts))
+                transport, parts = nextTransport, []
+            parts.append(data)
+        sendNow(transport, b"".join(parts))
 
     # -- closing and timers ----------------------------------------------------------
 
     def _close(self) -> None:
+        self._flush()
         self.closing = True
         self.queue.clear()
         self._disarm()
@@ -1074,6 +1136,7 @@ class BrowserConnection(Protocol):
         self.upstream = None
         if upstream is None:
             return
+        self._flush()
         upstream.owner = None
         if not self.gone:
             try:
@@ -1122,7 +1185,7 @@ class BrowserConnection(Protocol):
                 )
                 buffered = self.reader.leftover()
                 answer = errorResponse(REQUEST_TIMEOUT, reason)
-                self.transport.write(answer)
+                self._write(self.transport, answer)
                 self.writer.refuse(
                     {
                         "proxy": PROXY_NAME,
