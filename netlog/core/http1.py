@@ -215,6 +215,21 @@ _CHUNK_EXT = re.compile(
     rb"(?:[ \t]*=[ \t]*(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+|\"(?:[\t !#-\[\]-~\x80-\xff]|\\[\t -~\x80-\xff])*\"))?)*\Z"
 )
 _HEX = re.compile(rb"[0-9A-Fa-f]+")
+# A whole head as almost every browser and server sends it, read with one
+# match: the readers try it first and read anything it doesn't match (or
+# matches only in part) byte by byte, as the exact refusals need. Each accepts
+# less than the byte-by-byte reading, never more: token names with the colon
+# straight after, no control character but HTAB in a value, no obs-fold.
+_FIELD_LINES = rb"((?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\x00-\x08\x0a-\x1f\x7f]*\r\n)*)\r\n"
+_WHOLE_REQUEST_HEAD = re.compile(
+    rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([^\x00-\x20\x7f]+) (HTTP/1\.[01])\r\n" + _FIELD_LINES
+)
+_WHOLE_RESPONSE_HEAD = re.compile(
+    rb"(HTTP/1\.[0-9]) ([1-9][0-9][0-9])(?: ([^\x00-\x08\x0a-\x1f\x7f]*))?\r\n" + _FIELD_LINES
+)
+#: A field line of a head L{_WHOLE_REQUEST_HEAD} or L{_WHOLE_RESPONSE_HEAD}
+#: matched: its name and its value without the whitespace around it.
+_FIELD = re.compile(rb"([^:]+):[ \t]*([^\r]*?)[ \t]*\r\n")
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 #: The fields a reader looks up to frame a message, indexed as heads are read.
 _FRAMING_FIELDS = frozenset({b"host", b"content-length", b"transfer-encoding", b"upgrade", b"connection"})
@@ -696,6 +711,18 @@ class _Reader:
             raise self._bad(400, "invalid header name")
         return headers
 
+    def _indexFields(self, fields: Headers) -> None:
+        """
+        Index the fields that frame a message (as L{_parseFields} does), for
+        a head read in one match.
+        """
+        index: dict[bytes, list[bytes]] = {}
+        self._index = index
+        for name, value in fields:
+            lowered = name.lower()
+            if lowered in _FRAMING_FIELDS:
+                index.setdefault(lowered, []).append(value)
+
     def _endMessage(self) -> None:
         self._state = self._after
         self._after = _HEAD
@@ -792,6 +819,20 @@ class RequestReader(_Reader):
         return [Incomplete("the connection closed in the middle of a request", self._takeRest())]
 
     def _readHead(self, buf: bytes, start: int) -> tuple[list[Event], int]:
+        if self._line is None:
+            whole = _WHOLE_REQUEST_HEAD.match(buf, start)
+            if (
+                whole is not None
+                and whole.end(3) - start <= self._maxLine
+                and whole.end() - start <= self._maxHead
+            ):
+                fields = _FIELD.findall(buf, whole.start(4), whole.end(4))
+                if len(fields) <= self._maxFields:
+                    self._indexFields(fields)
+                    method, target, version = whole.group(1, 2, 3)
+                    return self._requestEvents(
+                        self._makeHead(method, target, version, fields, whole.group()), whole.end()
+                    )
         skipped = self._skipEmptyLines(buf, start)
         if skipped is not None:
             return [], skipped
@@ -821,7 +862,12 @@ class RequestReader(_Reader):
         method, target, version = self._line
         self._line = None
         self._scanned = 0
-        event = self._makeHead(method, target, version, headers, head)
+        return self._requestEvents(self._makeHead(method, target, version, headers, head), used)
+
+    def _requestEvents(self, event: RequestHead, used: int) -> tuple[list[Event], int]:
+        """
+        The events of a request head read whole, and where reading goes on.
+        """
         events: list[Event] = [event]
         if event.isConnect:
             events.append(EndOfMessage([], b""))
@@ -1000,6 +1046,16 @@ class ResponseReader(_Reader):
         return [Incomplete("the connection closed in the middle of a response", self._takeRest())]
 
     def _readHead(self, buf: bytes, start: int) -> tuple[list[Event], int]:
+        if not self._scanned:
+            whole = _WHOLE_RESPONSE_HEAD.match(buf, start)
+            if whole is not None and whole.end() - start <= self._maxHead:
+                fields = _FIELD.findall(buf, whole.start(4), whole.end(4))
+                if len(fields) <= self._maxFields:
+                    self._indexFields(fields)
+                    version, status, reason = whole.group(1, 2, 3)
+                    return self._responseEvents(
+                        int(status), reason or b"", version, fields, whole.group(), whole.end()
+                    )
         skipped = self._skipEmptyLines(buf, start)
         if skipped is not None:
             return [], skipped
@@ -1030,6 +1086,14 @@ class ResponseReader(_Reader):
             raise self._bad(0, "malformed status code")
         reason = parts[2] if len(parts) > 2 else b""
         headers = self._parseFields(lines[1:])
+        return self._responseEvents(status, reason, version, headers, head, used)
+
+    def _responseEvents(
+        self, status: int, reason: bytes, version: bytes, headers: Headers, head: bytes, used: int
+    ) -> tuple[list[Event], int]:
+        """
+        The events of a response head read whole, and where reading goes on.
+        """
         method = self._methods[0] if self._methods else b"GET"
         events: list[Event] = []
         if 100 <= status < 200 and status != 101:

@@ -435,3 +435,86 @@ class AnyBytesTests(SynchronousTestCase):
             self.assertTrue(withoutEmptyLines(relayed, stream, prefix=False), (relayed, stream))
             results.append(normalised(events))
         self.assertEqual(results[0], results[1])
+
+
+def exactly(events: list[Event]) -> list[object]:
+    """
+    L{summary}, with each head whole (every field of it, its raw bytes too)
+    and each refusal by its status and reason.
+    """
+    heads = [e for e in events if isinstance(e, (RequestHead, ResponseHead))]
+    refusals = [(e.status, e.reason) for e in events if isinstance(e, Refused)]
+    return [summary(events), heads, refusals]
+
+
+class OneMatchTests(SynchronousTestCase):
+    """
+    A head that arrives whole is read with one match where it can be
+    (L{netlog.core.http1}'s C{_WHOLE_REQUEST_HEAD}); the same bytes fed one
+    at a time are read field by field. Both readings agree on every stream,
+    valid or mutated: the match never accepts what the exact reading refuses.
+    """
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.booleans(), st.data())
+    def test_requests(self, forwardProxy: bool, data: st.DataObject) -> None:
+        """
+        Requests read whole and byte by byte give the same events.
+        """
+        messages = data.draw(st.lists(requests(forwardProxy), min_size=1, max_size=2))
+        stream = b"".join(m.wire for m in messages)
+        if data.draw(st.booleans()):
+            stream = data.draw(mutated(stream))
+        whole = RequestReader(forwardProxy=forwardProxy).feed(stream)
+        slow = feedPieces(RequestReader(forwardProxy=forwardProxy), [stream[i : i + 1] for i in range(len(stream))])
+        self.assertEqual(exactly(slow), exactly(whole))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.data())
+    def test_responses(self, data: st.DataObject) -> None:
+        """
+        Responses read whole and byte by byte give the same events.
+        """
+        exchanges = data.draw(st.lists(responses(), min_size=1, max_size=2))
+        stream = b"".join(m.wire for _, m in exchanges)
+        if data.draw(st.booleans()):
+            stream = data.draw(mutated(stream))
+        results = []
+        for pieces in ([stream], [stream[i : i + 1] for i in range(len(stream))]):
+            reader = ResponseReader()
+            for method, _ in exchanges:
+                reader.expectResponseTo(method)
+            events = feedPieces(reader, pieces) + reader.feedEOF()
+            results.append([normalised(events), [e for e in events if isinstance(e, ResponseHead)]])
+        self.assertEqual(results[1], results[0])
+
+    def test_headsThatOnlyTheExactReadingTakes(self) -> None:
+        """
+        Heads at the one match's edges read as the exact reading reads
+        them: spaces and tabs around a value (stripped), empty lines before a
+        head, and responses it leaves to the exact reading (obs-fold, a space
+        before a field's colon, a status line without a reason).
+        """
+        cases = [
+            b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nX-A:  \t v \t \r\n\r\n",
+            b"\r\n\r\nGET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        ]
+        for raw in cases:
+            whole = RequestReader(forwardProxy=True).feed(raw)
+            slow = feedPieces(RequestReader(forwardProxy=True), [raw[i : i + 1] for i in range(len(raw))])
+            self.assertEqual(exactly(whole), exactly(slow))
+            self.assertIsInstance(whole[0], RequestHead)
+        self.assertEqual(whole[0].headers, [(b"Host", b"a.test")])
+        for raw in [
+            b"HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\nContent-Length: 0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nX-A : 1\r\nContent-Length: 0\r\n\r\n",
+            b"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
+        ]:
+            results = []
+            for pieces in ([raw], [raw[i : i + 1] for i in range(len(raw))]):
+                reader = ResponseReader()
+                reader.expectResponseTo(b"GET")
+                events = feedPieces(reader, pieces)
+                results.append([normalised(events), [e for e in events if isinstance(e, ResponseHead)]])
+            self.assertEqual(results[0], results[1])
+            self.assertEqual(len(results[0][1]), 1)
