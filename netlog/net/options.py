@@ -34,6 +34,26 @@ def _seconds(name: str) -> Any:
 #: Where a proxy's forward port listens when no C{--listen} is given.
 DEFAULT_LISTEN = "tcp:3128:interface=127.0.0.1"
 
+#: How many connections may wait to be accepted on a listener whose
+#: description names no C{backlog}. Twisted's default is 50: a browser that
+#: opens dozens of connections at once while the proxy is busy would have some
+#: of its SYNs dropped and sent again a second later.
+LISTEN_BACKLOG = 1024
+_BACKLOG_KINDS = frozenset({"tcp", "tcp6", "unix"})
+
+
+def withBacklog(description: str) -> str:
+    """
+    C{description} with C{backlog=LISTEN_BACKLOG} added when it is a TCP or
+    UNIX endpoint that names no backlog of its own.
+    """
+    kind = description.split(":", 1)[0].strip().lower()
+    if kind not in _BACKLOG_KINDS or description.endswith("\\"):
+        return description
+    if any(part.strip().lower().startswith("backlog=") for part in description.split(":")[1:]):
+        return description
+    return f"{description}:backlog={LISTEN_BACKLOG}"
+
 
 class DestinationOptions:
     """

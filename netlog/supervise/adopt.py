@@ -18,6 +18,8 @@ from twisted.internet.endpoints import serverFromString
 from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
+from netlog.net.options import withBacklog
+
 
 #: Endpoint types the supervisor can hand to a worker: plain TCP sockets. (A
 #: worker that stopped serving an adopted UNIX socket would remove its file.)
@@ -80,7 +82,7 @@ def bindListener(reactor: Any, role: str, description: str) -> BoundListener:
     @raise Exception: what binding raised (the port is taken, say).
     """
     checkAdoptable(description)
-    endpoint = serverFromString(reactor, description)
+    endpoint = serverFromString(reactor, withBacklog(description))
     factory = Factory.forProtocol(_NeverUsed)
     result: list[Any] = []
     endpoint.listen(factory).addBoth(result.append)

@@ -40,7 +40,7 @@ from twisted.logger import Logger
 from twisted.python import usage
 
 from netlog.log.writer import LogWriter
-from netlog.net.options import DEFAULT_LISTEN
+from netlog.net.options import DEFAULT_LISTEN, withBacklog
 
 _log = Logger(namespace="netlog.listeners")
 
@@ -308,7 +308,8 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> Mult
     proxy: Any = buildProxy(config, writer, reactor)
     proxy.setServiceParent(top)
     for role, description, factory in getattr(proxy, "listeners", []):
-        listener = _Listener(role, description, serverFromString(reactor, description), factory)
+        endpoint = serverFromString(reactor, withBacklog(description))
+        listener = _Listener(role, description, endpoint, factory)
         listener.setName(role + ":" + description)
         listener.setServiceParent(top)
     return top
