@@ -12,15 +12,18 @@ builder uses the same constants.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
-from typing import Any, Iterable, Iterator, Sequence, TypeVar
+import mmap
+from typing import Any, Iterable, Sequence, TypeVar
+
+from netlog.core.logline import AsciiText
 
 __all__ = [
     "MAX_REQUEST_BODY",
     "MAX_RESPONSE_BODY",
     "REMOVED",
+    "SPILL_SIZE",
     "BodyCapture",
     "keepsText",
     "removeSignIn",
@@ -32,6 +35,9 @@ __all__ = [
 MAX_REQUEST_BODY = 10 * 1000 * 1000
 #: The most bytes of a text answer an entry keeps (1 MB, decimal).
 MAX_RESPONSE_BODY = 1000 * 1000
+#: Bytes of base64 a capture keeps in an ordinary buffer; past them, in an
+#: anonymous memory map (see L{BodyCapture}).
+SPILL_SIZE = 256 * 1024
 #: What a sign-in header's value is replaced with.
 REMOVED = "<removed>"
 
@@ -59,6 +65,15 @@ class BodyCapture:
     Counts a body fed in pieces; keeps its first C{limit} bytes when C{keep};
     hashes the whole with SHA-256 when C{hashAll}.
 
+    The bytes kept are kept as their base64, encoded as they arrive (three
+    bytes at a time; at most two wait for the next piece), since base64 is
+    what the log writes: a 10 MB upload is never held raw and as base64 at
+    once, and its line can be written straight from what was kept (see
+    L{record}'s C{splice}).  Past L{SPILL_SIZE} bytes of base64 they go to an
+    anonymous memory map sized for the whole limit: its pages cost memory
+    only once written, it never moves or is copied as it grows, and it goes
+    back to the system whole when let go.
+
     @ivar size: bytes fed so far.
     @ivar truncated: more than C{limit} bytes were fed (and C{keep}).
     """
@@ -68,8 +83,10 @@ class BodyCapture:
         self.keep = keep
         self.hashAll = hashAll
         self.size = 0
-        self._kept: list[bytes] = []
         self._keptSize = 0
+        self._encoded: bytearray | mmap.mmap | None = None
+        self._encodedSize = 0
+        self._carry = b""
         self._hash = hashlib.sha256() if hashAll else None
 
     @property
@@ -87,18 +104,62 @@ class BodyCapture:
             self._hash.update(data)
         if self.keep and self._keptSize < self.limit:
             room = self.limit - self._keptSize
-            piece = data if len(data) <= room else data[:room]
-            self._kept.append(bytes(piece))
-            self._keptSize += len(piece)
+            view = memoryview(data)
+            if len(view) > room:
+                view = view[:room]
+            self._keptSize += len(view)
+            self._encode(view)
+
+    def _encode(self, view: memoryview) -> None:
+        """
+        Add the base64 of C{view} (after the bytes carried from the piece
+        before) to what is kept; carry the last one or two bytes that don't
+        make a group of three.
+        """
+        carry = self._carry
+        if carry:
+            need = 3 - len(carry)
+            if len(view) < need:
+                self._carry = carry + view.tobytes()
+                return
+            self._append(binascii.b2a_base64(carry + view[:need].tobytes(), newline=False))
+            view = view[need:]
+        cut = len(view) - len(view) % 3
+        if cut:
+            self._append(binascii.b2a_base64(view[:cut], newline=False))
+        self._carry = view[cut:].tobytes()
+
+    def _append(self, encoded: bytes) -> None:
+        store = self._encoded
+        start = self._encodedSize
+        end = start + len(encoded)
+        if store is None:
+            store = self._encoded = bytearray()
+        if isinstance(store, bytearray) and end > SPILL_SIZE:
+            mapped = mmap.mmap(-1, max(_encodedLength(self.limit), end), flags=mmap.MAP_PRIVATE)
+            mapped[:start] = store
+            store = self._encoded = mapped
+        if isinstance(store, bytearray):
+            store += encoded
+        else:
+            store[start:end] = encoded
+        self._encodedSize = end
+
+    def _tail(self) -> bytes:
+        """
+        The base64 of the carried bytes, padded: the end of the encoding.
+        """
+        return binascii.b2a_base64(self._carry, newline=False) if self._carry else b""
 
     @property
     def data(self) -> bytes:
         """
-        The bytes kept (empty when not C{keep}).
+        The bytes kept (empty when not C{keep}), decoded from what is kept.
         """
-        if len(self._kept) > 1:
-            self._kept = [b"".join(self._kept)]
-        return self._kept[0] if self._kept else b""
+        store = self._encoded
+        if store is None:
+            return self._carry
+        return binascii.a2b_base64(memoryview(store)[: self._encodedSize]) + self._carry
 
     @property
     def sha256(self) -> str | None:
@@ -107,55 +168,73 @@ class BodyCapture:
         """
         return self._hash.hexdigest() if self._hash is not None else None
 
-    def record(self, release: bool = False) -> dict[str, Any]:
+    def record(self, release: bool = False, splice: bool = False) -> dict[str, Any]:
         """
         What the log keeps: C{size}; C{data} (base64) and C{_truncated} when
         kept; C{sha256} when hashed.  See C{docs/log-format.rst}.
 
-        @param release: let each kept piece go as soon as it is encoded (the
-            capture keeps no data afterwards): a 10 MB body is never held
-            whole and as base64 at once.
+        @param release: let what is kept go (the capture keeps no data
+            afterwards).
+        @param splice: give C{data} as an L{AsciiText} over the kept base64
+            itself, for the LogWriter to write without a copy; implies
+            C{release}.
         """
         out: dict[str, Any] = {"size": self.size}
         if self.keep:
-            out["data"] = self._base64(release)
+            if splice:
+                out["data"] = self._spliced()
+            else:
+                out["data"] = self._base64()
+                if release:
+                    self._release()
             if self.truncated:
                 out["_truncated"] = True
+        elif splice or release:
+            self._release()
         if self._hash is not None:
             out["sha256"] = self._hash.hexdigest()
         return out
 
-    def _base64(self, release: bool) -> str:
+    def _base64(self) -> str:
+        store = self._encoded
+        tail = self._tail().decode("ascii")
+        if store is None:
+            return tail
+        with memoryview(store) as view:
+            return str(view[: self._encodedSize], "ascii") + tail
+
+    def _spliced(self) -> AsciiText:
         """
-        The kept bytes in base64, encoded piece by piece (each cut at a
-        multiple of 3 bytes, so the pieces join into the encoding of the
-        whole) and joined once, without joining the raw bytes first.
+        The kept base64, finished with its tail, handed over whole: the
+        capture lets it go.
         """
-        kept = self._kept
-        if len(kept) <= 1:
-            data = kept[0] if kept else b""
-            if release:
-                self._kept = []
-            return base64.b64encode(data).decode("ascii")
-        pieces: Iterator[bytes]
-        if release:
-            self._kept = []
-            kept.reverse()
-            pieces = (kept.pop() for _ in range(len(kept)))
-        else:
-            pieces = iter(kept)
-        encoded: list[str] = []
-        carry = b""
-        for piece in pieces:
-            if carry:
-                piece = carry + piece
-            cut = len(piece) - len(piece) % 3
-            encoded.append(binascii.b2a_base64(memoryview(piece)[:cut], newline=False).decode("ascii"))
-            carry = piece[cut:]
-            del piece
-        if carry:
-            encoded.append(base64.b64encode(carry).decode("ascii"))
-        return "".join(encoded)
+        tail = self._tail()
+        self._carry = b""
+        if tail:
+            self._append(tail)
+        store, size = self._encoded, self._encodedSize
+        self._release()
+        if store is None:
+            return AsciiText(b"")
+        if isinstance(store, bytearray):
+            if len(store) != size:
+                del store[size:]
+            return AsciiText(store)
+        # The view keeps the map alive until the line is written; then
+        # both go, and the map's pages with them.
+        return AsciiText(memoryview(store)[:size])
+
+    def _release(self) -> None:
+        self._encoded = None
+        self._encodedSize = 0
+        self._carry = b""
+
+
+def _encodedLength(size: int) -> int:
+    """
+    The length of the base64 of C{size} bytes.
+    """
+    return (size + 2) // 3 * 4
 
 
 def _mediaType(contentType: str | bytes | None) -> str:

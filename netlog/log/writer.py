@@ -2,8 +2,8 @@
 The LogWriter: the one service that owns the network log file.
 
 Both proxies hand it open and end lines; it numbers them and appends each with a
-single C{write} (a C{writev} of the line and its newline), before the next
-event is handled.
+single C{write} (a C{writev} of the line's pieces and its newline), before the
+next event is handled.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import grp
 import heapq
+import itertools
 import os
 import pwd
 import signal
@@ -29,7 +30,8 @@ from netlog.core.logline import (
     REASON_LOG_FAILED,
     REASON_RESTARTED,
     REASON_STOPPED,
-    encodeRecord,
+    Buffer,
+    encodePieces,
 )
 from netlog.core.recovery import recover
 
@@ -252,7 +254,9 @@ class LogWriter(Service):
         self._next = 1
         self._open: set[int] = set()
         self._openHeap: list[int] = []
-        self._pending: deque[bytes] = deque()
+        #: Accepted lines not yet on the file, in order, each the list of its
+        #: pieces (the newline last); the first may have been written in part.
+        self._pending: deque[list[Buffer]] = deque()
         self._pendingBytes = 0
         self._lostEnds: set[int] = set()
         self._failing: str | None = None
@@ -329,7 +333,7 @@ class LogWriter(Service):
         size = os.fstat(fd).st_size
         found = recover(lambda offset, length: os.pread(fd, length, offset), size)
         if found.cut:
-            self._pending.append(b"\n")
+            self._pending.append([_NEWLINE])
             self._pendingBytes += 1
         self._next = found.lastNumber + 1
         for exchangeId in found.unended:
@@ -347,20 +351,21 @@ class LogWriter(Service):
             heapq.heappop(heap)
         return heap[0] if heap else self._next
 
-    def _encode(self, n: int, kind: str, exchangeId: int, fields: dict[str, Any]) -> bytes:
+    def _encode(self, n: int, kind: str, exchangeId: int, fields: dict[str, Any]) -> list[Buffer]:
         """
-        The line without its newline (written with it in one C{writev}, so a
-        big line is not copied once more to add it).
+        The line's pieces without its newline (written with them in one
+        C{writev}, so a big line is not copied once more to add it, nor a
+        body kept as L{netlog.core.logline.AsciiText} copied into it).
         """
         openFrom = self._openFrom()
         now = self._clock()
         try:
-            return encodeRecord(n, kind, exchangeId, openFrom, now, fields)
+            return encodePieces(n, kind, exchangeId, openFrom, now, fields)
         except (TypeError, ValueError) as e:
             # A field JSON can't hold is a bug in its writer; keep the line
             # (and the numbering) and say what went wrong.
             _log.failure("netlog could not encode a log line's fields")
-            return encodeRecord(n, kind, exchangeId, openFrom, now, {"_unencodable": str(e)})
+            return encodePieces(n, kind, exchangeId, openFrom, now, {"_unencodable": str(e)})
 
     def _emit(self, kind: str, exchangeId: int | None, fields: dict[str, Any]) -> int:
         """
@@ -390,10 +395,9 @@ class LogWriter(Service):
             self._open.discard(exchangeId)
             self._lostEnds.discard(exchangeId)
         line = self._encode(n, kind, exchangeId, fields)
-        pending = self._pending
-        pending.append(line)
-        pending.append(_NEWLINE)
-        self._pendingBytes += len(line) + 1
+        line.append(_NEWLINE)
+        self._pending.append(line)
+        self._pendingBytes += sum(map(len, line))
         del line
         retry = self._retry
         if retry is None or not retry.active():
@@ -434,32 +438,53 @@ class LogWriter(Service):
     def _flush(self) -> None:
         """
         Write the held lines, in order, until they are all on the file or a
-        write fails: each line with its newline in one C{writev} (lines held
-        while writes failed go several in one), so a line is one append.
+        write fails: each line's pieces with its newline in one C{writev}
+        (lines held while writes failed go several in one, whole lines only,
+        as many as one C{writev} takes), so a line is one append.
         """
         fd = self._fd
         if fd is None:
             return
         pending = self._pending
         while pending:
+            first = pending[0]
+            if len(first) > _IOV_MAX:
+                # More pieces than one writev takes (never with the pieces
+                # encodePieces makes): joined, still one append.
+                first[:] = [b"".join(first)]
+            if len(pending) == 1:
+                iov = first
+            else:
+                iov = list(first)
+                for line in itertools.islice(pending, 1, None):
+                    if len(iov) + len(line) > _IOV_MAX:
+                        break
+                    iov.extend(line)
             try:
-                if len(pending) == 1:
-                    written = os.write(fd, pending[0])
-                elif len(pending) <= _IOV_MAX:
-                    written = os.writev(fd, pending)
+                if len(iov) == 1:
+                    written = os.write(fd, iov[0])
                 else:
-                    written = os.writev(fd, [pending[i] for i in range(_IOV_MAX)])
+                    written = os.writev(fd, iov)
             except OSError as e:
+                del iov
                 self._writeFailed(e)
                 return
+            del iov
             self._pendingBytes -= written
             while written:
-                data = pending[0]
-                if written < len(data):
-                    # Cut short: the rest of this buffer goes first next time.
-                    pending[0] = data[written:]
+                line = pending[0]
+                while line:
+                    data = line[0]
+                    if written < len(data):
+                        # Cut short: the rest of this piece goes first next
+                        # time (a view: a big piece is not copied).
+                        line[0] = memoryview(data)[written:]
+                        written = 0
+                        break
+                    written -= len(data)
+                    del line[0]
+                if line:
                     break
-                written -= len(data)
                 pending.popleft()
         if self._failing is not None:
             self._writesAgain()

@@ -686,11 +686,11 @@ class Exchange:
         self.times["end"] = now
         fields: dict[str, Any] = {"ended": now, "times": dict(self.times)}
         if self.hadBody or self.requestBody.size:
-            fields["request_body"] = self.requestBody.record(release=True)
+            fields["request_body"] = self.requestBody.record(splice=True)
         if self.response is not None and not self.unparsed:
             response = dict(self.response)
             if self.responseBody is not None and self.wsUp is None:
-                response["body"] = self.responseBody.record(release=True)
+                response["body"] = self.responseBody.record(splice=True)
             fields["response"] = response
         if self.interim:
             fields["interim"] = list(self.interim)
@@ -707,8 +707,9 @@ class Exchange:
         if self.unparsed:
             fields["_unparsed"] = True
         fields.update(extra)
-        # The kept bodies are in the fields now: let their bytes go before
-        # the line is encoded (a 10 MB upload would otherwise be held twice).
+        # The kept bodies are in the fields now, as the base64 the captures
+        # kept (the LogWriter writes it into the line without a copy): let
+        # the captures go before the line is encoded.
         self.requestBody = _SPENT
         self.responseBody = _SPENT if self.responseBody is not None else None
         return fields
