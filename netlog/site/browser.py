@@ -587,6 +587,13 @@ class BrowserConnection(Protocol):
         if site is not None:
             self._decrypt(site, host, port)
         elif config.isLive(host):
+            if port not in config.liveConnectPorts:
+                allowed = ", ".join(str(p) for p in sorted(config.liveConnectPorts))
+                self._refuse(head, url, at, 403,
+                             f"CONNECT to port {port} of a live host is not allowed (allowed: {allowed}; "
+                             f"see [live] connect_ports in sites.toml)",
+                             server=(host, port), kind="tunnel")
+                return
             LiveTunnel(self.proxy, self, head, url, at).start()
         else:
             self._refuse(head, url, at, 403, f"{host} is not a site or an allowed live host",

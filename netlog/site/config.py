@@ -26,7 +26,7 @@ NEVER_REMOVED = frozenset({"cookie", "set-cookie"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 _SITE_KEYS = {"name", "origins", "backend", "verify", "sign_in_headers", "ca_file"}
-_LIVE_KEYS = {"hosts"}
+_LIVE_KEYS = {"hosts", "connect_ports"}
 _TOP_KEYS = {"site", "live"}
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
@@ -104,11 +104,18 @@ class Site:
         return None
 
 
+#: The ports a live host's CONNECT may name unless C{[live] connect_ports}
+#: says otherwise: HTTPS only, as the stand-in's C{--connect-ports} default.
+DEFAULT_LIVE_CONNECT_PORTS = frozenset({443})
+
+
 @dataclass
 class SitesConfig:
     sites: list[Site] = field(default_factory=list)
     liveHosts: tuple[str, ...] = ()
     path: str | None = None
+    #: The ports a live host's CONNECT may name (C{[live] connect_ports}).
+    liveConnectPorts: frozenset[int] = DEFAULT_LIVE_CONNECT_PORTS
 
     def __post_init__(self) -> None:
         self._byHost: dict[str, Site] = {}
@@ -290,7 +297,8 @@ def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
         raise _fail(path, text, "live", 0, None, "write live hosts as a [live] table with hosts = [...]")
     for key in live:
         if key not in _LIVE_KEYS:
-            raise _fail(path, text, "live", 0, key, f"unknown key {key!r} in [live]; it has hosts = [...]")
+            raise _fail(path, text, "live", 0, key,
+                        f"unknown key {key!r} in [live]; it has hosts = [...] and connect_ports = [...]")
     liveHosts = live.get("hosts", [])
     if not isinstance(liveHosts, list) or not all(isinstance(h, str) and h for h in liveHosts):
         raise _fail(path, text, "live", 0, "hosts", "hosts must be a list of names like \"*.example.org\"")
@@ -299,7 +307,15 @@ def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
         if pattern != "*" and ("*" in bare or "/" in bare or ":" in bare and not _isAddress(bare)):
             raise _fail(path, text, "live", 0, "hosts",
                         f"live host {pattern!r}: write a name, \"*.name\" or \"*\" (no scheme, port or path)")
-    return SitesConfig(sites, tuple(normalizeHost(h) for h in liveHosts), path)
+    ports = live.get("connect_ports", sorted(DEFAULT_LIVE_CONNECT_PORTS))
+    if (
+        not isinstance(ports, list)
+        or not ports
+        or not all(isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536 for p in ports)
+    ):
+        raise _fail(path, text, "live", 0, "connect_ports",
+                    "connect_ports must be a list of port numbers (1-65535) like [443, 8443]")
+    return SitesConfig(sites, tuple(normalizeHost(h) for h in liveHosts), path, frozenset(ports))
 
 
 def _isAddress(value: str) -> bool:

@@ -63,6 +63,16 @@ class ParseTests(SynchronousTestCase):
         self.assertFalse(config.isLive("www.example.com"))
         self.assertFalse(parseSites("").isLive("a.example.org"))
 
+    def test_liveConnectPorts(self) -> None:
+        """
+        A live host's CONNECT may name port 443 unless C{[live]
+        connect_ports} lists others.
+        """
+        self.assertEqual(parseSites(GOOD).liveConnectPorts, {443})
+        self.assertEqual(parseSites("").liveConnectPorts, {443})
+        config = parseSites('[live]\nhosts = ["*"]\nconnect_ports = [443, 8443]\n')
+        self.assertEqual(config.liveConnectPorts, {443, 8443})
+
     def test_errorsNameTheLine(self) -> None:
         """
         Each mistake fails with the file, the line it is on, and what is
@@ -84,6 +94,10 @@ class ParseTests(SynchronousTestCase):
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
              "verify = \"yes\"\n", 5, "verify must be true or false"),
             ("[live]\nhosts = [\"https://x.test/\"]\n", 2, "no scheme"),
+            ("[live]\nhosts = []\nconnect_ports = [0]\n", 3, "port numbers"),
+            ("[live]\nhosts = []\nconnect_ports = \"443\"\n", 3, "port numbers"),
+            ("[live]\nhosts = []\nconnect_ports = []\n", 3, "port numbers"),
+            ("[live]\nhosts = []\nports = [443]\n", 3, "connect_ports"),
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"\n", 3, "not valid TOML"),
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test/path\"]\nbackend = \"http://127.0.0.1:1\"\n",
              3, "no path"),

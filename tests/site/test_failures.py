@@ -30,7 +30,7 @@ from tests.site.support import (
 SHORT = 1.0
 
 
-def sites(port: int) -> str:
+def sites(port: int, connectPorts: tuple[int, ...] = (443,)) -> str:
     return f"""
 [[site]]
 name = "shop"
@@ -39,6 +39,7 @@ backend = "http://127.0.0.1:{port}"
 
 [live]
 hosts = ["*.live.test"]
+connect_ports = [{", ".join(str(p) for p in connectPorts)}]
 """
 
 
@@ -338,7 +339,7 @@ class TunnelTests(TestCase):
         connection made afterwards is let go.
         """
         port, servers = listenScripted(self, silent)
-        running = RunningProxy(self, sites(1))
+        running = RunningProxy(self, sites(1, connectPorts=(port,)))
         held = HeldResolver()
         running.proxy.resolver = held  # type: ignore[assignment]
 

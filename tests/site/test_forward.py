@@ -222,6 +222,29 @@ class ForwardTests(TestCase):
         self.assertEqual(entries[1][0]["request"]["url"], "https://elsewhere.test/")
 
     @defer.inlineCallbacks
+    def test_liveConnectPort(self) -> Any:
+        """
+        A live host's CONNECT to a port C{[live] connect_ports} doesn't list
+        (443 by default) is refused with a 403 naming the port, before
+        anything is resolved; the entry is a C{_refused} tunnel.
+        """
+        running = self.running
+
+        def client() -> bytes:
+            sock = openSocket(running.ports["forward"])
+            sock.sendall(b"CONNECT mail.live.test:25 HTTP/1.1\r\nHost: mail.live.test:25\r\n\r\n")
+            return readAll(sock)
+
+        answer = yield threads.deferToThread(client)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 403"), answer)
+        self.assertIn(b"port 25", answer)
+        [(opened, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(opened["kind"], "tunnel")
+        self.assertEqual(opened["server"], {"host": "mail.live.test", "port": 25, "address": None})
+        self.assertEqual(ended["_refused"]["status"], 403)
+        self.assertIn("connect_ports", ended["_refused"]["reason"])
+
+    @defer.inlineCallbacks
     def test_doesNotResolve(self) -> Any:
         """
         A live host that doesn't resolve is answered 502, for a plain request

@@ -140,6 +140,7 @@ backend = "http://127.0.0.1:{slowPort}"
 
 [live]
 hosts = ["*.live.test"]
+connect_ports = [443, {livePort}]
 """, resolve={"www.live.test": "127.0.0.1"})
         forward = running.ports["forward"]
 

@@ -83,6 +83,7 @@ ca_file = "{caFile}"
 
 [live]
 hosts = ["*.live.test"]
+connect_ports = [{echoPort}]
 """,
             resolve={"backend.test": "127.0.0.1", "echo.live.test": "127.0.0.1"},
         )

@@ -33,7 +33,7 @@ from tests.site.support import (
 )
 
 
-def sites(port: int, extra: str = "") -> str:
+def sites(port: int, extra: str = "", connectPorts: tuple[int, ...] = (443,)) -> str:
     return f"""
 [[site]]
 name = "shop"
@@ -42,6 +42,7 @@ backend = "http://127.0.0.1:{port}"
 {extra}
 [live]
 hosts = ["*.live.test"]
+connect_ports = [{", ".join(str(p) for p in connectPorts)}]
 """
 
 
@@ -85,7 +86,7 @@ class LiveTests(TestCase):
             server.echoed = len(received)  # type: ignore[attr-defined]
 
         port, _ = listenScripted(self, echo)
-        running = RunningProxy(self, sites(1), resolve={"echo.live.test": "127.0.0.1"})
+        running = RunningProxy(self, sites(1, connectPorts=(port,)), resolve={"echo.live.test": "127.0.0.1"})
 
         def client() -> bytes:
             sock = connectTunnel(running.ports["forward"], f"echo.live.test:{port}", None)
