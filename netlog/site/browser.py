@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from OpenSSL import SSL
 from twisted.internet import error
+from twisted.internet.interfaces import IHandshakeListener
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from zope.interface import implementer
 
 from netlog.core.http1 import (
     Body,
@@ -31,6 +34,7 @@ from netlog.core.http1 import (
     REASON_PHRASES,
 )
 from netlog.net.connect import describeFailure
+from netlog.core.logline import REASON_STOPPED
 from netlog.net.relay import CLIENT, Gate, Relay, RelayResult, RelayServerProtocol
 from netlog.site.config import DEFAULT_PORTS, Site
 from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1, requestFields
@@ -80,6 +84,7 @@ def authority(host: str, port: int, scheme: str) -> str:
     return host if port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
 
 
+@implementer(IHandshakeListener)
 class BrowserConnection(Protocol):
     """
     One connection from the browser, on any of the listeners.
@@ -108,6 +113,9 @@ class BrowserConnection(Protocol):
         #: When the request head being read began (L{None} between heads or
         #: while an exchange runs): it must be whole within the header timeout.
         self.headStarted: float | None = None
+        #: A site's CONNECT whose TLS handshake hasn't finished: its head,
+        #: URL, start and server, for the entry written if it fails.
+        self._handshake: tuple[RequestHead, str, float, tuple[str, int]] | None = None
 
     # -- connection ---------------------------------------------------------------
 
@@ -161,6 +169,8 @@ class BrowserConnection(Protocol):
         self.gone = True
         self._cancelIdle()
         self.proxy.connections.discard(self)
+        if self._handshake is not None:
+            self._handshakeFailed(_handshakeLoss(reason))
         if self.rawPeer is not None:
             self.rawPeer.browserLost(reason)
         elif self.exchange is not None:
@@ -230,6 +240,10 @@ class BrowserConnection(Protocol):
         elif self.headStarted is not None:
             self._headTimedOut(now)
         else:
+            if self._handshake is not None:
+                self._handshakeFailed(
+                    f"the browser did not finish the TLS handshake within {BROWSER_IDLE_TIMEOUT:g} seconds"
+                )
             self.transport.loseConnection()
 
     def _headTimedOut(self, now: float) -> None:
@@ -249,6 +263,9 @@ class BrowserConnection(Protocol):
         self.close()
 
     def close(self) -> None:
+        if self._handshake is not None:
+            # Only the proxy stopping closes a connection in its handshake.
+            self._handshakeFailed(REASON_STOPPED)
         self._cancelIdle()
         self.closing = True
         self.queue.clear()
@@ -585,6 +602,7 @@ class BrowserConnection(Protocol):
         config = self.proxy.config
         site = config.siteFor(host)
         if site is not None:
+            self._handshake = (head, url, at, (host, port))
             self._decrypt(site, host, port)
         elif config.isLive(host):
             if port not in config.liveConnectPorts:
@@ -614,6 +632,69 @@ class BrowserConnection(Protocol):
             tls = getattr(self.transport, "protocol", None)
             if tls is not None and tls is not self:
                 tls.dataReceived(leftover)
+
+
+    # -- the TLS handshake of a decrypted CONNECT ----------------------------------------
+
+    def handshakeCompleted(self) -> None:
+        """
+        The browser accepted netlog's certificate: from here on each request
+        is an entry of its own.
+        """
+        self._handshake = None
+
+    def _handshakeFailed(self, reason: str) -> None:
+        """
+        A site's CONNECT whose TLS handshake never finished (most often a
+        browser that doesn't trust netlog's CA): an entry for the tunnel,
+        ended C{_failed} with C{reason}, so the log says why no request came.
+        """
+        pending, self._handshake = self._handshake, None
+        if pending is None:
+            return
+        head, url, at, server = pending
+        now = self.reactor.seconds()
+        self.proxy.writer.refuse(
+            self._openFields(head, url, at, "tunnel", server),
+            {
+                "ended": now,
+                "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
+                "response": {
+                    "status": 200,
+                    "reason": "Connection established",
+                    "version": "HTTP/1.1",
+                    "headers": [],
+                    "headers_size": len(TUNNEL_ANSWER),
+                    "body": {"size": 0},
+                },
+                "bytes": {"up": len(head.raw), "down": len(TUNNEL_ANSWER)},
+                "closed_by": CLIENT,
+                "_failed": {"reason": reason},
+            },
+        )
+
+
+#: What an alert from a browser that doesn't trust the certificate says
+#: (OpenSSL's and BoringSSL's names).
+_DISTRUST = ("unknown ca", "bad certificate", "certificate unknown", "unsupported certificate")
+
+
+def _handshakeLoss(reason: Failure) -> str:
+    """
+    Why a decrypted CONNECT's TLS handshake ended before it finished, as its
+    entry's C{_failed} says it.
+    """
+    if reason.check(SSL.Error):
+        args = reason.value.args if reason.value is not None else ()
+        errors = args[0] if args and isinstance(args[0], list) else []
+        detail = "; ".join(str(e[-1]) for e in errors if isinstance(e, tuple) and e) or str(reason.value)
+        text = f"the TLS handshake with the browser failed ({detail})"
+        if any(word in detail.lower() for word in _DISTRUST):
+            text += ": the browser doesn't trust netlog's CA (see netlog ca --state DIR)"
+        return text
+    # The TLS layer reports a close before its own end as lost, reset or
+    # not: both are the browser leaving.
+    return "the browser closed the connection during the TLS handshake"
 
 
 #: Bytes a browser may send into a tunnel before it is connected; reading

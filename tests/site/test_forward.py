@@ -12,7 +12,7 @@ import json
 import ssl
 from typing import Any
 
-from twisted.internet import defer, threads
+from twisted.internet import defer, reactor, task, threads
 from twisted.trial.unittest import TestCase
 from twisted.web import resource
 
@@ -220,6 +220,60 @@ class ForwardTests(TestCase):
             self.assertEqual(ended["_refused"]["status"], 403)
             self.assertIn("elsewhere.test", ended["_refused"]["reason"])
         self.assertEqual(entries[1][0]["request"]["url"], "https://elsewhere.test/")
+
+    @defer.inlineCallbacks
+    def test_untrustedCA(self) -> Any:
+        """
+        A browser that doesn't trust netlog's CA ends the TLS handshake of a
+        site's CONNECT: the log has a tunnel entry saying so (the alert, and
+        what to do), where before it had nothing. A handshake that finishes
+        and carries no request leaves no entry.
+        """
+        running = self.running
+
+        def client() -> str:
+            distrusting = ssl.create_default_context()  # the system's CAs only
+            try:
+                connectTunnel(running.ports["forward"], "shop.test:443", distrusting)
+            except ssl.SSLError as e:
+                failed = str(e)
+            else:
+                raise AssertionError("the handshake succeeded without trusting netlog's CA")
+            trusting = connectTunnel(running.ports["forward"], "shop.test:443", running.sslContext())
+            trusting.close()
+            return failed
+
+        failed = yield threads.deferToThread(client)
+        self.assertIn("CERTIFICATE_VERIFY_FAILED", failed)
+        [(opened, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(opened["kind"], "tunnel")
+        self.assertEqual(opened["request"]["method"], "CONNECT")
+        self.assertEqual(opened["request"]["url"], "https://shop.test/")
+        self.assertEqual(opened["server"]["host"], "shop.test")
+        reason = ended["_failed"]["reason"]
+        self.assertIn("the TLS handshake with the browser failed", reason)
+        self.assertIn("unknown ca", reason.lower())
+        self.assertIn("doesn't trust netlog's CA", reason)
+        self.assertEqual(ended["response"]["status"], 200)
+        yield task.deferLater(reactor, 0.3, lambda: None)
+        self.assertEqual(len(running.lines()), 2, "the trusted, empty tunnel leaves no entry")
+
+    @defer.inlineCallbacks
+    def test_closedInHandshake(self) -> Any:
+        """
+        A browser that closes a site's tunnel before its TLS handshake
+        leaves an entry saying so.
+        """
+        running = self.running
+
+        def client() -> None:
+            sock = connectTunnel(running.ports["forward"], "shop.test:443", None)
+            sock.close()
+
+        yield threads.deferToThread(client)
+        [(opened, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(opened["kind"], "tunnel")
+        self.assertEqual(ended["_failed"], {"reason": "the browser closed the connection during the TLS handshake"})
 
     @defer.inlineCallbacks
     def test_liveConnectPort(self) -> Any:
