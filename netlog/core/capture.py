@@ -93,6 +93,13 @@ class BodyCapture:
     def truncated(self) -> bool:
         return self.keep and self.size > self.limit
 
+    @property
+    def mapped(self) -> bool:
+        """
+        Whether what is kept went to a memory map (past L{SPILL_SIZE}).
+        """
+        return isinstance(self._encoded, mmap.mmap)
+
     def feed(self, data: bytes) -> None:
         """
         Count (and keep, and hash) the next piece of the body.

@@ -12,6 +12,8 @@ relayed raw until one closes.
 
 from __future__ import annotations
 
+import ctypes
+import gc
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -63,6 +65,41 @@ MAX_RETRY_BYTES = 64 * 1024
 RETRIED_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE"})
 #: The status a browser gets when the server went silent before answering.
 GATEWAY_TIMEOUT = 504
+
+
+#: Seconds between two hand-backs of free memory (L{giveBackFreeMemory}).
+GIVE_BACK_INTERVAL = 1.0
+_mallocTrim: Any = None
+_lastGiveBack: float | None = None
+
+
+def giveBackFreeMemory(now: float) -> bool:
+    """
+    Free what unreachable cycles hold (closed TLS connections keep their
+    C{SSL} buffers until then), and hand the C heap's free pages back to the
+    system (glibc's C{malloc_trim}; nothing more where there is no such
+    call); at most once every L{GIVE_BACK_INTERVAL} seconds.
+
+    Called as a big request body starts being kept: what bursts of
+    connections and the start-up's imports left free is otherwise still
+    counted in the process's memory, under the body's growth.
+
+    @param now: the reactor's time.
+    @return: whether it ran (not too soon after the last time).
+    """
+    global _mallocTrim, _lastGiveBack
+    if _lastGiveBack is not None and 0 <= now - _lastGiveBack < GIVE_BACK_INTERVAL:
+        return False
+    _lastGiveBack = now
+    gc.collect()
+    if _mallocTrim is None:
+        try:
+            _mallocTrim = ctypes.CDLL(None).malloc_trim
+        except (AttributeError, OSError):
+            _mallocTrim = False
+    if _mallocTrim:
+        _mallocTrim(0)
+    return True
 
 
 @dataclass(frozen=True)
@@ -220,6 +257,7 @@ class Exchange:
         self._sent: list[bytes] | None = []
         self._sentSize = 0
         self._batch: list[bytes] | None = None
+        self._trimmed = False
 
     # -- starting ---------------------------------------------------------------
 
@@ -333,6 +371,9 @@ class Exchange:
         if isinstance(event, Body):
             self.hadBody = True
             self.requestBody.feed(event.data)
+            if not self._trimmed and self.requestBody.mapped:
+                self._trimmed = True
+                giveBackFreeMemory(self.reactor.seconds())
             if not self.responseComplete:
                 self._write(event.raw)
         elif isinstance(event, EndOfMessage):
