@@ -35,6 +35,24 @@ def idleReason(idleTimeout: float) -> str:
     return f"idle for {idleTimeout:g} s (see --idle-timeout)"
 
 
+#: What the browser gets when its CONNECT's tunnel is open.
+TUNNEL_ANSWER = b"HTTP/1.1 200 Connection established\r\n\r\n"
+
+
+def tunnelAnswerFields() -> dict[str, Any]:
+    """
+    L{TUNNEL_ANSWER} as a tunnel's end line keeps it (its C{response}).
+    """
+    return {
+        "status": 200,
+        "reason": "Connection established",
+        "version": "HTTP/1.1",
+        "headers": [],
+        "headers_size": len(TUNNEL_ANSWER),
+        "body": {"size": 0},
+    }
+
+
 #: Why a producer is paused for backpressure (see L{Gate}).
 BACKPRESSURE = "backpressure"
 

@@ -35,7 +35,15 @@ from netlog.core.http1 import (
 )
 from netlog.net.connect import describeFailure
 from netlog.core.logline import REASON_STOPPED
-from netlog.net.relay import CLIENT, Gate, Relay, RelayResult, RelayServerProtocol
+from netlog.net.relay import (
+    CLIENT,
+    TUNNEL_ANSWER,
+    Gate,
+    Relay,
+    RelayResult,
+    RelayServerProtocol,
+    tunnelAnswerFields,
+)
 from netlog.site.config import DEFAULT_PORTS, Site
 from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1, requestFields
 from netlog.site.tls import HostTLS
@@ -618,7 +626,7 @@ class BrowserConnection(Protocol):
                          server=(host, port), kind="tunnel")
 
     def _decrypt(self, site: Site, host: str, port: int) -> None:
-        self.transport.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        self.transport.write(TUNNEL_ANSWER)
         leftover = self.reader.leftover()
         self.queue.clear()
         self.mode = DECRYPTED
@@ -659,14 +667,7 @@ class BrowserConnection(Protocol):
             {
                 "ended": now,
                 "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
-                "response": {
-                    "status": 200,
-                    "reason": "Connection established",
-                    "version": "HTTP/1.1",
-                    "headers": [],
-                    "headers_size": len(TUNNEL_ANSWER),
-                    "body": {"size": 0},
-                },
+                "response": tunnelAnswerFields(),
                 "bytes": {"up": len(head.raw), "down": len(TUNNEL_ANSWER)},
                 "closed_by": CLIENT,
                 "_failed": {"reason": reason},
@@ -700,8 +701,6 @@ def _handshakeLoss(reason: Failure) -> str:
 #: Bytes a browser may send into a tunnel before it is connected; reading
 #: stops past them until it is.
 MAX_EARLY_BYTES = 64 * 1024
-#: What the browser gets when a live host's tunnel is connected.
-TUNNEL_ANSWER = b"HTTP/1.1 200 Connection established\r\n\r\n"
 
 
 class LiveTunnel:
@@ -778,14 +777,7 @@ class LiveTunnel:
             "ended": result.ended,
             "times": {"connected": self.connectedAt, "sent": self.connectedAt, "first_byte": result.firstByte,
                       "end": result.ended},
-            "response": {
-                "status": 200,
-                "reason": "Connection established",
-                "version": "HTTP/1.1",
-                "headers": [],
-                "headers_size": len(TUNNEL_ANSWER),
-                "body": {"size": 0},
-            },
+            "response": tunnelAnswerFields(),
             "bytes": {"up": result.up, "down": result.down},
             "closed_by": result.closedBy,
         }

@@ -47,10 +47,12 @@ from netlog.net.relay import (
     CLIENT,
     DEFAULT_IDLE_TIMEOUT,
     PROXY,
+    TUNNEL_ANSWER,
     Gate,
     Relay,
     RelayResult,
     isReset,
+    tunnelAnswerFields,
 )
 from netlog.net.resolve import DoesNotResolve, Resolution, Resolver
 from netlog.net.send import sendNow
@@ -573,7 +575,6 @@ class BrowserConnection(Protocol):
     # -- tunnels ----------------------------------------------------------------
 
     def _openTunnel(self, exchange: Exchange, upstream: Upstream) -> None:
-        answer = b"HTTP/1.1 200 Connection established\r\n\r\n"
         relay = Relay(
             self.reactor,
             self.transport,
@@ -582,14 +583,7 @@ class BrowserConnection(Protocol):
             onOpen=lambda: self._open(exchange),
             idleTimeout=self.settings.idleTimeout,
         )
-        responseFields = {
-            "status": 200,
-            "reason": "Connection established",
-            "version": "HTTP/1.1",
-            "headers": [],
-            "headers_size": len(answer),
-            "body": {"size": 0},
-        }
+        responseFields = tunnelAnswerFields()
         self.relay = relay
         upstream.relay = relay
         upstream.owner = None
@@ -598,7 +592,7 @@ class BrowserConnection(Protocol):
         self._disarm()
         self.gate.release(ANSWER)
         self._open(exchange)
-        self._write(self.transport, answer)
+        self._write(self.transport, TUNNEL_ANSWER)
         self._flush()
         relay.start(upstream.transport, pending=self.reader.leftover(), serverGate=upstream.gate)
 
