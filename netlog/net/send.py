@@ -22,6 +22,23 @@ from twisted.internet import tcp
 _DIRECT = frozenset({tcp.Server, tcp.Client})
 
 
+def noDelay(transport: Any) -> None:
+    """
+    Send small writes at once (C{TCP_NODELAY}): a proxy's heads and short
+    answers must not wait for the peer's delayed ACK. Under TLS, the TCP
+    transport beneath is found through C{.transport}.
+    """
+    while transport is not None:
+        setter = getattr(transport, "setTcpNoDelay", None)
+        if setter is not None:
+            try:
+                setter(True)
+            except OSError:
+                pass
+            return
+        transport = getattr(transport, "transport", None)
+
+
 def _idle(transport: Any) -> bool:
     """
     Whether C{transport} is a plain, open TCP connection with nothing

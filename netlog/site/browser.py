@@ -44,6 +44,7 @@ from netlog.net.relay import (
     RelayServerProtocol,
     tunnelAnswerFields,
 )
+from netlog.net.send import noDelay
 from netlog.site.config import DEFAULT_PORTS, Site
 from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1, requestFields
 from netlog.site.tls import HostTLS
@@ -68,22 +69,6 @@ REQUEST_TIMEOUT = 408
 CONNECTING = "connecting"
 BUSY = "busy"
 
-
-
-def noDelay(transport: Any) -> None:
-    """
-    Send small writes at once (TCP_NODELAY): a proxy's heads and short
-    answers must not wait for the peer's delayed ACK.
-    """
-    while transport is not None:
-        setter = getattr(transport, "setTcpNoDelay", None)
-        if setter is not None:
-            try:
-                setter(True)
-            except OSError:
-                pass
-            return
-        transport = getattr(transport, "transport", None)
 
 
 def authority(host: str, port: int, scheme: str) -> str:

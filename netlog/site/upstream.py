@@ -16,6 +16,7 @@ from twisted.python.failure import Failure
 
 from netlog.core.http1 import ResponseReader
 from netlog.net.relay import Gate
+from netlog.net.send import noDelay
 
 if TYPE_CHECKING:
     from netlog.site.exchange import Exchange
@@ -53,8 +54,6 @@ class UpstreamProtocol(Protocol):
         self.address: str | None = None
 
     def connectionMade(self) -> None:
-        from netlog.site.browser import noDelay
-
         self.connected = True
         noDelay(self.transport)
         # Asked once: a pooled connection is taken for every request.

@@ -55,7 +55,7 @@ from netlog.net.relay import (
     tunnelAnswerFields,
 )
 from netlog.net.resolve import DoesNotResolve, Resolution, Resolver
-from netlog.net.send import sendNow
+from netlog.net.send import noDelay, sendNow
 
 _log = Logger()
 
@@ -148,19 +148,6 @@ def _responseFields(status: int, raw: bytes) -> dict[str, Any]:
         "headers_size": headEnd,
         "body": {"size": len(raw) - headEnd},
     }
-
-
-def _noDelay(transport: Any) -> None:
-    """
-    Send each write at once (no Nagle delay): heads and short answers are
-    what a proxy mostly writes.
-    """
-    setTcpNoDelay = getattr(transport, "setTcpNoDelay", None)
-    if setTcpNoDelay is not None:
-        try:
-            setTcpNoDelay(True)
-        except OSError:
-            pass
 
 
 class _Fields:
@@ -270,7 +257,7 @@ class Upstream(Protocol):
         self.gone = False
 
     def connectionMade(self) -> None:
-        _noDelay(self.transport)
+        noDelay(self.transport)
         self.gate = Gate(self.transport)
 
     def dataReceived(self, data: bytes) -> None:
@@ -360,7 +347,7 @@ class BrowserConnection(Protocol):
         self.client = _authority(getattr(peer, "host", "?"), getattr(peer, "port", 0))
         here = self.transport.getHost()
         self.factory.policy.addListener(getattr(here, "host", ""), getattr(here, "port", 0))
-        _noDelay(self.transport)
+        noDelay(self.transport)
         self.gate = Gate(self.transport)
         self.lastActivity = self.reactor.seconds()
         self._arm()
