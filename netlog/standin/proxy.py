@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from twisted.internet import defer, error
 from twisted.internet.protocol import Protocol, ServerFactory
@@ -562,15 +562,8 @@ class BrowserConnection(Protocol):
     # -- tunnels ----------------------------------------------------------------
 
     def _openTunnel(self, exchange: Exchange, upstream: Upstream) -> None:
-        relay = Relay(
-            self.reactor,
-            self.transport,
-            self.gate,
-            onEnd=lambda result: self._tunnelEnded(exchange, result, responseFields),
-            onOpen=lambda: self._open(exchange),
-            idleTimeout=self.settings.idleTimeout,
-        )
         responseFields = tunnelAnswerFields()
+        relay = self._relay(exchange, lambda result: self._tunnelEnded(exchange, result, responseFields))
         self.relay = relay
         upstream.relay = relay
         upstream.owner = None
@@ -766,18 +759,26 @@ class BrowserConnection(Protocol):
         exchange.openFields["kind"] = TUNNEL
         self._stopParsing(upstream)
         response = self._responseLogFields(exchange)
-        relay = Relay(
+        relay = self._relay(exchange, lambda result: self._tunnelEnded(exchange, result, response))
+        relay.firstByte = exchange.firstByte
+        self._relayRest(relay, upstream, b"")
+
+    def _relay(self, exchange: Exchange, onEnd: Callable[[RelayResult], None]) -> Relay:
+        """
+        A relay for the browser's connection, ending with C{onEnd}, that
+        writes C{exchange}'s open line if it isn't written yet and counts on
+        from the bytes the exchange has counted.
+        """
+        return Relay(
             self.reactor,
             self.transport,
             self.gate,
-            onEnd=lambda result: self._tunnelEnded(exchange, result, response),
+            onEnd=onEnd,
             onOpen=lambda: self._open(exchange),
             idleTimeout=self.settings.idleTimeout,
             up=exchange.up,
             down=exchange.down,
         )
-        relay.firstByte = exchange.firstByte
-        self._relayRest(relay, upstream, b"")
 
     def _stopParsing(self, upstream: Upstream) -> None:
         """
@@ -831,16 +832,7 @@ class BrowserConnection(Protocol):
                 fields["_failed"] = {"reason": result.failure}
             self.writer.end(exchange.id, fields)
 
-        relay = Relay(
-            self.reactor,
-            self.transport,
-            self.gate,
-            onEnd=ended,
-            idleTimeout=self.settings.idleTimeout,
-            up=exchange.up,
-            down=exchange.down,
-        )
-        self._relayRest(relay, upstream, event.raw)
+        self._relayRest(self._relay(exchange, ended), upstream, event.raw)
 
     def serverLost(self, upstream: Upstream, reason: Failure) -> None:
         if upstream is self.upstream:
