@@ -176,6 +176,11 @@ def encodePieces(
         for key, value in fields.items():
             if key not in record:
                 record[key] = value
+    try:
+        # Most lines splice nothing: encoded as they are, no hook set up.
+        return [_utf8(_encodeText(record, _noSplice))]
+    except _Splice:
+        pass
     spliced: list[AsciiText] = []
 
     def splice(value: Any) -> Any:
@@ -184,11 +189,7 @@ def encodePieces(
             return f"{_TOKEN}{len(spliced) - 1}"
         return _plainDefault(value)
 
-    text = _encodeText(record, splice)
-    if not spliced:
-        return [_utf8(text)]
-    line = _utf8(text)
-    del text
+    line = _utf8(_encodeText(record, splice))
     tokens = [f'"{_TOKEN}{i}"'.encode("ascii") for i in range(len(spliced))]
     if any(line.count(token) != 1 for token in tokens):
         # A field's text is one of the stand-ins: build the line whole.
@@ -204,6 +205,18 @@ def encodePieces(
         start = at + len(token) - 1
     pieces.append(line[start:])
     return pieces
+
+
+class _Splice(Exception):
+    """
+    The line has a value to splice: encode it again, splicing.
+    """
+
+
+def _noSplice(value: Any) -> Any:
+    if isinstance(value, AsciiText):
+        raise _Splice()
+    return _plainDefault(value)
 
 
 def _encodeText(record: dict[str, Any], default: Callable[[Any], Any]) -> str:
