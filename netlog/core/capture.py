@@ -87,6 +87,7 @@ class BodyCapture:
         self._encoded: bytearray | mmap.mmap | None = None
         self._encodedSize = 0
         self._carry = b""
+        self._spilled = False
         self._hash = hashlib.sha256() if hashAll else None
 
     @property
@@ -94,11 +95,12 @@ class BodyCapture:
         return self.keep and self.size > self.limit
 
     @property
-    def mapped(self) -> bool:
+    def spilled(self) -> bool:
         """
-        Whether what is kept went to a memory map (past L{SPILL_SIZE}).
+        Whether what is kept passed L{SPILL_SIZE} bytes of base64 (and went
+        to a memory map, where the system gave one).
         """
-        return isinstance(self._encoded, mmap.mmap)
+        return self._spilled
 
     def feed(self, data: bytes) -> None:
         """
@@ -142,10 +144,17 @@ class BodyCapture:
         end = start + len(encoded)
         if store is None:
             store = self._encoded = bytearray()
-        if isinstance(store, bytearray) and end > SPILL_SIZE:
-            mapped = mmap.mmap(-1, max(_encodedLength(self.limit), end), flags=mmap.MAP_PRIVATE)
-            mapped[:start] = store
-            store = self._encoded = mapped
+        if end > SPILL_SIZE and not self._spilled:
+            self._spilled = True
+            try:
+                mapped = mmap.mmap(-1, max(_encodedLength(self.limit), end), flags=mmap.MAP_PRIVATE)
+            except (OSError, ValueError):
+                # No map to be had (out of maps or address space): the
+                # buffer grows on, as any buffer would.
+                pass
+            else:
+                mapped[:start] = store
+                store = self._encoded = mapped
         if isinstance(store, bytearray):
             store += encoded
         else:

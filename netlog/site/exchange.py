@@ -375,7 +375,7 @@ class Exchange:
         if isinstance(event, Body):
             self.hadBody = True
             self.requestBody.feed(event.data)
-            if not self._trimmed and self.requestBody.mapped:
+            if not self._trimmed and self.requestBody.spilled:
                 self._trimmed = True
                 giveBackFreeMemory(self.reactor.seconds())
             if not self.responseComplete:

@@ -101,3 +101,34 @@ class Base64CaptureTests(SynchronousTestCase):
         capture = BodyCapture(10, keep=False, hashAll=True)
         capture.feed(b"abc")
         self.assertEqual(capture.record(splice=True), {"size": 3, "sha256": hashlib.sha256(b"abc").hexdigest()})
+
+    def test_noMapToBeHad(self) -> None:
+        """
+        Where the system gives no memory map, the body is kept on in an
+        ordinary buffer, the record the same.
+        """
+        self.patch(captureModule, "SPILL_SIZE", 100)
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise OSError(12, "Cannot allocate memory")
+
+        self.patch(captureModule.mmap, "mmap", refuse)
+        whole = bytes(range(256)) * 10
+        capture = BodyCapture(2000, keep=True, hashAll=False)
+        for at in range(0, len(whole), 77):
+            capture.feed(whole[at:at + 77])
+        self.assertTrue(capture.spilled)
+        record = capture.record(splice=True)
+        self.assertEqual(plainRecord(record), expected(whole, 2000, False))
+
+    def test_spilled(self) -> None:
+        """
+        A capture says when what it keeps passed the spill size, not before.
+        """
+        self.patch(captureModule, "SPILL_SIZE", 100)
+        capture = BodyCapture(1000, keep=True, hashAll=False)
+        capture.feed(b"x" * 76)
+        # 100 bytes of base64, one byte carried: not past the spill yet.
+        self.assertFalse(capture.spilled)
+        capture.feed(b"xx")
+        self.assertTrue(capture.spilled)
