@@ -40,6 +40,7 @@ from netlog.core.http1 import (
 from netlog.core.websocket import FrameCounter
 from netlog.net.connect import describeFailure
 from netlog.net.relay import BACKPRESSURE, CLIENT, PROXY, SERVER
+from netlog.net.send import sendNow
 from netlog.site.config import Backend, Site
 from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
 from netlog.site.upstream import UpstreamProtocol
@@ -291,9 +292,11 @@ class Exchange:
         self.times["connected"] = None if reused else connectedAt
         upstream.exchange = self
         upstream.raw = False
-        self._sendHead()
         if not self.id:
+            # Logged before it goes: the backend never has a request the log
+            # doesn't.
             self.id = self.proxy.writer.open(self._openFields())
+        self._sendHead()
         self._attach()
         self.ready = True
         self.browser.exchangeReady(self)
@@ -320,7 +323,7 @@ class Exchange:
                 self._sent = None
             else:
                 self._sent.append(data)
-        self.upstream.transport.write(data)
+        sendNow(self.upstream.transport, data)
 
     def _connectFailed(self, failure: Failure) -> None:
         if self.done:
@@ -446,7 +449,7 @@ class Exchange:
         """
         batch, self._batch = self._batch, None
         if batch:
-            self.browser.transport.write(batch[0] if len(batch) == 1 else b"".join(batch))
+            sendNow(self.browser.transport, batch[0] if len(batch) == 1 else b"".join(batch))
 
     def _fromServer(self, event: Event) -> None:
         if isinstance(event, ResponseHead):
@@ -475,7 +478,7 @@ class Exchange:
         if self._batch is not None:
             self._batch.append(data)
         else:
-            self.browser.transport.write(data)
+            sendNow(self.browser.transport, data)
 
     def _responseHead(self, event: ResponseHead) -> None:
         self.responseStarted = True
@@ -679,7 +682,7 @@ class Exchange:
         if self.wsUp is not None:
             self.wsUp.feed(data)
         self.up += len(data)
-        self.upstream.transport.write(data)
+        sendNow(self.upstream.transport, data)
 
     def _rawDown(self, data: bytes) -> None:
         if self.wsDown is not None:
@@ -763,16 +766,16 @@ class Exchange:
         if self.done:
             return
         self.done = True
-        # The answer's last bytes go before anything the browser's next
-        # request brings.
-        self._flushBrowser()
-        self._detach()
         if self.id:
             self.proxy.writer.end(self.id, self.endFields(extra))
         else:
             # Ended before its upstream connection was made (the browser
             # left, a timeout): its open line goes with its end.
             self.id = self.proxy.writer.refuse(self._openFields(), self.endFields(extra))
+        # The answer's last bytes go after its end line is written, and
+        # before anything the browser's next request brings.
+        self._flushBrowser()
+        self._detach()
         upstream = self.upstream
         if upstream is not None:
             if reuseUpstream:
