@@ -24,9 +24,7 @@ import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Any
 
-from benchmarks import harness
 from benchmarks.bench_standin import standinArgv
 from benchmarks.harness import HOST, Environment, ProcessTarget, Results, Target, main, sourceEnv
 
@@ -70,71 +68,6 @@ class SiteTarget(ProcessTarget):
         ProcessTarget.start(self, env)
 
 
-#: CPU seconds each proxy process spent per scenario run, by (scenario, target).
-CPU: dict[tuple[str, str], list[float]] = {}
-#: Requests per scenario, for CPU per request.
-REQUESTS = {
-    "keep-alive small GETs (1,000)": 1000, "1 MiB GETs (64)": 64, "gzip JSON GETs (400)": 400,
-    "HTTPS through CONNECT (400)": 400, "burst, new connections (1,024 / 64)": 1024,
-    "burst, CONNECT+TLS (1,024 / 64)": 1024, "100 MB up": 1, "100 MB down": 1,
-}
-
-
-def cpuSeconds(pid: int | None) -> float | None:
-    """
-    User and system CPU time of a process so far (Linux C{/proc/PID/stat}).
-    """
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def measureCPU() -> None:
-    """
-    Wrap the harness's scenarios so each run also records the proxy
-    process's CPU time (wall time alone is mostly the machine's load).
-    """
-    def wrap(name: str, scenario: Any) -> Any:
-        async def run(env: Environment, target: Target) -> None:
-            before = cpuSeconds(target.pid)
-            await scenario(env, target)
-            after = cpuSeconds(target.pid)
-            if before is not None and after is not None:
-                CPU.setdefault((name, target.name), []).append(after - before)
-
-        run.__doc__ = scenario.__doc__
-        return run
-
-    harness.SCENARIOS = {name: wrap(name, s) for name, s in harness.SCENARIOS.items()}
-
-
-def cpuTable(names: list[str]) -> str:
-    """
-    Median CPU time per request of each process, by scenario.
-    """
-    scenarios = [s for s in REQUESTS if any((s, n) in CPU for n in names)]
-    if not scenarios:
-        return ""
-    lines = ["", "Proxy process CPU (user + system, median over rounds) per request:", "",
-             "| scenario | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    for scenario in scenarios:
-        cells = []
-        for n in names:
-            runs = CPU.get((scenario, n))
-            if not runs:
-                cells.append("–")
-                continue
-            per = statistics.median(runs) / REQUESTS[scenario]
-            cells.append(f"{per * 1000:.3f} ms" if REQUESTS[scenario] > 1 else f"{per:.2f} s")
-        lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def burstComparison(results: Results) -> str:
     """
     The decrypted burst against the stand-in's tunnel burst, from the same
@@ -162,9 +95,8 @@ if __name__ == "__main__":
     proxies: list[Target] = [SiteTarget("site", argv=siteArgv)]
     if not known.no_standin:
         proxies.append(ProcessTarget("standin", argv=standinArgv))
-    measureCPU()
     results = main(proxies, argv + ["--out", known.out], title="the site proxy")
-    extra = cpuTable(["baseline"] + [p.name for p in proxies]) + burstComparison(results)
+    extra = burstComparison(results)
     if extra:
         print(extra)
         with open(known.out, "a") as f:

@@ -20,7 +20,16 @@ import sys
 import tempfile
 import time
 
-from benchmarks.harness import HOST, Environment, ProcessTarget, _keepAlive, main, startOrigin, stopProcess
+from benchmarks.harness import (
+    HOST,
+    Environment,
+    ProcessTarget,
+    _keepAlive,
+    cpuSeconds,
+    main,
+    startOrigin,
+    stopProcess,
+)
 
 #: Connections the profile's GETs are spread over.
 PROFILE_CONNECTIONS = 4
@@ -39,15 +48,6 @@ def standinArgv(env: Environment, port: int) -> list[str]:
         "--resolve-only", "--resolve", f"{HOST}=127.0.0.1",
         "--connect-ports", f"{env.tlsPort},{env.port}",
     ]
-
-
-def _cpuSeconds(pid: int) -> float:
-    """
-    A process's user and system CPU time so far.
-    """
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def profile(requests: int, top: int = 30) -> None:
@@ -75,9 +75,9 @@ def profile(requests: int, top: int = 30) -> None:
         try:
             loop.run_until_complete(_keepAlive(env, target, "/small", 2, 20))
             assert target.pid is not None
-            cpu, wall = _cpuSeconds(target.pid), time.perf_counter()
+            cpu, wall = cpuSeconds(target.pid) or 0.0, time.perf_counter()
             loop.run_until_complete(_keepAlive(env, target, "/small", PROFILE_CONNECTIONS, each))
-            wall, cpu = time.perf_counter() - wall, _cpuSeconds(target.pid) - cpu
+            wall, cpu = time.perf_counter() - wall, (cpuSeconds(target.pid) or 0.0) - cpu
         finally:
             loop.close()
             target.stop()

@@ -370,6 +370,26 @@ SCENARIOS: dict[str, Scenario] = {
 }
 #: The scenarios whose peak RSS is reported.
 MEMORY_SCENARIOS = {"100 MB up", "100 MB down"}
+#: Requests per scenario, for CPU per request.
+REQUESTS = {
+    "keep-alive small GETs (1,000)": 1000, "1 MiB GETs (64)": 64, "gzip JSON GETs (400)": 400,
+    "HTTPS through CONNECT (400)": 400, "burst, new connections (1,024 / 64)": 1024,
+    "burst, CONNECT+TLS (1,024 / 64)": 1024, "100 MB up": 1, "100 MB down": 1,
+}
+
+
+def cpuSeconds(pid: int | None) -> float | None:
+    """
+    User and system CPU time of a process so far (Linux C{/proc/PID/stat}).
+    """
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # -- running ------------------------------------------------------------------------
@@ -378,6 +398,8 @@ MEMORY_SCENARIOS = {"100 MB up", "100 MB down"}
 @dataclass
 class Results:
     times: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    #: CPU seconds the target's process spent in each run of a scenario.
+    cpu: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     rss: dict[tuple[str, str], int] = field(default_factory=dict)
     errors: dict[tuple[str, str], str] = field(default_factory=dict)
 
@@ -423,6 +445,7 @@ def run(targets: list[Target], scenarios: dict[str, Scenario], rounds: int,
                     if name in MEMORY_SCENARIOS:
                         resetPeakRSS(target.pid)
                     begin = time.perf_counter()
+                    cpuBefore = cpuSeconds(target.pid)
                     try:
                         loop.run_until_complete(asyncio.wait_for(scenario(env, target), 120))
                     except Exception as e:  # a failed scenario is reported, not fatal
@@ -431,6 +454,9 @@ def run(targets: list[Target], scenarios: dict[str, Scenario], rounds: int,
                         continue
                     elapsed = time.perf_counter() - begin
                     results.times.setdefault(key, []).append(elapsed)
+                    cpuAfter = cpuSeconds(target.pid)
+                    if cpuBefore is not None and cpuAfter is not None:
+                        results.cpu.setdefault(key, []).append(cpuAfter - cpuBefore)
                     if name in MEMORY_SCENARIOS:
                         peak = peakRSS(target.pid)
                         if peak is not None:
@@ -483,6 +509,7 @@ def table(results: Results, targets: list[Target], scenarios: list[str], rounds:
         out += "\nPeak RSS (VmHWM, reset before each big transfer):\n\n| scenario | process | peak RSS |\n|---|---|---|\n"
         for s, n, v in rss:
             out += f"| {s} | {n} | {v / MIB:.1f} MiB |\n"
+    out += cpuTable(results, [n for n in names if n != "direct"], scenarios)
     for (s, n), error in sorted(results.errors.items()):
         out += f"\n- {s} / {n} failed: {error}"
     out += (
@@ -491,6 +518,35 @@ def table(results: Results, targets: list[Target], scenarios: list[str], rounds:
         f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}.\n"
     )
     return out
+
+
+def cpuTable(results: Results, names: list[str], scenarios: list[str]) -> str:
+    """
+    Median CPU time per request of each process, by scenario, and each
+    proxy's against the baseline's: steadier than wall time on a loaded
+    machine, since it counts only what the process itself spent.
+    """
+    rows = [s for s in scenarios if any((s, n) in results.cpu for n in names)]
+    if not rows:
+        return ""
+    proxies = [n for n in names if n != "baseline"]
+    header = ["scenario"] + names + [f"{p} / baseline" for p in proxies]
+    lines = ["", "Process CPU (user + system, median over rounds) per request:", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for scenario in rows:
+        count = REQUESTS.get(scenario, 1)
+        cells = []
+        for n in names:
+            runs = results.cpu.get((scenario, n))
+            if not runs:
+                cells.append("–")
+                continue
+            per = statistics.median(runs) / count
+            cells.append(f"{per * 1000:.3f} ms" if count > 1 else f"{per:.2f} s")
+        for p in proxies:
+            cells.append(_ratio(results.cpu.get((scenario, p)), results.cpu.get((scenario, "baseline"))))
+        lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def main(proxies: list[Target], argv: list[str] | None = None, title: str = "netlog") -> Results:
