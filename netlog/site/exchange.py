@@ -247,6 +247,9 @@ class Exchange:
         self.unparsed = False
         self.retried = False
         self.closeBrowser = not keepAlive(head.version, head.headers)
+        #: The answer comes chunked and the browser speaks HTTP/1.0, which
+        #: has no chunks: it gets the body's bytes, ended by the close.
+        self.dechunk = False
         self.times: dict[str, float | None] = {"connected": None, "sent": None, "first_byte": None, "end": None}
         self.requestBody = requestCapture(proxy.logging)
         self.hadBody = False
@@ -461,11 +464,11 @@ class Exchange:
         elif isinstance(event, Body):
             assert self.responseBody is not None
             self.responseBody.feed(event.data)
-            self._writeBrowser(event.raw)
+            self._writeBrowser(event.data if self.dechunk else event.raw)
         elif isinstance(event, EndOfMessage):
             if self.wsUp is not None:
                 return
-            if event.raw:
+            if event.raw and not self.dechunk:
                 self._writeBrowser(event.raw)
             self._responseEnded()
         elif isinstance(event, Unparsable):
@@ -486,6 +489,14 @@ class Exchange:
         head = self.head
         websocket = event.status == 101 and head.upgrade
         drop = hopByHop(event.headers) - {b"transfer-encoding"}
+        if head.version == b"HTTP/1.0" and not event.eofFramed and any(
+            name.lower() == b"transfer-encoding" for name, _ in event.headers
+        ):
+            # (The reader frames a response with Transfer-Encoding either by
+            # its chunks or, when chunked isn't last, by the close.)
+            self.dechunk = True
+            self.closeBrowser = True
+            drop.add(b"transfer-encoding")
         extra: list[tuple[bytes, bytes]] = []
         if websocket:
             drop.discard(b"upgrade")
@@ -551,11 +562,12 @@ class Exchange:
             return
         self.closedBy = SERVER
         why = f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer"
-        if raw:
+        if raw and not self.dechunk:
             # Bytes read and not yet relayed (a last chunk cut inside its
             # trailers): the browser gets them as they came, then the close;
             # their framing tells it the answer is cut. An abort would drop
-            # them with the rest of the write buffer.
+            # them with the rest of the write buffer. (Without chunks, only
+            # the abort says the answer is cut.)
             self._writeBrowser(raw)
             self.closeBrowser = True
             self.fail(why)

@@ -317,6 +317,41 @@ class FramingTests(TestCase):
         self.assertEqual(base64.b64decode(ended["response"]["body"]["data"]), b'{"a":1}')
 
     @defer.inlineCallbacks
+    def test_chunkedToHTTP10(self) -> Any:
+        """
+        An HTTP/1.0 browser, which knows no chunks, gets a chunked answer as
+        its bytes ended by the close: no Transfer-Encoding, Connection:
+        close, the body exactly; the entry keeps the answer as it got it.
+        (netlog asks the backend in HTTP/1.1, so the backend may chunk.)
+        """
+        def serve(server: ScriptedServer, received: bytes) -> None:
+            if received.endswith(b"\r\n\r\n"):
+                server.transport.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"
+                    b"\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+
+        port, _ = listenScripted(self, serve)
+        running = RunningProxy(self, sites(port))
+
+        def client() -> bytes:
+            sock = openSocket(running.ports["forward"])
+            sock.sendall(b"GET http://shop.test/old HTTP/1.0\r\nHost: shop.test\r\n\r\n")
+            return readAll(sock)
+
+        raw = yield threads.deferToThread(client)
+        head, _, body = raw.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 OK"), head)
+        self.assertNotIn(b"transfer-encoding", head.lower())
+        self.assertIn(b"Connection: close", head)
+        self.assertEqual(body, b"hello world")
+        [(_, ended)] = yield running.waitForEnds(1)
+        names = [name.lower() for name, _ in ended["response"]["headers"]]
+        self.assertNotIn("transfer-encoding", names)
+        self.assertIn("connection", names)
+        self.assertEqual(base64.b64decode(ended["response"]["body"]["data"]), b"hello world")
+        self.assertEqual(ended["bytes"]["down"], len(raw))
+
+    @defer.inlineCallbacks
     def test_answerCutInTrailers(self) -> Any:
         """
         A backend that closes inside its answer's trailer section: the bytes
