@@ -741,6 +741,8 @@ class LiveTunnel:
             protocol.transport.loseConnection()  # type: ignore[union-attr,misc]
             return
         noDelay(protocol.transport)
+        # Buffered (not sent at once): it leaves after relay.start has
+        # written the tunnel's open line, in this same turn.
         browser.transport.write(TUNNEL_ANSWER)
         pending = b"".join(self._early) + browser.enterRaw(self)
         self._early = []
