@@ -342,10 +342,31 @@ def keepAlive(version: bytes, headers: Iterable[tuple[bytes, bytes]]) -> bool:
     return version == b"HTTP/1.0" and b"keep-alive" in tokens
 
 
+#: How many C{host[:port]} values L{_parseHostPort} remembers (a browser asks
+#: the same few hosts over and over; the cache starts afresh when full), and
+#: the longest it remembers.
+_HOST_CACHE_SIZE = 512
+_HOST_CACHE_LONGEST = 300
+_hostCache: dict[bytes, tuple[str, int | None] | None] = {}
+
+
 def _parseHostPort(value: bytes) -> tuple[str, int | None] | None:
     """
     Split C{host[:port]}; L{None} when it isn't one.
     """
+    try:
+        return _hostCache[value]
+    except KeyError:
+        pass
+    parsed = _splitHostPort(value)
+    if len(value) <= _HOST_CACHE_LONGEST:
+        if len(_hostCache) >= _HOST_CACHE_SIZE:
+            _hostCache.clear()
+        _hostCache[value] = parsed
+    return parsed
+
+
+def _splitHostPort(value: bytes) -> tuple[str, int | None] | None:
     match = _HOSTPORT.match(value)
     if match is None:
         return None

@@ -518,3 +518,39 @@ class OneMatchTests(SynchronousTestCase):
                 results.append([normalised(events), [e for e in events if isinstance(e, ResponseHead)]])
             self.assertEqual(results[0], results[1])
             self.assertEqual(len(results[0][1]), 1)
+
+
+class HostCacheTests(SynchronousTestCase):
+    """
+    Host fields and URL authorities are split once and remembered: the
+    remembered answer is the one splitting gives, and the memory stays
+    bounded.
+    """
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.one_of(
+        st.binary(max_size=40),
+        st.sampled_from([b"a.test", b"A.Test:8080", b"[::1]:443", b"x.test:99999", b"", b"a b", b"h:0"]),
+    ), max_size=20))
+    def test_sameAsSplitting(self, values: list[bytes]) -> None:
+        """
+        Asked twice, each value gets what splitting it gives.
+        """
+        from netlog.core import http1
+
+        for value in values + values:
+            self.assertEqual(http1._parseHostPort(value), http1._splitHostPort(value))
+
+    def test_bounded(self) -> None:
+        """
+        Many different hosts, or a very long one, don't grow it past its
+        size.
+        """
+        from netlog.core import http1
+
+        for i in range(3 * http1._HOST_CACHE_SIZE):
+            self.assertEqual(http1._parseHostPort(b"h%d.test:80" % i), ("h%d.test" % i, 80))
+        long = b"a" * 5000 + b".test"
+        self.assertEqual(http1._parseHostPort(long), (long.decode(), None))
+        self.assertLessEqual(len(http1._hostCache), http1._HOST_CACHE_SIZE)
+        self.assertNotIn(long, http1._hostCache)
