@@ -33,8 +33,8 @@ from netlog.core.http1 import (
     serializeHead,
     REASON_PHRASES,
 )
-from netlog.net.connect import describeFailure
 from netlog.core.logline import REASON_STOPPED
+from netlog.net.connect import describeFailure
 from netlog.net.relay import (
     CLIENT,
     TUNNEL_ANSWER,
@@ -625,7 +625,6 @@ class BrowserConnection(Protocol):
             tls = getattr(self.transport, "protocol", None)
             if tls is not None and tls is not self:
                 tls.dataReceived(leftover)
-
 
     # -- the TLS handshake of a decrypted CONNECT ----------------------------------------
 
