@@ -5,6 +5,9 @@ direct and the bare Twisted relay.
 Run from the repository: C{.venv/bin/python -m benchmarks.bench_standin}
 (C{--rounds 10} for steadier medians, C{--only burst} for some scenarios).
 
+C{--with-unlogged} adds the same stand-in with C{--no-log} to the rounds:
+the stand-in against it is what logging itself costs.
+
 C{--profile N} instead runs N keep-alive small GETs (4 connections) through a
 stand-in under twistd's cProfile, and prints its CPU time per exchange (from
 C{/proc}, taken without the profiler too) and where the time goes.
@@ -92,8 +95,23 @@ def profile(requests: int, top: int = 30) -> None:
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def unloggedArgv(env: Environment, port: int) -> list[str]:
+    """
+    The same stand-in keeping no log (C{--no-log}): against it, the stand-in
+    shows what logging itself costs.
+    """
+    args = standinArgv(env, port)
+    at = args.index("--log")
+    return args[:at] + ["--no-log"] + args[at + 2:]
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--profile"]:
         profile(int(sys.argv[2]) if len(sys.argv) > 2 else 2000)
     else:
-        main([ProcessTarget("standin", argv=standinArgv)], sys.argv[1:], title="the stand-in")
+        argv = sys.argv[1:]
+        targets = [ProcessTarget("standin", argv=standinArgv)]
+        if "--with-unlogged" in argv:
+            argv.remove("--with-unlogged")
+            targets.append(ProcessTarget("unlogged", argv=unloggedArgv))
+        main(targets, argv, title="the stand-in")
