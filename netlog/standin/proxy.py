@@ -1075,10 +1075,11 @@ class BrowserConnection(Protocol):
     def _flush(self, end: bool = False) -> None:
         """
         Send what the batch holds, in order, joining what goes to the same
-        transport; C{end} ends the batch.
+        transport; C{end} ends the batch. Outside a batch there is nothing to
+        send, and none is begun.
         """
         out = self._out
-        self._out = None if end else []
+        self._out = None if end or out is None else []
         if not out:
             return
         if len(out) == 1:

@@ -112,6 +112,16 @@ class MemoryTests(unittest.SynchronousTestCase):
         [(_, _, _), (_, _, ended)] = self.writer.lines
         self.assertEqual(ended["_refused"]["status"], 408)
 
+    def test_flushOutsideABatchBeginsNone(self) -> None:
+        """
+        Writes are held only while a read is being dealt with: a flush from
+        elsewhere (a timer closing an upstream, say) leaves later writes
+        going straight out.
+        """
+        self.browser._flush()
+        self.browser._write(self.transport, b"sent at once")
+        self.assertEqual(self.transport.value(), b"sent at once")
+
     def test_idleConnectionClosed(self) -> None:
         self.reactor.advance(61)
         self.assertTrue(self.transport.disconnecting)
