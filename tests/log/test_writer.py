@@ -27,6 +27,28 @@ def readLines(path: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f.read().splitlines()]
 
 
+def drainHeld(writer: LogWriter, clock: Any, readEnd: int, rounds: int) -> bytes:
+    """
+    Read a non-blocking pipe the writer writes to while it retries its held
+    lines (the clock turned one retry interval a round, at most C{rounds}
+    times); return all that was read.
+    """
+    received = b""
+    for _ in range(rounds):
+        try:
+            received += os.read(readEnd, 1 << 20)
+        except BlockingIOError:
+            pass
+        if not writer.heldBytes:
+            break
+        clock.advance(writerModule.RETRY_INTERVAL)
+    try:
+        received += os.read(readEnd, 1 << 20)
+    except BlockingIOError:
+        pass
+    return received
+
+
 def publicTempDir(test: SynchronousTestCase) -> str:
     """
     A fresh folder under /tmp that every user may enter (root's, 0755).
@@ -427,19 +449,7 @@ class PartialWriteTests(SynchronousTestCase):
         self.assertEqual(opened, [1, 2, 3, 4])
         self.assertGreater(writer.failedWrites, 0)
         self.assertGreater(writer.heldBytes, 0)
-        received = b""
-        for _ in range(100):
-            try:
-                received += os.read(readEnd, 1 << 20)
-            except BlockingIOError:
-                pass
-            if not writer.heldBytes:
-                break
-            clock.advance(writerModule.RETRY_INTERVAL)
-        try:
-            received += os.read(readEnd, 1 << 20)
-        except BlockingIOError:
-            pass
+        received = drainHeld(writer, clock, readEnd, 100)
         self.assertEqual(writer.heldBytes, 0)
         lines = received.split(b"\n")
         self.assertEqual(lines[-1], b"")

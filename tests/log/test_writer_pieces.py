@@ -19,7 +19,7 @@ from netlog.core.logline import END, OPEN, AsciiText, encodeLine
 from netlog.log import writer as writerModule
 from netlog.log.writer import LogWriter
 
-from .test_writer import publicTempDir, readLines
+from .test_writer import drainHeld, publicTempDir, readLines
 
 
 def bodyFields(body: bytes, spliced: bool) -> dict[str, Any]:
@@ -168,18 +168,6 @@ class SplicedWriteTests(SynchronousTestCase):
             expected += encodeLine(2 * i + 1, OPEN, n, n, 7.25, {})
             expected += encodeLine(2 * i + 2, END, n, 2 * i + 3, 7.25, bodyFields(body, spliced=False))
         self.assertGreater(writer.heldBytes, 0)
-        received = b""
-        for _ in range(200):
-            try:
-                received += os.read(readEnd, 1 << 20)
-            except BlockingIOError:
-                pass
-            if not writer.heldBytes:
-                break
-            clock.advance(writerModule.RETRY_INTERVAL)
-        try:
-            received += os.read(readEnd, 1 << 20)
-        except BlockingIOError:
-            pass
+        received = drainHeld(writer, clock, readEnd, 200)
         self.assertEqual(writer.heldBytes, 0)
         self.assertEqual(received, expected)
