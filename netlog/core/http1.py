@@ -752,12 +752,17 @@ class _Reader:
     def _contentLength(self, headers: Headers) -> int | None:
         """
         The one Content-Length of a message, L{None} when there is none.
-        Identical repeated values (in one field or several) are accepted.
+
+        A request must say its length once: repeated values, even identical
+        ones (C{5, 5}, or two fields), are refused, since a server behind us
+        may read them otherwise (RFC 9110, 8.6 lets a recipient refuse
+        them). An answer's identical repeated values are read as one, as
+        browsers read them.
         """
         values = self._index.get(b"content-length", ())
         if not values:
             return None
-        lengths = set()
+        lengths = []
         for value in values:
             for element in value.split(b","):
                 element = element.strip(b" \t")
@@ -765,10 +770,12 @@ class _Reader:
                     raise self._bad(400, "malformed Content-Length")
                 if len(element) > 19 or int(element) > MAX_LENGTH:
                     raise self._bad(400, "Content-Length too large")
-                lengths.add(int(element))
-        if len(lengths) != 1:
+                lengths.append(int(element))
+        if len(set(lengths)) != 1:
             raise self._bad(400, "differing Content-Length values")
-        return lengths.pop()
+        if len(lengths) > 1 and self._strict:
+            raise self._bad(400, "repeated Content-Length (send it once)")
+        return lengths[0]
 
     def _transferCodings(self, headers: Headers) -> list[bytes] | None:
         values = self._index.get(b"transfer-encoding", ())

@@ -45,8 +45,9 @@ from netlog.net.relay import (
     tunnelAnswerFields,
 )
 from netlog.net.send import noDelay
+from netlog.core.records import connectUrl, requestRecord
 from netlog.site.config import DEFAULT_PORTS, Site
-from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1, requestFields
+from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1
 from netlog.site.tls import HostTLS
 from netlog.standin.proxy import DEFAULT_HEADER_TIMEOUT
 
@@ -59,6 +60,15 @@ FORWARD = "forward"
 HTTPS_ROUTE = "https-route"
 HTTP_ROUTE = "http-route"
 DECRYPTED = "decrypted"
+#: A site's CONNECT, answered, whose first byte has not come yet: it tells
+#: whether the tunnel carries TLS (L{DECRYPTED}) or plain HTTP
+#: (L{PLAIN_TUNNEL}).
+TUNNEL_OPENING = "tunnel-opening"
+#: A site's CONNECT that carries plain HTTP: browsers open C{ws://}
+#: WebSockets through a proxy this way.
+PLAIN_TUNNEL = "plain-tunnel"
+#: The first byte of a TLS handshake record.
+TLS_HANDSHAKE = 0x16
 
 #: Seconds a browser connection may sit idle between requests.
 BROWSER_IDLE_TIMEOUT = 120.0
@@ -82,8 +92,9 @@ class BrowserConnection(Protocol):
     """
     One connection from the browser, on any of the listeners.
 
-    @ivar mode: L{FORWARD}, L{HTTPS_ROUTE}, L{HTTP_ROUTE}, or L{DECRYPTED}
-        once a site's CONNECT has been decrypted.
+    @ivar mode: L{FORWARD}, L{HTTPS_ROUTE}, L{HTTP_ROUTE}; once a site's
+        CONNECT is answered L{TUNNEL_OPENING}, then L{DECRYPTED} or
+        L{PLAIN_TUNNEL} by the browser's first byte in it.
     """
 
     transport: Any
@@ -98,7 +109,8 @@ class BrowserConnection(Protocol):
         self.closing = False
         self.gone = False
         self.discarding = False
-        self.tunnelSite: Site | None = None
+        #: The host and port a site's CONNECT named.
+        self.tunnelTarget: tuple[str, int] | None = None
         self.tunnelAuthority = ""
         self._idleCall: Any = None
         self._partialStart = 0.0
@@ -135,6 +147,9 @@ class BrowserConnection(Protocol):
             return
         if self.closing:
             return
+        if self.mode == TUNNEL_OPENING:
+            self._tunnelBegins(data)
+            return
         now = self.reactor.seconds()
         self._lastActive = now
         if self.headStarted is None and self.exchange is None and self.reader.idle and not self.queue:
@@ -163,7 +178,10 @@ class BrowserConnection(Protocol):
         self._cancelIdle()
         self.proxy.connections.discard(self)
         if self._handshake is not None:
-            self._handshakeFailed(_handshakeLoss(reason))
+            self._handshakeFailed(
+                "the browser closed the tunnel before sending anything into it"
+                if self.mode == TUNNEL_OPENING else _handshakeLoss(reason)
+            )
         if self.rawPeer is not None:
             self.rawPeer.browserLost(reason)
         elif self.exchange is not None:
@@ -235,6 +253,8 @@ class BrowserConnection(Protocol):
         else:
             if self._handshake is not None:
                 self._handshakeFailed(
+                    f"the browser sent nothing into the tunnel within {BROWSER_IDLE_TIMEOUT:g} seconds"
+                    if self.mode == TUNNEL_OPENING else
                     f"the browser did not finish the TLS handshake within {BROWSER_IDLE_TIMEOUT:g} seconds"
                 )
             self.transport.loseConnection()
@@ -355,6 +375,9 @@ class BrowserConnection(Protocol):
 
     def _request(self, head: RequestHead, at: float) -> None:
         config = self.proxy.config
+        if self.mode == HTTP_ROUTE:
+            self._redirect(head, at)
+            return
         if self.mode == FORWARD:
             if head.isConnect:
                 self._connect(head, at)
@@ -362,36 +385,32 @@ class BrowserConnection(Protocol):
             host, port = head.host or "", head.port or 80
             url = head.url or ""
             scheme = url.split("://", 1)[0]
-            site = config.siteFor(host)
+            site = config.siteAt(scheme, host, port)
             if site is not None:
                 route = self._siteRoute(site, scheme, host, port)
             elif config.isLive(host):
                 route = Route(None, scheme, host, port, f"{scheme}://{authority(host, port, scheme)}", host)
             else:
-                self._refuse(head, url, at, 403, f"{host} is not a site or an allowed live host",
-                             server=(host, port))
+                self._refuse(head, url, at, 403,
+                             f"{scheme}://{authority(host, port, scheme)} is not a site's origin "
+                             f"or an allowed live host", server=(host, port))
                 return
             self._startExchange(head, url, route, at)
             return
-        if self.mode == HTTP_ROUTE:
-            self._redirect(head, at)
-            return
-        # Decrypted CONNECT, or the HTTPS route.
-        host = head.host or ""
-        site = config.siteFor(host) if host else None
-        if self.mode == DECRYPTED:
-            site = site or self.tunnelSite
-            hostAuthority = self._hostField(head) or self.tunnelAuthority
-        else:
-            hostAuthority = self._hostField(head) or host
-        url = head.url or f"https://{hostAuthority}{latin1(head.target)}"
+        # Inside a site's CONNECT (decrypted, or plain HTTP), or on the HTTPS
+        # route: the request is for the origin its Host names.
+        scheme = "http" if self.mode == PLAIN_TUNNEL else "https"
+        inTunnel = self.tunnelTarget is not None
+        hostAuthority = self._hostField(head) or (self.tunnelAuthority if inTunnel else head.host or "")
+        url = head.url or f"{scheme}://{hostAuthority}{latin1(head.target)}"
+        host = head.host or (self.tunnelTarget[0] if self.tunnelTarget is not None else "")
+        port = head.port or DEFAULT_PORTS[scheme]
+        site = config.siteAt(scheme, host, port) if host else None
         if site is None:
-            self._refuse(head, url, at, 403, f"{host or 'a request with no Host'} is not a site",
-                         server=(host, head.port or 443))
+            named = f"{scheme}://{authority(host, port, scheme)}" if host else "a request with no Host"
+            self._refuse(head, url, at, 403, f"{named} is not a site's origin", server=(host, port))
             return
-        publicHost = host or self.tunnelAuthority.rsplit(":", 1)[0]
-        port = head.port or 443
-        self._startExchange(head, url, self._siteRoute(site, "https", publicHost, port), at)
+        self._startExchange(head, url, self._siteRoute(site, scheme, host, port), at)
 
     @staticmethod
     def _hostField(head: RequestHead) -> str | None:
@@ -403,7 +422,24 @@ class BrowserConnection(Protocol):
     def _siteRoute(self, site: Site, scheme: str, host: str, port: int) -> Route:
         return self.proxy.siteRoute(site, scheme, host, port)
 
+    def _malformedBody(self) -> Refused | None:
+        """
+        What the reader refused in the rest of the request just read (a bad
+        chunk that came with its head), if it did: such a request is turned
+        down before anything of it goes upstream.
+        """
+        for event, _ in self.queue:
+            if isinstance(event, Refused):
+                return event
+            if isinstance(event, (RequestHead, EndOfMessage)):
+                return None
+        return None
+
     def _startExchange(self, head: RequestHead, url: str, route: Route, at: float) -> None:
+        malformed = self._malformedBody()
+        if malformed is not None:
+            self._refuse(head, url, at, malformed.status, malformed.reason, server=(route.host, route.port))
+            return
         exchange = Exchange(self.proxy, self, head, url, route, at)
         self.exchange = exchange
         self._lastActive = self.reactor.seconds()
@@ -465,7 +501,7 @@ class BrowserConnection(Protocol):
             "connection": self.connectionId,
         }
         if head is not None:
-            fields["request"] = requestFields(head, url, signIn)
+            fields["request"] = requestRecord(head, url, signIn)
         else:
             fields["request"] = {"method": "", "url": url, "version": "", "headers": [], "headers_size": 0}
         if server is not None:
@@ -488,7 +524,7 @@ class BrowserConnection(Protocol):
         The open line of a request that couldn't be read whole: its request
         line and host as far as they can be read (see L{readRefusedRequest}).
         """
-        scheme = "http" if self.mode in (FORWARD, HTTP_ROUTE) else "https"
+        scheme = "http" if self.mode in (FORWARD, HTTP_ROUTE, PLAIN_TUNNEL) else "https"
         seen = readRefusedRequest(buffered, scheme, self.tunnelAuthority)
         return {
             "proxy": PROXY_NAME,
@@ -516,8 +552,8 @@ class BrowserConnection(Protocol):
         host = head.host or ""
         hostAuthority = self._hostField(head) or host
         url = f"http://{hostAuthority}{latin1(head.target)}"
-        site = self.proxy.config.siteFor(host) if host else None
-        origin = site.httpsOrigin(host) if site is not None else None
+        origin = self.proxy.config.redirectFor(host, head.port or 80) if host else None
+        site = self.proxy.config.siteAt(origin.scheme, origin.host, origin.port) if origin is not None else None
         if site is None or origin is None:
             self._refuse(head, url, at, 403, f"{host or 'a request with no Host'} is not a site",
                          server=(host, head.port or 80))
@@ -591,12 +627,11 @@ class BrowserConnection(Protocol):
         if self.queue and isinstance(self.queue[0][0], EndOfMessage):
             self.queue.popleft()
         host, port = head.host or "", head.port or 443
-        url = f"https://{authority(host, port, 'https')}/"
+        url = connectUrl(host, port)
         config = self.proxy.config
-        site = config.siteFor(host)
-        if site is not None:
+        if config.tunnelsTo(host, port):
             self._handshake = (head, url, at, (host, port))
-            self._decrypt(site, host, port)
+            self._openSiteTunnel(host, port)
         elif config.isLive(host):
             if port not in config.liveConnectPorts:
                 allowed = ", ".join(str(p) for p in sorted(config.liveConnectPorts))
@@ -610,21 +645,45 @@ class BrowserConnection(Protocol):
             self._refuse(head, url, at, 403, f"{host} is not a site or an allowed live host",
                          server=(host, port), kind="tunnel")
 
-    def _decrypt(self, site: Site, host: str, port: int) -> None:
+    def _openSiteTunnel(self, host: str, port: int) -> None:
+        """
+        Answer a site's CONNECT; the browser's first byte in the tunnel says
+        what it carries (see L{_tunnelBegins}).
+        """
         self.transport.write(TUNNEL_ANSWER)
         leftover = self.reader.leftover()
         self.queue.clear()
-        self.mode = DECRYPTED
-        self.tunnelSite = site
-        self.tunnelAuthority = authority(host, port, "https")
-        self.reader = RequestReader(forwardProxy=False, scheme="https")
-        assert self.proxy.ca is not None
-        self.transport.startTLS(HostTLS(self.proxy.ca, host))
+        self.mode = TUNNEL_OPENING
+        self.tunnelTarget = (host, port)
         if leftover:
-            # Bytes of the TLS handshake sent before our 200 arrived.
+            # Bytes sent before our 200 arrived.
+            self._tunnelBegins(leftover)
+
+    def _tunnelBegins(self, data: bytes) -> None:
+        """
+        The browser's first bytes in a site's tunnel: a TLS handshake is
+        decrypted with a certificate minted for the host; anything else is
+        read as plain HTTP to the host's C{http://} origin (a C{ws://}
+        WebSocket, as browsers open one through a proxy).
+        """
+        assert self.tunnelTarget is not None
+        host, port = self.tunnelTarget
+        if data[0] == TLS_HANDSHAKE:
+            self.mode = DECRYPTED
+            self.tunnelAuthority = authority(host, port, "https")
+            self.reader = RequestReader(forwardProxy=False, scheme="https")
+            assert self.proxy.ca is not None
+            self.transport.startTLS(HostTLS(self.proxy.ca, host))
             tls = getattr(self.transport, "protocol", None)
             if tls is not None and tls is not self:
-                tls.dataReceived(leftover)
+                tls.dataReceived(data)
+            return
+        # No handshake to wait for: each request is an entry of its own.
+        self._handshake = None
+        self.mode = PLAIN_TUNNEL
+        self.tunnelAuthority = authority(host, port, "http")
+        self.reader = RequestReader(forwardProxy=False, scheme="http")
+        self.dataReceived(data)
 
     # -- the TLS handshake of a decrypted CONNECT ----------------------------------------
 

@@ -103,6 +103,15 @@ class Site:
                 return origin
         return None
 
+    def origin(self, scheme: str, host: str, port: int) -> Origin | None:
+        """
+        This site's origin C{scheme://host:port}, or L{None}.
+        """
+        for origin in self.origins:
+            if (origin.scheme, origin.host, origin.port) == (scheme, host, port):
+                return origin
+        return None
+
 
 #: The ports a live host's CONNECT may name unless C{[live] connect_ports}
 #: says otherwise: HTTPS only, as the stand-in's C{--connect-ports} default.
@@ -118,16 +127,53 @@ class SitesConfig:
     liveConnectPorts: frozenset[int] = DEFAULT_LIVE_CONNECT_PORTS
 
     def __post_init__(self) -> None:
+        self._byOrigin: dict[tuple[str, str, int], Site] = {}
         self._byHost: dict[str, Site] = {}
         for site in self.sites:
             for origin in site.origins:
+                self._byOrigin.setdefault((origin.scheme, origin.host, origin.port), site)
                 self._byHost.setdefault(origin.host, site)
 
-    def siteFor(self, host: str) -> Site | None:
+    def siteAt(self, scheme: str, host: str, port: int) -> Site | None:
         """
-        The site a host name belongs to, by any of its origins.
+        The site whose origin is C{scheme://host:port}: an origin is its
+        scheme, host and port, so another port of the same host is not that
+        site (and sites may share a host on different ports).
         """
-        return self._byHost.get(normalizeHost(host))
+        return self._byOrigin.get((scheme, normalizeHost(host), port))
+
+    def tunnelsTo(self, host: str, port: int) -> bool:
+        """
+        Whether a CONNECT to C{host:port} reaches a site: one of its origins,
+        C{https://} (decrypted) or C{http://} (read as plain HTTP, which is
+        how browsers open C{ws://} through a proxy), names that host and
+        port.
+        """
+        host = normalizeHost(host)
+        return any((scheme, host, port) in self._byOrigin for scheme in DEFAULT_PORTS)
+
+    def hasHost(self, host: str) -> bool:
+        """
+        Whether any site's origin names C{host}, on any port (the HTTPS
+        route's SNI check: the port is only known from C{Host} later).
+        """
+        return normalizeHost(host) in self._byHost
+
+    def redirectFor(self, host: str, port: int) -> Origin | None:
+        """
+        Where the HTTP route sends a request for C{http://host:port}: the
+        HTTPS origin of the site it names (its own C{http://} origin's site
+        first, else the site with an HTTPS origin on that host).
+        """
+        host = normalizeHost(host)
+        site = self._byOrigin.get(("http", host, port))
+        if site is not None and site.httpsOrigin(host) is not None:
+            return site.httpsOrigin(host)
+        for site in self.sites:
+            for origin in site.origins:
+                if origin.scheme == "https" and origin.host == host:
+                    return origin
+        return None
 
     def isLive(self, host: str) -> bool:
         """
@@ -228,7 +274,7 @@ def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
     if not isinstance(rawSites, list):
         raise _fail(path, text, "site", 0, None, "write each site as a [[site]] table")
     sites: list[Site] = []
-    hosts: dict[str, str] = {}
+    owners: dict[Origin, str] = {}
     names: set[str] = set()
     for index, raw in enumerate(rawSites):
 
@@ -258,10 +304,11 @@ def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
                 raise fail("origins", f"site {name!r}: {e}") from None
             if urlPath not in ("", "/"):
                 raise fail("origins", f"site {name!r}: origin {value!r} must have no path")
-            if host in hosts and hosts[host] != name:
-                raise fail("origins", f"site {name!r}: host {host} is already site {hosts[host]!r}'s")
-            hosts[host] = name
-            origins.append(Origin(scheme, host, port))
+            origin = Origin(scheme, host, port)
+            if origin in owners and owners[origin] != name:
+                raise fail("origins", f"site {name!r}: origin {origin} is already site {owners[origin]!r}'s")
+            owners[origin] = name
+            origins.append(origin)
         verify = raw.get("verify", True)
         if not isinstance(verify, bool):
             raise fail("verify", f"site {name!r}: verify must be true or false")

@@ -37,6 +37,7 @@ from netlog.core.http1 import (
     keepAlive,
     serializeHead,
 )
+from netlog.core.records import headerPairs, requestRecord
 from netlog.core.websocket import FrameCounter
 from netlog.net.connect import describeFailure
 from netlog.net.relay import BACKPRESSURE, CLIENT, PROXY, SERVER
@@ -146,23 +147,6 @@ class DestinationRefused(Exception):
 
 def latin1(value: bytes) -> str:
     return value.decode("latin-1")
-
-
-def headerPairs(headers: list[tuple[bytes, bytes]], signIn: frozenset[str] | set[str]) -> list[list[str]]:
-    pairs = [[n.decode("latin-1"), v.decode("latin-1")] for n, v in headers]
-    if signIn:
-        return removeSignIn(pairs, signIn)
-    return pairs
-
-
-def requestFields(head: RequestHead, url: str, signIn: frozenset[str]) -> dict[str, Any]:
-    return {
-        "method": head.method.decode("latin-1"),
-        "url": url,
-        "version": head.version.decode("latin-1"),
-        "headers": headerPairs(head.headers, signIn),
-        "headers_size": len(head.raw),
-    }
 
 
 #: What the capture policy chose per answer type: C{(limit, keep, hashAll)}.
@@ -345,7 +329,7 @@ class Exchange:
             "started": self.started,
             "client": self.browser.client,
             "connection": self.browser.connectionId,
-            "request": requestFields(self.head, self.url, self.signIn),
+            "request": requestRecord(self.head, self.url, self.signIn),
             "server": {"host": self.route.host, "port": self.route.port, "address": self.address},
         }
 

@@ -58,7 +58,7 @@ class _LazySNI:
             config = self.proxy.config
             hosts = [o.host for s in config.sites for o in s.origins if o.scheme == "https"]
             assert self.proxy.ca is not None
-            self._tls = SNITLS(self.proxy.ca, lambda host: config.siteFor(host) is not None, hosts[0])
+            self._tls = SNITLS(self.proxy.ca, config.hasHost, hosts[0])
         return self._tls.serverConnectionForTLS(protocol)
 
 

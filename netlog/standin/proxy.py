@@ -63,8 +63,10 @@ PROXY_NAME = "standin"
 EXCHANGE = "exchange"
 TUNNEL = "tunnel"
 
-#: Ports a CONNECT may reach unless C{--connect-ports} says otherwise.
-DEFAULT_CONNECT_PORTS = frozenset({443})
+#: Ports a CONNECT may reach unless C{--connect-ports} says otherwise: HTTPS,
+#: and HTTP, since browsers open a C{ws://} WebSocket through a proxy with a
+#: CONNECT to its port (80 unless the URL names another).
+DEFAULT_CONNECT_PORTS = frozenset({80, 443})
 #: Seconds a browser has to send a whole request head once it has begun one
 #: (C{--header-timeout}); then C{408}.
 DEFAULT_HEADER_TIMEOUT = 30.0

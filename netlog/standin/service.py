@@ -11,7 +11,7 @@ from twisted.application.service import Service
 
 from netlog.log.writer import LogWriter
 from netlog.net.options import DEFAULT_LISTEN, buildDestinations
-from netlog.standin.proxy import Settings, StandinFactory
+from netlog.standin.proxy import DEFAULT_CONNECT_PORTS, Settings, StandinFactory
 
 #: Where the stand-in listens when no C{--listen} is given.
 
@@ -81,7 +81,7 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> StandinService:
         # The log's API is refused like the proxy's own listeners.
         policy.addListener(*api)
     settings = Settings(
-        connectPorts=frozenset(config.get("connect-ports") or [443]),
+        connectPorts=frozenset(config.get("connect-ports") or DEFAULT_CONNECT_PORTS),
         connectTimeout=float(config["connect-timeout"]),
         idleTimeout=float(config["idle-timeout"]),
         headerTimeout=float(config["header-timeout"]),

@@ -24,8 +24,15 @@ def expectedExplanations(base: str) -> dict[tuple[str, str], int]:
         (f"POST {base}/login", "redirect-body"): 1,
         (f"POST {base}/upload", "multipart-body"): 1,
         (f"GET {base}/big.txt", "truncated-text"): 1,
-        (f"GET {base}/ws", "websocket-url"): 1,
     }
+
+
+def webSocketUrl(base: str) -> str:
+    """
+    The origin C{base} as a WebSocket's URL names it (C{wss://} for
+    C{https://}), as the browser addressed it.
+    """
+    return {"https": "wss", "http": "ws"}[base.split(":", 1)[0]] + base[base.index(":"):]
 
 
 def wsFrameBytes(payloads: list[int], masked: bool) -> int:
@@ -175,7 +182,7 @@ def checkOurs(test: Any, har: dict[str, Any], base: str) -> None:
     test.assertGreaterEqual(len(big["text"]), 1_000_000, "the big answer keeps its first 1 MB")
     test.assertLess(len(big["text"]), site_app.BIG_SIZE)
 
-    ws = one("GET", base + "/ws")
+    ws = one("GET", webSocketUrl(base) + "/ws")
     test.assertEqual(ws["response"]["status"], 101)
     counts = {k: ws["_websocket"][k] for k in ("messages_up", "messages_down", "bytes_up", "bytes_down")}
     test.assertEqual(counts, expectedWebSocket(), "the WebSocket's messages and bytes each way")

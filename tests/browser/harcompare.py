@@ -23,11 +23,6 @@ SHOW_CHARS = 160
 
 #: The reasons a difference is accepted, by kind.
 WHY = {
-    "websocket-url": (
-        "Playwright names a WebSocket by its ws(s):// URL; netlog names it by the URL "
-        "of the HTTP request the browser actually sent (https:// inside the tunnel), "
-        "which is what graders match request URLs against"
-    ),
     "multipart-body": (
         "Playwright records no body for a multipart upload (DevTools hands it none); "
         "netlog keeps the bytes the browser sent, so a grader can read the form's fields"
@@ -85,15 +80,6 @@ def textDifference(ours: str, theirs: str) -> str:
 
 def label(entry: dict[str, Any]) -> str:
     return f"{entry['request']['method']} {entry['request']['url']}"
-
-
-def wsAsHttp(url: str) -> str:
-    """
-    A C{ws://}/C{wss://} URL as the HTTP request that opened it names it.
-    """
-    parts = urlsplit(url)
-    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
-    return urlunsplit((scheme,) + tuple(parts)[1:])
 
 
 def headerCounts(headers: list[dict[str, str]]) -> Counter[tuple[str, str]]:
@@ -158,12 +144,7 @@ class Comparison:
                     kept.append((index, e))
             ours = kept
         oursKeys = [(e["request"]["method"], e["request"]["url"]) for _, e in ours]
-        theirsKeys = []
-        for e in self.theirs:
-            url = e["request"]["url"]
-            if e.get("_resourceType") == "websocket" or urlsplit(url).scheme in ("ws", "wss"):
-                url = wsAsHttp(url)
-            theirsKeys.append((e["request"]["method"], url))
+        theirsKeys = [(e["request"]["method"], e["request"]["url"]) for e in self.theirs]
         if oursKeys != theirsKeys:
             width = max((len(f"{m} {u}") for m, u in oursKeys), default=10)
             rows = []
@@ -185,10 +166,7 @@ class Comparison:
         oReq, tReq = ours["request"], theirs["request"]
         oRes, tRes = ours["response"], theirs["response"]
         if oReq["url"] != tReq["url"]:
-            if wsAsHttp(tReq["url"]) == oReq["url"]:
-                self.explained.append(Explained(index, where, "request.url", "websocket-url"))
-            else:
-                self._problem(index, ours, "request.url", f"ours {show(oReq['url'])}, Playwright's {show(tReq['url'])}")
+            self._problem(index, ours, "request.url", f"ours {show(oReq['url'])}, Playwright's {show(tReq['url'])}")
         for field, a, b in [
             ("response.status", oRes["status"], tRes["status"]),
             ("response.redirectURL", oRes.get("redirectURL", ""), tRes.get("redirectURL", "")),

@@ -51,8 +51,7 @@ class DirectTests(SynchronousTestCase):
 def expectedRequests(base: str, wsScheme: str) -> list[tuple[str, str, int]]:
     """
     The requests L{browser.shopScenario} makes, in order: (method, URL,
-    status). Playwright names the WebSocket's URL C{wss://}; netlog names it
-    as the browser addressed the request (C{https://}).
+    status). Playwright names the WebSocket's URL C{wss://}, as netlog does.
     """
     wsBase = wsScheme + base[base.index(":") :]
     return [

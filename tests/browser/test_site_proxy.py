@@ -63,7 +63,7 @@ class SiteProxyTests(SynchronousTestCase):
         kinds = {k: n for k, n in comparison.kinds().items() if k[1] != "favicon"}
         self.assertEqual(kinds, grading.expectedExplanations(BASE), comparison.report())
 
-        (ws,) = [e for e in har["log"]["entries"] if e["request"]["url"] == BASE + "/ws"]
+        (ws,) = [e for e in har["log"]["entries"] if e["request"]["url"] == grading.webSocketUrl(BASE) + "/ws"]
         mine = {k: ws["_websocket"][k] for k in ("messages_up", "messages_down")}
         self.assertEqual(mine, grading.playwrightWebSocket(theirs), "WebSocket messages: ours vs Playwright's")
 

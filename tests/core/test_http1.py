@@ -481,13 +481,22 @@ class AcceptedRequestTests(SynchronousTestCase):
 
     def test_repeatedIdenticalLengths(self) -> None:
         """
-        Identical repeated Content-Length values are read as one.
+        A request that repeats its Content-Length, even with the same value,
+        is refused with 400 before its head is handed on; an answer's
+        identical repeated values are read as one.
         """
         for fields in (b"Content-Length: 3, 3\r\n", b"Content-Length: 3\r\nContent-Length: 3\r\n"):
             events = RequestReader(forwardProxy=True).feed(
                 b"POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\n" + fields + b"\r\nabc"
             )
-            self.assertEqual(events[1:], [Body(b"abc", b"abc"), EndOfMessage([], b"")])
+            self.assertEqual(len(events), 1)
+            refused = events[0]
+            assert isinstance(refused, Refused)
+            self.assertEqual((refused.status, refused.reason), (400, "repeated Content-Length (send it once)"))
+            reader = ResponseReader()
+            reader.expectResponseTo(b"GET")
+            answer = reader.feed(b"HTTP/1.1 200 OK\r\n" + fields + b"\r\nabc")
+            self.assertEqual(answer[1:], [Body(b"abc", b"abc"), EndOfMessage([], b"")])
 
     def test_zeroLength(self) -> None:
         """

@@ -37,18 +37,54 @@ class ParseTests(SynchronousTestCase):
         """
         config = parseSites(GOOD)
         self.assertEqual([s.name for s in config.sites], ["shop", "wiki"])
-        shop = config.siteFor("SHOP.test")
+        shop = config.siteAt("https", "SHOP.test", 443)
         assert shop is not None
         self.assertEqual([str(o) for o in shop.origins],
                          ["https://shop.test", "http://shop.test", "https://shop.test:8443"])
         self.assertEqual((shop.backend.scheme, shop.backend.host, shop.backend.port), ("http", "127.0.0.1", 7770))
         self.assertEqual(shop.signInHeaders, frozenset({"authorization", "x-session"}))
-        wiki = config.siteFor("wiki.test")
+        wiki = config.siteAt("https", "wiki.test", 443)
         assert wiki is not None
         self.assertFalse(wiki.backend.verify)
         self.assertTrue(wiki.backend.tls)
-        self.assertIsNone(config.siteFor("other.test"))
+        self.assertIsNone(config.siteAt("https", "other.test", 443))
         self.assertEqual(str(shop.httpsOrigin("shop.test")), "https://shop.test")
+
+    def test_originsByPort(self) -> None:
+        """
+        An origin is scheme, host and port: another port or scheme of a
+        site's host is not that site, and a CONNECT reaches a site only on a
+        port one of its origins names.
+        """
+        config = parseSites(GOOD)
+        shop = config.siteAt("https", "shop.test", 443)
+        self.assertIs(config.siteAt("https", "shop.test", 8443), shop)
+        self.assertIs(config.siteAt("http", "shop.test", 80), shop)
+        self.assertIsNone(config.siteAt("http", "shop.test", 8443))
+        self.assertIsNone(config.siteAt("https", "shop.test", 9999))
+        self.assertTrue(config.tunnelsTo("shop.test", 8443))
+        self.assertTrue(config.tunnelsTo("shop.test", 80))
+        self.assertFalse(config.tunnelsTo("shop.test", 9999))
+
+    def test_sitesShareAHost(self) -> None:
+        """
+        WebArena's six sites, all on C{localhost} on their own ports, are six
+        sites, each found by its own origin only.
+        """
+        ports = {"shopping": 7770, "shopping_admin": 7780, "reddit": 9999, "gitlab": 8023,
+                 "wikipedia": 8888, "map": 3000}
+        text = "".join(
+            f'[[site]]\nname = "{name}"\norigins = ["http://localhost:{port}"]\n'
+            f'backend = "http://127.0.0.1:{port + 10000}"\n'
+            for name, port in ports.items()
+        )
+        config = parseSites(text)
+        for name, port in ports.items():
+            site = config.siteAt("http", "localhost", port)
+            assert site is not None
+            self.assertEqual((site.name, site.backend.port), (name, port + 10000))
+        self.assertIsNone(config.siteAt("http", "localhost", 8080))
+        self.assertIsNone(config.siteAt("https", "localhost", 7770))
 
     def test_liveHosts(self) -> None:
         """
@@ -90,7 +126,7 @@ class ParseTests(SynchronousTestCase):
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\n", 1, "needs backend"),
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
              "[[site]]\nname = \"b\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:2\"\n",
-             7, "already site 'a'"),
+             7, "origin https://a.test is already site 'a'"),
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
              "verify = \"yes\"\n", 5, "verify must be true or false"),
             ("[live]\nhosts = [\"https://x.test/\"]\n", 2, "no scheme"),

@@ -219,7 +219,7 @@ class ForwardTests(TestCase):
             self.assertEqual(opened["kind"], kind)
             self.assertEqual(ended["_refused"]["status"], 403)
             self.assertIn("elsewhere.test", ended["_refused"]["reason"])
-        self.assertEqual(entries[1][0]["request"]["url"], "https://elsewhere.test/")
+        self.assertEqual(entries[1][0]["request"]["url"], "https://elsewhere.test:443/")
 
     @defer.inlineCallbacks
     def test_untrustedCA(self) -> Any:
@@ -248,7 +248,7 @@ class ForwardTests(TestCase):
         [(opened, ended)] = yield running.waitForEnds(1)
         self.assertEqual(opened["kind"], "tunnel")
         self.assertEqual(opened["request"]["method"], "CONNECT")
-        self.assertEqual(opened["request"]["url"], "https://shop.test/")
+        self.assertEqual(opened["request"]["url"], "https://shop.test:443/")
         self.assertEqual(opened["server"]["host"], "shop.test")
         reason = ended["_failed"]["reason"]
         self.assertIn("the TLS handshake with the browser failed", reason)
@@ -261,8 +261,8 @@ class ForwardTests(TestCase):
     @defer.inlineCallbacks
     def test_closedInHandshake(self) -> Any:
         """
-        A browser that closes a site's tunnel before its TLS handshake
-        leaves an entry saying so.
+        A browser that closes a site's tunnel before sending anything into it
+        (no TLS handshake, no request) leaves an entry saying so.
         """
         running = self.running
 
@@ -273,7 +273,7 @@ class ForwardTests(TestCase):
         yield threads.deferToThread(client)
         [(opened, ended)] = yield running.waitForEnds(1)
         self.assertEqual(opened["kind"], "tunnel")
-        self.assertEqual(ended["_failed"], {"reason": "the browser closed the connection during the TLS handshake"})
+        self.assertEqual(ended["_failed"], {"reason": "the browser closed the tunnel before sending anything into it"})
 
     @defer.inlineCallbacks
     def test_liveConnectPort(self) -> Any:

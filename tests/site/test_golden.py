@@ -135,7 +135,7 @@ backend = "http://127.0.0.1:{ws.getHost().port}"
 
 [[site]]
 name = "slow"
-origins = ["https://slow.test"]
+origins = ["https://slow.test", "http://slow.test"]
 backend = "http://127.0.0.1:{slowPort}"
 
 [live]
@@ -245,11 +245,11 @@ connect_ports = [443, {livePort}]
             "https://shop.test/logo.png",
             "https://shop.test/latin",
             "http://shop.test/search?q=x",
-            "https://chat.test/live",
+            "wss://chat.test/live",
             f"https://www.live.test:{livePort}/",
             f"http://www.live.test:{livePort}/page",
-            "https://nowhere.live.test/",
-            "https://blocked.example/",
+            "https://nowhere.live.test:443/",
+            "https://blocked.example:443/",
             "http://slow.test/wait",
         ])
         self.assertTrue(all(opened["proxy"] == "site" for opened, _ in entries))
@@ -291,17 +291,17 @@ connect_ports = [443, {livePort}]
         self.assertEqual(latin["response"]["cookies"][0]["name"], "lang")
         route = byUrl["http://shop.test/search?q=x"]
         self.assertEqual(route["response"]["status"], 308)
-        chat = byUrl["https://chat.test/live"]
+        chat = byUrl["wss://chat.test/live"]
         self.assertEqual(chat["response"]["status"], 101)
         self.assertEqual((chat["_websocket"]["messages_up"], chat["_websocket"]["messages_down"]), (2, 2))
         tunnel = byUrl[f"https://www.live.test:{livePort}/"]
         self.assertEqual((tunnel["_tunnel"]["bytes_up"], tunnel["_tunnel"]["bytes_down"]), (5, 5))
         self.assertEqual(byUrl[f"http://www.live.test:{livePort}/page"]["response"]["content"]["text"], "live")
-        self.assertIn("doesn't resolve", byUrl["https://nowhere.live.test/"]["_failed"]["reason"])
-        self.assertEqual((byUrl["https://nowhere.live.test/"]["response"]["status"],
-                          byUrl["https://nowhere.live.test/"]["_failed"]["status"]), (-1, 502))
-        self.assertEqual(byUrl["https://blocked.example/"]["_refused"]["status"], 403)
-        self.assertEqual(byUrl["https://blocked.example/"]["response"]["status"], -1)
+        self.assertIn("doesn't resolve", byUrl["https://nowhere.live.test:443/"]["_failed"]["reason"])
+        self.assertEqual((byUrl["https://nowhere.live.test:443/"]["response"]["status"],
+                          byUrl["https://nowhere.live.test:443/"]["_failed"]["status"]), (-1, 502))
+        self.assertEqual(byUrl["https://blocked.example:443/"]["_refused"]["status"], 403)
+        self.assertEqual(byUrl["https://blocked.example:443/"]["response"]["status"], -1)
         self.assertNotIn("_open", byUrl["http://slow.test/wait"])
 
         self.assertEqual(validate(raw), [])

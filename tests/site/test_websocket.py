@@ -130,7 +130,7 @@ backend = "http://127.0.0.1:{port}"
         self.assertEqual(result["got"][:2], ["hello", "fragment"])
         self.assertEqual(len(result["got"][2]), 70000)
         [(opened, ended)] = yield running.waitForEnds(1)
-        self.assertEqual(opened["request"]["url"], "https://chat.test/socket")
+        self.assertEqual(opened["request"]["url"], "wss://chat.test/socket")
         self.assertEqual(ended["response"]["status"], 101)
         ws = ended["_websocket"]
         self.assertEqual(ws["messages_up"], 3)

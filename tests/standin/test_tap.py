@@ -25,7 +25,7 @@ class OptionsTests(unittest.SynchronousTestCase):
         config = Options()
         config.parseOptions([])
         self.assertEqual(config["listen"], ["tcp:3128:interface=127.0.0.1"])
-        self.assertEqual(config["connect-ports"], [443])
+        self.assertEqual(config["connect-ports"], [80, 443])
         self.assertTrue(config["log"].endswith(os.path.join("netlog", "standin.jsonl")))
         self.assertEqual(
             (config["connect-timeout"], config["idle-timeout"], config["header-timeout"]),

@@ -1,0 +1,238 @@
+"""
+The records both proxies write: every field of an open line and an end line,
+built in one place with one key order, so that a field added here appears in
+both proxies and a reader (the HAR builder among them) can rely on the order.
+
+Pure: no I/O, nothing of Twisted. The key orders are documented in
+C{docs/log-format.rst} ("Key order").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from netlog.core.capture import removeSignIn
+from netlog.core.http1 import REASON_PHRASES, RequestHead, serializeHead
+
+__all__ = [
+    "EXCHANGE",
+    "TUNNEL",
+    "OPEN_KEYS",
+    "END_KEYS",
+    "hostPort",
+    "connectUrl",
+    "originForm",
+    "headerPairs",
+    "requestRecord",
+    "unreadRequestRecord",
+    "openRecord",
+    "endRecord",
+    "ownAnswer",
+]
+
+#: An open line's C{kind}: an HTTP request and its answer (a WebSocket too).
+EXCHANGE = "exchange"
+#: An open line's C{kind}: a CONNECT relayed blind, or an upgrade relayed blind.
+TUNNEL = "tunnel"
+
+#: The keys of an open record, in the order they are written.
+OPEN_KEYS = ("proxy", "kind", "started", "client", "connection", "request", "server")
+#: The keys of an end record, in the order they are written (each but
+#: C{ended}, C{times} and C{bytes} only when it applies).
+END_KEYS = (
+    "ended", "times", "request_body", "response", "interim", "bytes", "closed_by",
+    "_websocket", "_unparsed", "_refused", "_failed",
+)
+
+#: Schemes a WebSocket's URL takes for the scheme of the request that opened it.
+_WEBSOCKET_SCHEMES = {"http": "ws", "https": "wss"}
+
+
+def hostPort(host: str, port: int | None) -> str:
+    """
+    C{host:port}, an IPv6 address in brackets (given with or without them).
+    """
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def connectUrl(host: str, port: int | None) -> str:
+    """
+    A CONNECT's URL as the log names it: C{https://host:port/}, the port
+    always written.
+    """
+    return f"https://{hostPort(host, port)}/"
+
+
+def originForm(target: bytes) -> bytes:
+    """
+    The path and query of a request target (C{/path?query}), as it goes to a
+    server: an absolute-form target loses its scheme and authority.
+    """
+    start = target.find(b"://")
+    if start < 0:
+        return target
+    rest = target[start + 3:]
+    cut = len(rest)
+    for mark in (b"/", b"?"):
+        at = rest.find(mark)
+        if 0 <= at < cut:
+            cut = at
+    path = rest[cut:]
+    if not path:
+        return b"/"
+    return path if path.startswith(b"/") else b"/" + path
+
+
+def headerPairs(headers: Iterable[tuple[bytes, bytes]], signIn: frozenset[str] | set[str] = frozenset()
+                ) -> list[list[str]]:
+    """
+    Header fields as the log keeps them: C{[name, value]} strings decoded as
+    Latin-1 (every byte survives), the values of C{signIn} (lowercase
+    names) as C{<removed>}.
+    """
+    pairs = [[n.decode("latin-1"), v.decode("latin-1")] for n, v in headers]
+    return removeSignIn(pairs, signIn) if signIn else pairs
+
+
+def _isWebSocket(head: RequestHead) -> bool:
+    if not head.upgrade:
+        return False
+    return any(n.lower() == b"upgrade" and b"websocket" in v.lower() for n, v in head.headers)
+
+
+def requestRecord(head: RequestHead, url: str, signIn: frozenset[str] | set[str] = frozenset()
+                  ) -> dict[str, Any]:
+    """
+    The C{request} of an open line: the request as the browser sent it. A
+    WebSocket's URL is named as the browser addressed it, C{ws://} or
+    C{wss://}.
+    """
+    if _isWebSocket(head):
+        scheme, colon, rest = url.partition("://")
+        if colon and scheme.lower() in _WEBSOCKET_SCHEMES:
+            url = _WEBSOCKET_SCHEMES[scheme.lower()] + "://" + rest
+    return {
+        "method": head.method.decode("latin-1"),
+        "url": url,
+        "version": head.version.decode("latin-1"),
+        "headers": headerPairs(head.headers, signIn),
+        "headers_size": len(head.raw),
+    }
+
+
+def unreadRequestRecord(seen: dict[str, Any], size: int) -> dict[str, Any]:
+    """
+    The C{request} of a request that could not be read whole: what
+    L{netlog.core.http1.readRefusedRequest} could read of it (L{None} for
+    each part it couldn't), and how many bytes came.
+    """
+    return {"method": seen["method"], "url": seen["url"], "version": seen["version"],
+            "headers": [], "headers_size": size}
+
+
+def openRecord(proxy: str, kind: str, started: float, client: str, connection: str,
+               request: dict[str, Any], host: str | None, port: int | None,
+               address: str | None = None) -> dict[str, Any]:
+    """
+    An open line's fields, in L{OPEN_KEYS} order.
+
+    @param host: the host the request is for (an IPv6 address without
+        brackets); C{port} its port; C{address} the address connected to.
+    """
+    if host is not None and host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return {
+        "proxy": proxy,
+        "kind": kind,
+        "started": started,
+        "client": client,
+        "connection": connection,
+        "request": request,
+        "server": {"host": host, "port": port, "address": address},
+    }
+
+
+def endRecord(
+    ended: float,
+    connected: float | None = None,
+    sent: float | None = None,
+    firstByte: float | None = None,
+    *,
+    up: int,
+    down: int,
+    requestBody: dict[str, Any] | None = None,
+    response: dict[str, Any] | None = None,
+    interim: list[int] | None = None,
+    closedBy: str | None = None,
+    websocket: dict[str, Any] | None = None,
+    unparsed: bool = False,
+    refused: tuple[str, int] | None = None,
+    failed: str | None = None,
+    failedStatus: int | None = None,
+) -> dict[str, Any]:
+    """
+    An end line's fields, in L{END_KEYS} order.
+
+    @param refused: C{(reason, status)} when netlog turned the request down.
+    @param failed: why the exchange failed; C{failedStatus} the status
+        netlog answered the browser with itself, if it did.
+    """
+    fields: dict[str, Any] = {
+        "ended": ended,
+        "times": {"connected": connected, "sent": sent, "first_byte": firstByte, "end": ended},
+    }
+    if requestBody is not None:
+        fields["request_body"] = requestBody
+    if response is not None:
+        fields["response"] = response
+    if interim:
+        fields["interim"] = list(interim)
+    fields["bytes"] = {"up": up, "down": down}
+    if closedBy is not None:
+        fields["closed_by"] = closedBy
+    if websocket is not None:
+        fields["_websocket"] = websocket
+    if unparsed:
+        fields["_unparsed"] = True
+    if refused is not None:
+        fields["_refused"] = {"reason": refused[0], "status": refused[1]}
+    if failed:
+        fields["_failed"] = {"reason": failed} if failedStatus is None else {"reason": failed, "status": failedStatus}
+    return fields
+
+
+#: What an answer of netlog's own says before its reason, by what happened.
+REFUSED_TEXT = "netlog refused this request: {}.\n"
+UNREACHED_TEXT = "netlog could not reach the server: {}.\n"
+UNANSWERED_TEXT = "netlog got no answer: {}.\n"
+
+
+def ownAnswer(status: int, text: str, headers: Iterable[tuple[bytes, bytes]] = (), close: bool = True,
+              body: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any]]:
+    """
+    An answer netlog gives the browser itself (a refusal, a failure, the
+    HTTP route's redirect): its bytes, and its C{response} record as the
+    browser gets it.
+
+    @param text: the plain-text body.
+    @param body: the body's record as the mode keeps it; C{{"size": n}}
+        when not given.
+    """
+    data = text.encode("utf-8")
+    reason = REASON_PHRASES.get(status, b"Error")
+    fields = [(b"Content-Type", b"text/plain; charset=utf-8"), (b"Content-Length", b"%d" % len(data))]
+    fields += list(headers)
+    if close:
+        fields.append((b"Connection", b"close"))
+    head = serializeHead(b"HTTP/1.1 %d %s" % (status, reason), fields)
+    record = {
+        "status": status,
+        "reason": reason.decode("latin-1"),
+        "version": "HTTP/1.1",
+        "headers": headerPairs(fields),
+        "headers_size": len(head),
+        "body": body if body is not None else {"size": len(data)},
+    }
+    return head + data, record
