@@ -256,7 +256,7 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> SiteProxy:
     """
     The site proxy for the parsed options of C{twistd netlog-proxy}.
     """
-    from netlog.tap.common import openPrivileged
+    from netlog.supervise.privileged import openPrivileged
 
     resolver, policy = buildDestinations(config, reactor)
     api = config.get("api-address")

@@ -136,7 +136,7 @@ def main(argv: list[str]) -> int:
 
     from netlog.log.writer import LogWriter
     from netlog.supervise.adopt import AdoptedListeners
-    from netlog.tap.common import inheritPrivilegedFiles
+    from netlog.supervise.privileged import inheritPrivilegedFiles
 
     reactor: Any = _reactor
     log = Logger(namespace="netlog.worker")
