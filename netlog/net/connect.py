@@ -13,9 +13,7 @@ from twisted.internet.protocol import ClientFactory
 from twisted.python.failure import Failure
 
 from netlog.net.resolve import DoesNotResolve
-
-#: Seconds to wait for an upstream TCP connection (C{--connect-timeout}).
-DEFAULT_CONNECT_TIMEOUT = 10.0
+from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT
 
 #: How a failure reads in the log, and the status the browser gets for it.
 GATEWAY_TIMEOUT = 504

@@ -41,11 +41,10 @@ from netlog.core.http1 import (
 )
 from netlog.core.logline import REASON_STOPPED
 from netlog.log.writer import LogWriter
-from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT, connectThen, describeFailure
+from netlog.net.connect import connectThen, describeFailure
 from netlog.net.policy import DestinationPolicy
 from netlog.net.relay import (
     CLIENT,
-    DEFAULT_IDLE_TIMEOUT,
     PROXY,
     TUNNEL_ANSWER,
     Gate,
@@ -56,6 +55,7 @@ from netlog.net.relay import (
 )
 from netlog.net.resolve import DoesNotResolve, Resolution, Resolver
 from netlog.net.send import noDelay, sendNow
+from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT
 
 _log = Logger()
 
@@ -65,9 +65,6 @@ TUNNEL = "tunnel"
 
 #: Ports a CONNECT may reach unless C{--connect-ports} says otherwise.
 DEFAULT_CONNECT_PORTS = frozenset({443})
-#: Seconds a browser has to send a whole request head once it has begun one
-#: (C{--header-timeout}); then C{408}.
-DEFAULT_HEADER_TIMEOUT = 30.0
 
 #: Why the browser's connection is paused.
 CONNECTING = "connecting"

@@ -42,17 +42,13 @@ from twisted.python import usage
 from netlog.log.writer import LogWriter
 from netlog.net.options import DEFAULT_LISTEN, withBacklog
 from netlog.supervise.adopt import NotAdoptable, checkAdoptable
-from netlog.supervise.supervisor import Supervisor
+from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor
 from netlog.supervise.worker import dottedName
 
 _log = Logger(namespace="netlog.listeners")
 
 #: The interface the API listens on when its description names none.
 API_INTERFACE = "127.0.0.1"
-#: Seconds a worker has to stop after SIGTERM before it is killed.
-DEFAULT_GRACE = 10.0
-#: Seconds a worker's event loop may be stuck before it is replaced.
-DEFAULT_HANG_TIMEOUT = 30.0
 
 
 def defaultLogPath(name: str) -> str:
@@ -135,9 +131,9 @@ class LogOptions(usage.Options):
          "else ~/.local/state/netlog/NAME.jsonl)."],
         ["api", None, None, "Serve the log over HTTP on this endpoint (off unless given; "
          "loopback unless it names an interface), e.g. tcp:8081:interface=127.0.0.1."],
-        ["grace", None, DEFAULT_GRACE, "Seconds a worker has to stop after SIGTERM "
+        ["grace", None, GRACE, "Seconds a worker has to stop after SIGTERM "
          "before it is killed.", float],
-        ["hang-timeout", None, DEFAULT_HANG_TIMEOUT, "Seconds a worker's event loop may "
+        ["hang-timeout", None, HANG_TIMEOUT, "Seconds a worker's event loop may "
          "be stuck before the worker is killed and replaced (0: never).", float],
     ]
     optFlags = [
@@ -259,9 +255,9 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         uid=uid,
         gid=gid,
         apiAddress=lambda: config.get("api-address"),
-        grace=config.get("grace", DEFAULT_GRACE),
+        grace=config.get("grace", GRACE),
         standby=not config.get("no-standby"),
-        hangTimeout=config.get("hang-timeout", DEFAULT_HANG_TIMEOUT),
+        hangTimeout=config.get("hang-timeout", HANG_TIMEOUT),
     )
 
 
