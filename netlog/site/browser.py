@@ -45,7 +45,6 @@ from netlog.net.relay import (
     tunnelAnswerFields,
 )
 from netlog.net.send import noDelay
-from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
 from netlog.site.config import DEFAULT_PORTS, Site
 from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1, requestFields
 from netlog.site.tls import HostTLS

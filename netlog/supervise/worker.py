@@ -26,7 +26,6 @@ Its file descriptors, as the supervisor hands them over:
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import sys

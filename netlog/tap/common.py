@@ -183,10 +183,6 @@ class LogOptions(usage.Options):
     logName = "network"
 
 
-#: The name the issue gives the shared options.
-ProxyOptions = LogOptions
-
-
 def dropIds(config: usage.Options) -> tuple[int | None, int | None]:
     """
     The uid and gid twistd will drop to (its C{--uid}/C{--gid}), if any.

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from twisted.application.service import MultiService
-from twisted.python import usage
 
 from netlog.net.options import DestinationOptions, _seconds
 from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT

@@ -17,7 +17,6 @@ from typing import Any
 from twisted.application.service import MultiService, Service
 from twisted.internet.protocol import Factory
 from twisted.protocols.basic import LineOnlyReceiver
-from twisted.python import usage
 
 from netlog.supervise.privileged import openPrivileged
 from netlog.tap.common import LogOptions, makeProxyService
