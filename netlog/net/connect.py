@@ -13,32 +13,11 @@ from twisted.internet.protocol import ClientFactory
 from twisted.python.failure import Failure
 
 from netlog.net.resolve import DoesNotResolve
-
-#: Seconds to wait for an upstream TCP connection (C{--connect-timeout}).
-DEFAULT_CONNECT_TIMEOUT = 10.0
+from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT
 
 #: How a failure reads in the log, and the status the browser gets for it.
 GATEWAY_TIMEOUT = 504
 BAD_GATEWAY = 502
-
-
-def connectTo(
-    reactor: Any,
-    address: str,
-    port: int,
-    buildProtocol: Callable[[], IProtocol],
-    timeout: float = DEFAULT_CONNECT_TIMEOUT,
-) -> defer.Deferred[IProtocol]:
-    """
-    Connect to C{address:port} (an IP address) within C{timeout} seconds;
-    fires with the protocol once it is connected.
-    """
-    factory = _OneConnection(buildProtocol)
-    assert factory.deferred is not None
-    # connectTCP takes IPv6 literals as well; the endpoint classes cost more
-    # per connection than a proxy wants to pay.
-    reactor.connectTCP(address, port, factory, timeout=timeout)
-    return factory.deferred
 
 
 def connectThen(
@@ -51,10 +30,13 @@ def connectThen(
     timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> None:
     """
-    As L{connectTo}, calling C{connected} with the protocol or C{failed} with
-    why, without a Deferred (a proxy makes one per connection).
+    Connect to C{address:port} (an IP address) within C{timeout} seconds,
+    then call C{connected} with the protocol or C{failed} with why; without
+    a Deferred, since a proxy makes one per connection.
     """
     factory = _OneConnection(buildProtocol, connected, failed)
+    # connectTCP takes IPv6 literals as well; the endpoint classes cost more
+    # per connection than a proxy wants to pay.
     reactor.connectTCP(address, port, factory, timeout=timeout)
 
 
@@ -70,15 +52,12 @@ class _OneConnection(ClientFactory):
     def __init__(
         self,
         build: Callable[[], IProtocol],
-        connected: Callable[[IProtocol], object] | None = None,
-        failed: Callable[[Failure], object] | None = None,
+        connected: Callable[[IProtocol], object],
+        failed: Callable[[Failure], object],
     ) -> None:
         self._build = build
-        self._connected = connected
-        self._failed = failed
-        self.deferred: defer.Deferred[IProtocol] | None = (
-            defer.Deferred() if connected is None else None
-        )
+        self._connected: Callable[[IProtocol], object] | None = connected
+        self._failed: Callable[[Failure], object] | None = failed
 
     def buildProtocol(self, addr: Any) -> IProtocol:  # type: ignore[override]
         protocol = self._build()
@@ -90,10 +69,6 @@ class _OneConnection(ClientFactory):
             connected, self._connected, self._failed = self._connected, None, None
             if connected is not None:
                 connected(protocol)
-                return
-            deferred, self.deferred = self.deferred, None
-            if deferred is not None:
-                deferred.callback(protocol)
 
         # As the endpoints' wrapping protocol does: the connection is made
         # once the protocol has seen it.
@@ -104,10 +79,6 @@ class _OneConnection(ClientFactory):
         failed, self._connected, self._failed = self._failed, None, None
         if failed is not None:
             failed(reason)
-            return
-        deferred, self.deferred = self.deferred, None
-        if deferred is not None:
-            deferred.errback(reason)
 
 
 def describeFailure(failure: Failure, host: str = "", port: int | None = None) -> tuple[str, int]:

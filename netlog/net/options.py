@@ -11,10 +11,9 @@ from typing import Any
 
 from twisted.python import usage
 
-from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT
 from netlog.net.policy import DestinationPolicy, parseAllowOption
-from netlog.net.relay import DEFAULT_IDLE_TIMEOUT
 from netlog.net.resolve import Resolver, parseResolveOption
+from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT
 
 
 def _seconds(name: str) -> Any:

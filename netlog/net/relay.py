@@ -17,10 +17,7 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from netlog.net.send import sendNow
-
-#: Seconds a tunnel may pass no byte either way before the proxy closes it
-#: (C{--idle-timeout}).
-DEFAULT_IDLE_TIMEOUT = 300.0
+from netlog.net.timeouts import DEFAULT_IDLE_TIMEOUT
 
 CLIENT = "client"
 SERVER = "server"

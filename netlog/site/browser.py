@@ -49,7 +49,6 @@ from netlog.core.records import connectUrl, requestRecord
 from netlog.site.config import DEFAULT_PORTS, Site
 from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1
 from netlog.site.tls import HostTLS
-from netlog.standin.proxy import DEFAULT_HEADER_TIMEOUT
 
 if TYPE_CHECKING:
     from netlog.site.proxy import SiteProxy

@@ -24,18 +24,16 @@ from zope.interface import implementer
 
 from netlog.core.capture import BodyCapture, responseCapture
 from netlog.log.writer import LogWriter
-from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT
 from netlog.net.options import buildDestinations
 from netlog.net.policy import DestinationPolicy
-from netlog.net.relay import DEFAULT_IDLE_TIMEOUT
 from netlog.net.resolve import Resolver
+from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT
 from netlog.site.browser import FORWARD, HTTP_ROUTE, HTTPS_ROUTE, BrowserFactory
 from netlog.site.ca import CERT_FILE, KEY_FILE, CertificateAuthority
 from netlog.site.config import SitesConfig
 from netlog.site.exchange import DestinationRefused, Route
 from netlog.site.tls import SNITLS, backendTLS
 from netlog.site.upstream import Pool, UpstreamProtocol, connectUpstream
-from netlog.standin.proxy import DEFAULT_HEADER_TIMEOUT
 
 _log = Logger()
 
@@ -256,7 +254,7 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> SiteProxy:
     """
     The site proxy for the parsed options of C{twistd netlog-proxy}.
     """
-    from netlog.tap.common import openPrivileged
+    from netlog.supervise.privileged import openPrivileged
 
     resolver, policy = buildDestinations(config, reactor)
     api = config.get("api-address")

@@ -41,11 +41,10 @@ from netlog.core.http1 import (
 )
 from netlog.core.logline import REASON_STOPPED
 from netlog.log.writer import LogWriter
-from netlog.net.connect import DEFAULT_CONNECT_TIMEOUT, connectThen, describeFailure
+from netlog.net.connect import connectThen, describeFailure
 from netlog.net.policy import DestinationPolicy
 from netlog.net.relay import (
     CLIENT,
-    DEFAULT_IDLE_TIMEOUT,
     PROXY,
     TUNNEL_ANSWER,
     Gate,
@@ -56,6 +55,7 @@ from netlog.net.relay import (
 )
 from netlog.net.resolve import DoesNotResolve, Resolution, Resolver
 from netlog.net.send import noDelay, sendNow
+from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT
 
 _log = Logger()
 
@@ -67,9 +67,6 @@ TUNNEL = "tunnel"
 #: and HTTP, since browsers open a C{ws://} WebSocket through a proxy with a
 #: CONNECT to its port (80 unless the URL names another).
 DEFAULT_CONNECT_PORTS = frozenset({80, 443})
-#: Seconds a browser has to send a whole request head once it has begun one
-#: (C{--header-timeout}); then C{408}.
-DEFAULT_HEADER_TIMEOUT = 30.0
 
 #: Why the browser's connection is paused.
 CONNECTING = "connecting"

@@ -232,7 +232,7 @@ class Supervisor(MultiService):
         root, say), run here once, in twistd's privileged step.
     @param privilegedFiles: after it, the files only root may read that the
         worker needs; they are opened here and handed over (see
-        L{netlog.tap.common.openPrivileged}).
+        L{netlog.supervise.privileged.openPrivileged}).
 
     @param hangTimeout: seconds the serving worker may go without a
         heartbeat (its event loop stuck) before it is killed and replaced;

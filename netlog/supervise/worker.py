@@ -26,7 +26,6 @@ Its file descriptors, as the supervisor hands them over:
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import sys
@@ -136,7 +135,7 @@ def main(argv: list[str]) -> int:
 
     from netlog.log.writer import LogWriter
     from netlog.supervise.adopt import AdoptedListeners
-    from netlog.tap.common import inheritPrivilegedFiles
+    from netlog.supervise.privileged import inheritPrivilegedFiles
 
     reactor: Any = _reactor
     log = Logger(namespace="netlog.worker")

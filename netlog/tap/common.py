@@ -16,7 +16,7 @@ only build (start nothing) since the supervisor calls it too: to learn the
 listeners, and to run the proxy's C{privilegedStartService} as root (the
 worker never runs it). Files only root may read that the worker needs (a CA
 key) are listed in the proxy's C{privilegedFiles} and opened in the worker
-with L{openPrivileged}.
+with L{netlog.supervise.privileged.openPrivileged}.
 
 With C{--no-supervise} it wires everything in this process: the LogWriter
 first, so the file is open before privileges drop, then the proxy, then a
@@ -41,15 +41,14 @@ from twisted.python import usage
 
 from netlog.log.writer import LogWriter
 from netlog.net.options import DEFAULT_LISTEN, withBacklog
+from netlog.supervise.adopt import NotAdoptable, checkAdoptable
+from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor
+from netlog.supervise.worker import dottedName
 
 _log = Logger(namespace="netlog.listeners")
 
 #: The interface the API listens on when its description names none.
 API_INTERFACE = "127.0.0.1"
-#: Seconds a worker has to stop after SIGTERM before it is killed.
-DEFAULT_GRACE = 10.0
-#: Seconds a worker's event loop may be stuck before it is replaced.
-DEFAULT_HANG_TIMEOUT = 30.0
 
 
 def defaultLogPath(name: str) -> str:
@@ -132,9 +131,9 @@ class LogOptions(usage.Options):
          "else ~/.local/state/netlog/NAME.jsonl)."],
         ["api", None, None, "Serve the log over HTTP on this endpoint (off unless given; "
          "loopback unless it names an interface), e.g. tcp:8081:interface=127.0.0.1."],
-        ["grace", None, DEFAULT_GRACE, "Seconds a worker has to stop after SIGTERM "
+        ["grace", None, GRACE, "Seconds a worker has to stop after SIGTERM "
          "before it is killed.", float],
-        ["hang-timeout", None, DEFAULT_HANG_TIMEOUT, "Seconds a worker's event loop may "
+        ["hang-timeout", None, HANG_TIMEOUT, "Seconds a worker's event loop may "
          "be stuck before the worker is killed and replaced (0: never).", float],
     ]
     optFlags = [
@@ -184,41 +183,6 @@ class LogOptions(usage.Options):
     logName = "network"
 
 
-#: The name the issue gives the shared options.
-ProxyOptions = LogOptions
-
-
-#: Files a supervised worker inherited open from its supervisor: path -> fd.
-_inherited: dict[str, int] = {}
-
-
-def inheritPrivilegedFiles(files: dict[str, int]) -> None:
-    """
-    Record the files the supervisor opened for this worker (called by the
-    worker before it parses its options).
-    """
-    _inherited.update({os.path.abspath(path): fd for path, fd in files.items()})
-
-
-def openPrivileged(path: str, flags: int = os.O_RDONLY) -> int:
-    """
-    Open a file only root may read (a CA key, say), also in a supervised
-    worker that runs unprivileged.
-
-    A proxy lists such paths in its C{privilegedFiles} attribute; the
-    supervisor opens them (read-only) in twistd's privileged step and hands
-    them to each worker, where this returns a copy of the inherited
-    descriptor, at offset 0. Elsewhere (C{--no-supervise}, tests) it is
-    C{os.open(path, flags)}.
-    """
-    fd = _inherited.get(os.path.abspath(path))
-    if fd is None:
-        return os.open(path, flags)
-    copy = os.dup(fd)
-    os.lseek(copy, 0, os.SEEK_SET)
-    return copy
-
-
 def dropIds(config: usage.Options) -> tuple[int | None, int | None]:
     """
     The uid and gid twistd will drop to (its C{--uid}/C{--gid}), if any.
@@ -263,10 +227,6 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
     """
     The supervisor of a worker that runs the proxy.
     """
-    from netlog.supervise.adopt import NotAdoptable, checkAdoptable
-    from netlog.supervise.supervisor import Supervisor
-    from netlog.supervise.worker import dottedName
-
     # Built here only to learn its listeners; the worker builds its own.
     proxy: Any = buildProxy(config, LogWriter(None, reactor=reactor), reactor)
     listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
@@ -291,9 +251,9 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         uid=uid,
         gid=gid,
         apiAddress=lambda: config.get("api-address"),
-        grace=config.get("grace", DEFAULT_GRACE),
+        grace=config.get("grace", GRACE),
         standby=not config.get("no-standby"),
-        hangTimeout=config.get("hang-timeout", DEFAULT_HANG_TIMEOUT),
+        hangTimeout=config.get("hang-timeout", HANG_TIMEOUT),
     )
 
 

@@ -11,9 +11,9 @@ from twisted.application.service import MultiService
 from twisted.python import usage
 
 from netlog.net.options import DestinationOptions, _seconds
+from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
 from netlog.site.cacli import DEFAULT_STATE
 from netlog.site.config import ConfigError, SitesConfig, loadSites
-from netlog.standin.proxy import DEFAULT_HEADER_TIMEOUT
 from netlog.tap.common import LogOptions, makeProxyService
 
 

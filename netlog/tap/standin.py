@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from twisted.application.service import MultiService
-from twisted.python import usage
 
 from netlog.net.options import DestinationOptions, _seconds
-from netlog.standin.proxy import DEFAULT_CONNECT_PORTS, DEFAULT_HEADER_TIMEOUT
+from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
+from netlog.standin.proxy import DEFAULT_CONNECT_PORTS
 from netlog.standin.service import buildProxy
 from netlog.tap.common import LogOptions, makeProxyService
 

@@ -17,9 +17,9 @@ from typing import Any
 from twisted.application.service import MultiService, Service
 from twisted.internet.protocol import Factory
 from twisted.protocols.basic import LineOnlyReceiver
-from twisted.python import usage
 
-from netlog.tap.common import LogOptions, makeProxyService, openPrivileged
+from netlog.supervise.privileged import openPrivileged
+from netlog.tap.common import LogOptions, makeProxyService
 
 #: The folder to put on C{PYTHONPATH} for twistd to find C{netlog-dummy}.
 PLUGIN_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins")
