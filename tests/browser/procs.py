@@ -243,34 +243,44 @@ def writeSites(directory: str, site: Site) -> str:
 
 
 def startSiteProxy(
-    directory: str, site: Site, addCleanup: Callable[..., Any], api: bool = False
+    directory: str,
+    site: Site,
+    addCleanup: Callable[..., Any],
+    api: bool = False,
+    sitesPath: str | None = None,
+    httpsRoute: bool = True,
 ) -> Proxy:
     """
-    C{twistd netlog-proxy} for the test site: a forward port and an HTTPS
-    route, names resolved only by C{--resolve}.
+    C{twistd netlog-proxy} for the test site: a forward port and (unless
+    C{httpsRoute} is false: it needs a site with an C{https://} origin) an
+    HTTPS route, names resolved only by C{--resolve}. Its sites are
+    C{sitesPath}, or (by default) the ones L{writeSites} writes.
     """
     from tests.support import freePort
 
-    port, route = freePort(), freePort()
+    port = freePort()
+    route = freePort() if httpsRoute else None
     state = os.path.join(directory, "state")
     log = os.path.join(directory, "network.jsonl")
     args = [
-        "--sites", writeSites(directory, site),
+        "--sites", sitesPath or writeSites(directory, site),
         "--state", state,
         "--log", log,
         "--listen", f"tcp:{port}:interface=127.0.0.1",
-        "--https-route", f"tcp:{route}:interface=127.0.0.1",
         "--resolve", "shop.test=127.0.0.1",
         "--resolve-only",
     ]
+    if route is not None:
+        args += ["--https-route", f"tcp:{route}:interface=127.0.0.1"]
     apiPort = None
     if api:
         apiPort = freePort()
         args += ["--api", f"tcp:{apiPort}:interface=127.0.0.1"]
     out = os.path.join(directory, "netlog-proxy.out")
     proc = start(twistdCommand("netlog-proxy", directory, args), addCleanup, out)
-    for p in (port, route) + ((apiPort,) if apiPort else ()):
-        waitForPort(p, proc, out)
+    for p in (port, route, apiPort):
+        if p is not None:
+            waitForPort(p, proc, out)
     return Proxy(port, log, proc, route, apiPort, state)
 
 

@@ -27,6 +27,8 @@ so Chromium asks for no favicon):
     /news             HTML sent with Content-Encoding: br
     /chat             a page that talks to /ws: text, binary, one fragmented
                       message back, then a clean close
+    /echo             a page that sends /ws a short text, a 100 kB text and
+                      some bytes, one at a time, checks each echo, then closes
     /ws               a WebSocket echo (frames handled by wsproto)
     /search?q=...     echoes the decoded query
 """
@@ -90,6 +92,12 @@ BIG_SIZE = 1_200_000
 FRAGMENTS = ("part one|", "part two|", "part three")
 #: What the page sends to ask for the fragmented message.
 FRAGMENT_REQUEST = "fragments please"
+#: The short text /echo sends.
+ECHO_TEXT = "hello over a plain tunnel"
+#: How long /echo's large text message is: many frames' worth of TCP segments.
+ECHO_BIG_SIZE = 100_000
+#: The bytes /echo sends as a binary message.
+ECHO_BYTES = (0, 1, 2, 254, 255)
 
 
 def bigText() -> bytes:
@@ -373,6 +381,40 @@ ws.onerror = () => log('error');
 """
 
 
+ECHO_SCRIPT = f"""
+const status = document.getElementById('status');
+const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
+ws.binaryType = 'arraybuffer';
+const big = '0123456789'.repeat({ECHO_BIG_SIZE} / 10);
+const outgoing = [{json.dumps(ECHO_TEXT)}, big, new Uint8Array({json.dumps(list(ECHO_BYTES))})];
+const describe = (m) => (typeof m === 'string' ? 'text ' + m.length : 'bytes ' + new Uint8Array(m).join(','));
+let sent = 0, received = 0, got = [];
+const next = () => {{
+  if (sent < outgoing.length) {{ ws.send(outgoing[sent]); sent += 1; }}
+  else ws.close(1000, 'done');
+}};
+ws.onopen = next;
+ws.onmessage = (e) => {{
+  received += 1;
+  const mine = outgoing[received - 1];
+  const same = describe(e.data) === describe(mine) && (typeof mine !== 'string' || e.data === mine);
+  got.push(describe(e.data) + (same ? ' echoed' : ' differs'));
+  next();
+}};
+ws.onclose = (e) => {{
+  status.textContent = 'closed ' + e.code + ' ' + ws.url + ' sent=' + sent + ' received=' + received + ' '
+    + JSON.stringify(got);
+}};
+"""
+
+
+class Echo(resource.Resource):
+    isLeaf = True
+
+    def render_GET(self, request: Request) -> bytes:
+        return htmlAnswer(request, "Echo", f'<p id="status">connecting</p><script>{ECHO_SCRIPT}</script>')
+
+
 class Chat(resource.Resource):
     isLeaf = True
 
@@ -488,6 +530,7 @@ def buildSite() -> server.Site:
         (b"big.txt", Big()),
         (b"news", News()),
         (b"chat", Chat()),
+        (b"echo", Echo()),
         (b"ws", WebSocketEcho()),
         (b"search", Search()),
     ]
