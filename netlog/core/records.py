@@ -28,6 +28,10 @@ __all__ = [
     "openRecord",
     "endRecord",
     "ownAnswer",
+    "responseRecord",
+    "REFUSED_TEXT",
+    "UNANSWERED_TEXT",
+    "UNREACHED_TEXT",
 ]
 
 #: An open line's C{kind}: an HTTP request and its answer (a WebSocket too).
@@ -120,6 +124,26 @@ def requestRecord(head: RequestHead, url: str, signIn: frozenset[str] | set[str]
         "headers": headerPairs(head.headers, signIn),
         "headers_size": len(head.raw),
     }
+
+
+def responseRecord(status: int, reason: bytes, version: bytes, headers: Iterable[tuple[bytes, bytes]],
+                   headersSize: int, body: dict[str, Any] | None,
+                   signIn: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+    """
+    The C{response} of an end line: the answer's head as the browser got it,
+    and its C{body} record as the mode keeps it (none for a WebSocket's
+    C{101}).
+    """
+    record = {
+        "status": status,
+        "reason": reason.decode("latin-1"),
+        "version": version.decode("latin-1"),
+        "headers": headerPairs(headers, signIn),
+        "headers_size": headersSize,
+    }
+    if body is not None:
+        record["body"] = body
+    return record
 
 
 def unreadRequestRecord(seen: dict[str, Any], size: int) -> dict[str, Any]:
@@ -227,12 +251,6 @@ def ownAnswer(status: int, text: str, headers: Iterable[tuple[bytes, bytes]] = (
     if close:
         fields.append((b"Connection", b"close"))
     head = serializeHead(b"HTTP/1.1 %d %s" % (status, reason), fields)
-    record = {
-        "status": status,
-        "reason": reason.decode("latin-1"),
-        "version": "HTTP/1.1",
-        "headers": headerPairs(fields),
-        "headers_size": len(head),
-        "body": body if body is not None else {"size": len(data)},
-    }
+    record = responseRecord(status, reason, b"HTTP/1.1", fields, len(head),
+                            body if body is not None else {"size": len(data)})
     return head + data, record

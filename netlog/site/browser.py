@@ -29,9 +29,8 @@ from netlog.core.http1 import (
     Refused,
     RequestHead,
     RequestReader,
+    keepAlive,
     readRefusedRequest,
-    serializeHead,
-    REASON_PHRASES,
 )
 from netlog.core.logline import REASON_STOPPED
 from netlog.net.connect import describeFailure
@@ -45,7 +44,19 @@ from netlog.net.relay import (
     tunnelAnswerFields,
 )
 from netlog.net.send import noDelay
-from netlog.core.records import connectUrl, requestRecord
+from netlog.core.records import (
+    EXCHANGE,
+    REFUSED_TEXT,
+    TUNNEL,
+    UNANSWERED_TEXT,
+    UNREACHED_TEXT,
+    connectUrl,
+    endRecord,
+    openRecord,
+    ownAnswer,
+    requestRecord,
+    unreadRequestRecord,
+)
 from netlog.site.config import DEFAULT_PORTS, Site
 from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1
 from netlog.site.tls import HostTLS
@@ -268,11 +279,7 @@ class BrowserConnection(Protocol):
         buffered = self.reader.leftover()
         at = self.headStarted if self.headStarted is not None else now
         self.headStarted = None
-        response = self._answer(REQUEST_TIMEOUT, f"netlog refused this request: {reason}.\n".encode("utf-8"))
-        ended = self._localEnd(response, now, {"_refused": {"reason": reason, "status": REQUEST_TIMEOUT}})
-        ended["bytes"]["up"] = len(buffered)
-        self.proxy.writer.refuse(self._unreadOpenFields(buffered, at), ended)
-        self.close()
+        self._refuseUnread(buffered, at, REQUEST_TIMEOUT, reason)
 
     def close(self) -> None:
         if self._handshake is not None:
@@ -447,30 +454,18 @@ class BrowserConnection(Protocol):
 
     # -- answers netlog gives itself ------------------------------------------------------
 
-    def _answer(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] = (),  # type: ignore[assignment]
-                close: bool = True) -> dict[str, Any]:
+    def _answer(self, status: int, text: str, headers: list[tuple[bytes, bytes]] = (),  # type: ignore[assignment]
+                close: bool = True) -> tuple[dict[str, Any], int]:
         """
-        Write an answer of netlog's own; return its log fields.
+        Write an answer of netlog's own; return its C{response} record and
+        its size.
         """
-        reason = REASON_PHRASES.get(status, b"Error")
-        fields = [(b"Content-Type", b"text/plain; charset=utf-8"), (b"Content-Length", b"%d" % len(body))]
-        fields += list(headers)
-        if close:
-            fields.append((b"Connection", b"close"))
-        head = serializeHead(b"HTTP/1.1 %d %s" % (status, reason), fields)
-        if not self.gone:
-            self.transport.write(head + body)
         capture = self.proxy.responseCapture(b"text/plain")
-        capture.feed(body)
-        return {
-            "status": status,
-            "reason": latin1(reason),
-            "version": "HTTP/1.1",
-            "headers": [[latin1(n), latin1(v)] for n, v in fields],
-            "headers_size": len(head),
-            "body": capture.record(),
-            "_wire": len(head) + len(body),
-        }
+        capture.feed(text.encode("utf-8"))
+        answer, response = ownAnswer(status, text, headers, close, body=capture.record())
+        if not self.gone:
+            self.transport.write(answer)
+        return response, len(answer)
 
     def _bodyFollows(self) -> bool:
         """
@@ -479,73 +474,41 @@ class BrowserConnection(Protocol):
         """
         return not (self.queue and isinstance(self.queue[0][0], EndOfMessage))
 
-    def _localEnd(self, response: dict[str, Any], now: float, extra: dict[str, Any]) -> dict[str, Any]:
-        wire = response.pop("_wire", 0)
-        fields: dict[str, Any] = {
-            "ended": now,
-            "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
-            "response": response,
-            "bytes": {"up": 0, "down": wire},
-        }
-        fields.update(extra)
-        return fields
-
-    def _openFields(self, head: RequestHead | None, url: str, at: float, kind: str,
-                    server: tuple[str, int] | None, signIn: frozenset[str] = frozenset()) -> dict[str, Any]:
-        fields: dict[str, Any] = {
-            "proxy": PROXY_NAME,
-            "kind": kind,
-            "started": at,
-            "client": self.client,
-            "connection": self.connectionId,
-        }
-        if head is not None:
-            fields["request"] = requestRecord(head, url, signIn)
-        else:
-            fields["request"] = {"method": "", "url": url, "version": "", "headers": [], "headers_size": 0}
-        if server is not None:
-            fields["server"] = {"host": server[0], "port": server[1], "address": None}
-        return fields
+    def _openFields(self, head: RequestHead, url: str, at: float, kind: str,
+                    server: tuple[str, int], signIn: frozenset[str] = frozenset()) -> dict[str, Any]:
+        return openRecord(PROXY_NAME, kind, at, self.client, self.connectionId, requestRecord(head, url, signIn),
+                          server[0], server[1])
 
     def _refuse(self, head: RequestHead, url: str, at: float, status: int, reason: str,
-                server: tuple[str, int] | None = None, kind: str = "exchange") -> None:
-        message = f"netlog refused this request: {reason}.\n".encode("utf-8")
-        response = self._answer(status, message)
-        now = self.reactor.seconds()
+                server: tuple[str, int], kind: str = EXCHANGE) -> None:
+        response, size = self._answer(status, REFUSED_TEXT.format(reason))
         self.proxy.writer.refuse(
             self._openFields(head, url, at, kind, server),
-            self._localEnd(response, now, {"_refused": {"reason": reason, "status": status}}),
+            endRecord(self.reactor.seconds(), up=len(head.raw), down=size, response=response,
+                      refused=(reason, status)),
         )
         self.close()
 
-    def _unreadOpenFields(self, buffered: bytes, at: float) -> dict[str, Any]:
+    def _refuseUnread(self, buffered: bytes, at: float, status: int, reason: str) -> None:
         """
-        The open line of a request that couldn't be read whole: its request
-        line and host as far as they can be read (see L{readRefusedRequest}).
+        Turn down a request that could not be read whole (malformed, or its
+        head not whole in time), logged with what of its request line and
+        host could be read (see L{readRefusedRequest}).
         """
+        self.headStarted = None
         scheme = "http" if self.mode in (FORWARD, HTTP_ROUTE, PLAIN_TUNNEL) else "https"
         seen = readRefusedRequest(buffered, scheme, self.tunnelAuthority)
-        return {
-            "proxy": PROXY_NAME,
-            "kind": seen["kind"],
-            "started": at,
-            "client": self.client,
-            "connection": self.connectionId,
-            "request": {"method": seen["method"], "url": seen["url"], "version": seen["version"],
-                        "headers": [], "headers_size": len(buffered)},
-            "server": {"host": seen["host"], "port": seen["port"], "address": None},
-        }
+        response, size = self._answer(status, REFUSED_TEXT.format(reason))
+        self.proxy.writer.refuse(
+            openRecord(PROXY_NAME, seen["kind"], at, self.client, self.connectionId,
+                       unreadRequestRecord(seen, len(buffered)), seen["host"], seen["port"]),
+            endRecord(self.reactor.seconds(), up=len(buffered), down=size, response=response,
+                      refused=(reason, status)),
+        )
+        self.close()
 
     def _malformed(self, event: Refused, at: float) -> None:
-        self.headStarted = None
-        buffered = event.raw
-        message = f"netlog refused this request: {event.reason}.\n".encode("utf-8")
-        response = self._answer(event.status, message)
-        now = self.reactor.seconds()
-        ended = self._localEnd(response, now, {"_refused": {"reason": event.reason, "status": event.status}})
-        ended["bytes"]["up"] = len(buffered)
-        self.proxy.writer.refuse(self._unreadOpenFields(buffered, at), ended)
-        self.close()
+        self._refuseUnread(event.raw, at, event.status, event.reason)
 
     def _redirect(self, head: RequestHead, at: float) -> None:
         host = head.host or ""
@@ -559,16 +522,11 @@ class BrowserConnection(Protocol):
             return
         target = head.target if head.target.startswith(b"/") else b"/"
         location = str(origin).encode("latin-1") + target
-        close = self._bodyFollows() or self.exchange is not None
-        from netlog.core.http1 import keepAlive
-
-        close = close or not keepAlive(head.version, head.headers)
-        response = self._answer(308, b"", [(b"Location", location)], close=close)
-        response["body"] = {"size": 0, "data": ""} if self.proxy.logging else {"size": 0}
-        now = self.reactor.seconds()
+        close = self._bodyFollows() or self.exchange is not None or not keepAlive(head.version, head.headers)
+        response, size = self._answer(308, "", [(b"Location", location)], close=close)
         self.proxy.writer.refuse(
-            self._openFields(head, url, at, "exchange", (host, head.port or 80), site.signInHeaders),
-            self._localEnd(response, now, {}),
+            self._openFields(head, url, at, EXCHANGE, (host, head.port or 80), site.signInHeaders),
+            endRecord(self.reactor.seconds(), up=len(head.raw), down=size, response=response),
         )
         if close:
             self.close()
@@ -590,12 +548,12 @@ class BrowserConnection(Protocol):
         entry is written whole, C{_failed}.
         """
         self.exchange = None
-        message = f"netlog could not reach the server: {reason}.\n".encode("utf-8")
-        response = self._answer(status, message)
-        now = self.reactor.seconds()
-        opened = exchange._openFields()
-        self.proxy.writer.refuse(opened, self._localEnd(response, now,
-                                                        {"_failed": {"reason": reason, "status": status}}))
+        response, size = self._answer(status, UNREACHED_TEXT.format(reason))
+        self.proxy.writer.refuse(
+            exchange._openFields(),
+            endRecord(self.reactor.seconds(), up=len(exchange.head.raw), down=size, response=response,
+                      failed=reason, failedStatus=status),
+        )
         self.close()
 
     def failAfterOpen(self, exchange: Exchange, status: int, reason: str, refused: bool = False) -> None:
@@ -605,18 +563,14 @@ class BrowserConnection(Protocol):
         ends C{_failed} (or C{_refused}).
         """
         self.exchange = None
-        if refused:
-            message = f"netlog refused this request: {reason}.\n".encode("utf-8")
-            extra = {"_refused": {"reason": reason, "status": status}}
-        else:
-            message = f"netlog got no answer: {reason}.\n".encode("utf-8")
-            extra = {"_failed": {"reason": reason, "status": status}}
-        response = self._answer(status, message)
-        wire = response.pop("_wire", 0)
+        response, size = self._answer(status, (REFUSED_TEXT if refused else UNANSWERED_TEXT).format(reason))
         exchange.response = response
         exchange.responseBody = None
-        exchange.down += wire
-        fields = exchange.endFields(extra)
+        exchange.down += size
+        if refused:
+            fields = exchange.endFields(refused=(reason, status))
+        else:
+            fields = exchange.endFields(failed=reason, failedStatus=status)
         self.proxy.writer.end(exchange.id, fields)
         self.close()
 
@@ -637,12 +591,12 @@ class BrowserConnection(Protocol):
                 self._refuse(head, url, at, 403,
                              f"CONNECT to port {port} of a live host is not allowed (allowed: {allowed}; "
                              f"see [live] connect_ports in sites.toml)",
-                             server=(host, port), kind="tunnel")
+                             server=(host, port), kind=TUNNEL)
                 return
             LiveTunnel(self.proxy, self, head, url, at).start()
         else:
             self._refuse(head, url, at, 403, f"{host} is not a site or an allowed live host",
-                         server=(host, port), kind="tunnel")
+                         server=(host, port), kind=TUNNEL)
 
     def _openSiteTunnel(self, host: str, port: int) -> None:
         """
@@ -703,17 +657,10 @@ class BrowserConnection(Protocol):
         if pending is None:
             return
         head, url, at, server = pending
-        now = self.reactor.seconds()
         self.proxy.writer.refuse(
-            self._openFields(head, url, at, "tunnel", server),
-            {
-                "ended": now,
-                "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
-                "response": tunnelAnswerFields(),
-                "bytes": {"up": len(head.raw), "down": len(TUNNEL_ANSWER)},
-                "closed_by": CLIENT,
-                "_failed": {"reason": reason},
-            },
+            self._openFields(head, url, at, TUNNEL, server),
+            endRecord(self.reactor.seconds(), up=len(head.raw), down=len(TUNNEL_ANSWER),
+                      response=tunnelAnswerFields(), closedBy=CLIENT, failed=reason),
         )
 
 
@@ -784,9 +731,9 @@ class LiveTunnel:
         return self.proxy.connectRaw(address, self.port, RelayServerProtocol)
 
     def _openFields(self) -> dict[str, Any]:
-        fields = self.browser._openFields(self.head, self.url, self.started, "tunnel", (self.host, self.port))
-        fields["server"]["address"] = self.address
-        return fields
+        browser = self.browser
+        return openRecord(PROXY_NAME, TUNNEL, self.started, browser.client, browser.connectionId,
+                          requestRecord(self.head, self.url), self.host, self.port, self.address)
 
     def _connected(self, protocol: RelayServerProtocol) -> None:
         browser = self.browser
@@ -817,17 +764,10 @@ class LiveTunnel:
         self.ended = True
         # As the stand-in writes it: the CONNECT's answer, and the request
         # counted as sent when the tunnel connected.
-        fields: dict[str, Any] = {
-            "ended": result.ended,
-            "times": {"connected": self.connectedAt, "sent": self.connectedAt, "first_byte": result.firstByte,
-                      "end": result.ended},
-            "response": tunnelAnswerFields(),
-            "bytes": {"up": result.up, "down": result.down},
-            "closed_by": result.closedBy,
-        }
-        if result.failure:
-            fields["_failed"] = {"reason": result.failure}
-        self.proxy.writer.end(self.id, fields)
+        self.proxy.writer.end(self.id, endRecord(
+            result.ended, self.connectedAt, self.connectedAt, result.firstByte, up=result.up, down=result.down,
+            response=tunnelAnswerFields(), closedBy=result.closedBy, failed=result.failure,
+        ))
 
     def _failed(self, failure: Failure) -> None:
         if self.ended:
@@ -836,16 +776,16 @@ class LiveTunnel:
         browser = self.browser
         browser.rawPeer = None
         browser.gate.release(CONNECTING)
-        now = self.proxy.reactor.seconds()
         if failure.check(DestinationRefused):
             browser._refuse(self.head, self.url, self.started, 403, str(failure.value),
-                            server=(self.host, self.port), kind="tunnel")
+                            server=(self.host, self.port), kind=TUNNEL)
             return
         reason, status = describeFailure(failure, self.host, self.port)
-        message = f"netlog could not reach the server: {reason}.\n".encode("utf-8")
-        response = browser._answer(status, message)
-        self.proxy.writer.refuse(self._openFields(),
-                                 browser._localEnd(response, now, {"_failed": {"reason": reason, "status": status}}))
+        response, size = browser._answer(status, UNREACHED_TEXT.format(reason))
+        self.proxy.writer.refuse(self._openFields(), endRecord(
+            self.proxy.reactor.seconds(), up=len(self.head.raw), down=size, response=response,
+            failed=reason, failedStatus=status,
+        ))
         browser.close()
 
     def browserRaw(self, data: bytes) -> None:
@@ -863,14 +803,10 @@ class LiveTunnel:
             if not self.ended:
                 # Gone while we resolved or connected: the entry says so.
                 self.ended = True
-                now = self.proxy.reactor.seconds()
-                self.proxy.writer.refuse(self._openFields(), {
-                    "ended": now,
-                    "times": {"connected": self.connectedAt, "sent": None, "first_byte": None, "end": now},
-                    "bytes": {"up": 0, "down": 0},
-                    "closed_by": CLIENT,
-                    "_failed": {"reason": "the browser closed the connection before the tunnel was connected"},
-                })
+                self.proxy.writer.refuse(self._openFields(), endRecord(
+                    self.proxy.reactor.seconds(), self.connectedAt, up=0, down=0, closedBy=CLIENT,
+                    failed="the browser closed the connection before the tunnel was connected",
+                ))
             return
         if relay.result is None:
             relay.clientLost(reason)

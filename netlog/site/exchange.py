@@ -23,7 +23,7 @@ from twisted.internet import error
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from netlog.core.capture import BodyCapture, removeSignIn, requestCapture, responseCapture
+from netlog.core.capture import BodyCapture, requestCapture, responseCapture
 from netlog.core.http1 import (
     Body,
     EndOfMessage,
@@ -37,7 +37,7 @@ from netlog.core.http1 import (
     keepAlive,
     serializeHead,
 )
-from netlog.core.records import headerPairs, requestRecord
+from netlog.core.records import EXCHANGE, endRecord, openRecord, requestRecord, responseRecord
 from netlog.core.websocket import FrameCounter
 from netlog.net.connect import describeFailure
 from netlog.net.relay import BACKPRESSURE, CLIENT, PROXY, SERVER
@@ -323,15 +323,9 @@ class Exchange:
         self.browser.failBeforeAnswer(self, status, reason)
 
     def _openFields(self) -> dict[str, Any]:
-        return {
-            "proxy": PROXY_NAME,
-            "kind": "exchange",
-            "started": self.started,
-            "client": self.browser.client,
-            "connection": self.browser.connectionId,
-            "request": requestRecord(self.head, self.url, self.signIn),
-            "server": {"host": self.route.host, "port": self.route.port, "address": self.address},
-        }
+        return openRecord(PROXY_NAME, EXCHANGE, self.started, self.browser.client, self.browser.connectionId,
+                          requestRecord(self.head, self.url, self.signIn), self.route.host, self.route.port,
+                          self.address)
 
     # -- backpressure -----------------------------------------------------------
 
@@ -515,13 +509,8 @@ class Exchange:
         data = serializeHead(b"HTTP/1.1 %d %s" % (event.status, reason), headers, extra=extra)
         self._writeBrowser(data)
         self.responseBody = _responseCapture(contentType, self.proxy.logging)
-        self.response = {
-            "status": event.status,
-            "reason": latin1(reason),
-            "version": "HTTP/1.1",
-            "headers": headerPairs(headers + extra, self.signIn),
-            "headers_size": len(data),
-        }
+        self.response = responseRecord(event.status, reason, b"HTTP/1.1", headers + extra, len(data), None,
+                                       self.signIn)
         if websocket:
             self._startWebSocket()
 
@@ -538,7 +527,7 @@ class Exchange:
             # An early answer (a 413 before the upload ended): the rest of the
             # request is read and dropped, the backend connection closed.
             self.browser.discardRestOfRequest(self)
-        self._finish({}, reuseUpstream=reuse)
+        self._finish(None, reuseUpstream=reuse)
 
     def _upstreamClosedEarly(self, reason: str, raw: bytes = b"") -> None:
         if not self.responseStarted:
@@ -687,11 +676,11 @@ class Exchange:
 
     def _rawEnded(self, closedBy: str, reason: Failure) -> None:
         self.closedBy = closedBy
-        extra: dict[str, Any] = {}
+        failed = None
         if not reason.check(error.ConnectionDone):
             who = "the browser" if closedBy == CLIENT else self.route.host
-            extra["_failed"] = {"reason": f"{who} reset the connection"}
-        self._finish(extra, reuseUpstream=False)
+            failed = f"{who} reset the connection"
+        self._finish(failed, reuseUpstream=False)
         if closedBy == CLIENT:
             self._dropUpstream(gently=True)
         else:
@@ -711,7 +700,7 @@ class Exchange:
     def fail(self, reason: str, abortBrowser: bool = False) -> None:
         if self.done:
             return
-        self._finish({"_failed": {"reason": reason}}, reuseUpstream=False)
+        self._finish(reason, reuseUpstream=False)
         self._dropUpstream()
         if abortBrowser:
             self.browser.transport.abortConnection()
@@ -725,32 +714,31 @@ class Exchange:
             else:
                 upstream.transport.abortConnection()
 
-    def endFields(self, extra: dict[str, Any]) -> dict[str, Any]:
+    def endFields(self, *, failed: str | None = None, failedStatus: int | None = None,
+                  refused: tuple[str, int] | None = None) -> dict[str, Any]:
         now = self.reactor.seconds()
         self.times["end"] = now
-        fields: dict[str, Any] = {"ended": now, "times": dict(self.times)}
-        if self.hadBody or self.requestBody.size:
-            fields["request_body"] = self.requestBody.record(splice=True)
+        requestBody = self.requestBody.record(splice=True) if self.hadBody or self.requestBody.size else None
+        response = None
         if self.response is not None and not self.unparsed:
             response = dict(self.response)
             if self.responseBody is not None and self.wsUp is None:
                 response["body"] = self.responseBody.record(splice=True)
-            fields["response"] = response
-        if self.interim:
-            fields["interim"] = list(self.interim)
-        fields["bytes"] = {"up": self.up, "down": self.down}
-        if self.closedBy is not None and (self.wsUp is not None or self.raw):
-            fields["closed_by"] = self.closedBy
+        websocket = None
         if self.wsUp is not None and self.wsDown is not None:
-            fields["_websocket"] = {
+            websocket = {
                 "messages_up": self.wsUp.messages,
                 "messages_down": self.wsDown.messages,
                 "bytes_up": self.wsUp.bytes,
                 "bytes_down": self.wsDown.bytes,
             }
-        if self.unparsed:
-            fields["_unparsed"] = True
-        fields.update(extra)
+        fields = endRecord(
+            now, self.times["connected"], self.times["sent"], self.times["first_byte"],
+            up=self.up, down=self.down, requestBody=requestBody, response=response, interim=self.interim,
+            closedBy=self.closedBy if self.wsUp is not None or self.raw else None,
+            websocket=websocket, unparsed=self.unparsed, refused=refused, failed=failed,
+            failedStatus=failedStatus,
+        )
         # The kept bodies are in the fields now, as the base64 the captures
         # kept (the LogWriter writes it into the line without a copy): let
         # the captures go before the line is encoded.
@@ -758,16 +746,16 @@ class Exchange:
         self.responseBody = _SPENT if self.responseBody is not None else None
         return fields
 
-    def _finish(self, extra: dict[str, Any], reuseUpstream: bool) -> None:
+    def _finish(self, failed: str | None, reuseUpstream: bool) -> None:
         if self.done:
             return
         self.done = True
         if self.id:
-            self.proxy.writer.end(self.id, self.endFields(extra))
+            self.proxy.writer.end(self.id, self.endFields(failed=failed))
         else:
             # Ended before its upstream connection was made (the browser
             # left, a timeout): its open line goes with its end.
-            self.id = self.proxy.writer.refuse(self._openFields(), self.endFields(extra))
+            self.id = self.proxy.writer.refuse(self._openFields(), self.endFields(failed=failed))
         # The answer's last bytes go after its end line is written, and
         # before anything the browser's next request brings.
         self._flushBrowser()

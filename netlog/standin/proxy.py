@@ -37,9 +37,24 @@ from netlog.core.http1 import (
     commaValues,
     hopByHop,
     readRefusedRequest,
-    REASON_PHRASES,
 )
 from netlog.core.logline import REASON_STOPPED
+from netlog.core.records import (
+    EXCHANGE,
+    REFUSED_TEXT,
+    TUNNEL,
+    UNANSWERED_TEXT,
+    UNREACHED_TEXT,
+    connectUrl,
+    endRecord,
+    hostPort,
+    openRecord,
+    originForm,
+    ownAnswer,
+    requestRecord,
+    responseRecord,
+    unreadRequestRecord,
+)
 from netlog.log.writer import LogWriter
 from netlog.net.connect import connectThen, describeFailure
 from netlog.net.policy import DestinationPolicy
@@ -60,8 +75,6 @@ from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
 _log = Logger()
 
 PROXY_NAME = "standin"
-EXCHANGE = "exchange"
-TUNNEL = "tunnel"
 
 #: Ports a CONNECT may reach unless C{--connect-ports} says otherwise: HTTPS,
 #: and HTTP, since browsers open a C{ws://} WebSocket through a proxy with a
@@ -93,60 +106,8 @@ def _text(value: bytes) -> str:
     return value.decode("latin-1")
 
 
-def _headers(headers: list[tuple[bytes, bytes]]) -> list[list[str]]:
-    return [[n.decode("latin-1"), v.decode("latin-1")] for n, v in headers]
-
-
 def _bare(host: str) -> str:
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
-
-
-def _authority(host: str, port: int) -> str:
-    host = _bare(host)
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _originForm(target: bytes) -> bytes:
-    """
-    The path and query of an absolute-form target.
-    """
-    rest = target.split(b"://", 1)[1]
-    cut = len(rest)
-    for mark in (b"/", b"?"):
-        at = rest.find(mark)
-        if 0 <= at < cut:
-            cut = at
-    path = rest[cut:]
-    if not path:
-        return b"/"
-    return path if path.startswith(b"/") else b"/" + path
-
-
-def errorResponse(status: int, message: str) -> bytes:
-    """
-    A short plain-text answer saying what happened; the connection closes
-    after it.
-    """
-    body = message.encode("utf-8") + b"\n"
-    reason = REASON_PHRASES.get(status, b"Error")
-    return (
-        b"HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (status, reason, len(body))
-    ) + body
-
-
-def _responseFields(status: int, raw: bytes) -> dict[str, Any]:
-    headEnd = raw.find(b"\r\n\r\n") + 4
-    lines = raw[: headEnd - 4].split(b"\r\n")
-    headers = [line.split(b": ", 1) for line in lines[1:]]
-    return {
-        "status": status,
-        "reason": _text(REASON_PHRASES.get(status, b"Error")),
-        "version": "HTTP/1.1",
-        "headers": [[_text(n), _text(v)] for n, v in headers],
-        "headers_size": headEnd,
-        "body": {"size": len(raw) - headEnd},
-    }
 
 
 class _Fields:
@@ -343,7 +304,7 @@ class BrowserConnection(Protocol):
         self.factory.connections.add(self)
         self.connectionId = self.factory.nextConnectionId()
         peer = self.transport.getPeer()
-        self.client = _authority(getattr(peer, "host", "?"), getattr(peer, "port", 0))
+        self.client = hostPort(getattr(peer, "host", "?"), getattr(peer, "port", 0))
         here = self.transport.getHost()
         self.factory.policy.addListener(getattr(here, "host", ""), getattr(here, "port", 0))
         noDelay(self.transport)
@@ -422,7 +383,7 @@ class BrowserConnection(Protocol):
         host = head.host or ""
         port = head.port or 0
         if head.isConnect:
-            exchange.openFields = self._openFields(exchange, TUNNEL, f"https://{_authority(host, port)}/")
+            exchange.openFields = self._openFields(exchange, TUNNEL, connectUrl(host, port))
         else:
             assert head.url is not None
             exchange.openFields = self._openFields(exchange, EXCHANGE, head.url)
@@ -478,21 +439,8 @@ class BrowserConnection(Protocol):
 
     def _openFields(self, exchange: Exchange, kind: str, url: str) -> dict[str, Any]:
         head = exchange.head
-        return {
-            "proxy": PROXY_NAME,
-            "kind": kind,
-            "started": exchange.started,
-            "client": self.client,
-            "connection": self.connectionId,
-            "request": {
-                "method": _text(head.method),
-                "url": url,
-                "version": _text(head.version),
-                "headers": _headers(head.headers),
-                "headers_size": len(head.raw),
-            },
-            "server": {"host": _bare(head.host or ""), "port": head.port, "address": None},
-        }
+        return openRecord(PROXY_NAME, kind, exchange.started, self.client, self.connectionId,
+                          requestRecord(head, url), head.host or "", head.port)
 
     def _resolved(self, resolution: Resolution, exchange: Exchange, host: str, port: int) -> Any:
         if self.gone or exchange is not self.exchange:
@@ -579,26 +527,13 @@ class BrowserConnection(Protocol):
         self, exchange: Exchange, result: RelayResult, response: dict[str, Any] | None
     ) -> None:
         exchange.ended = True
-        fields: dict[str, Any] = {
-            "ended": result.ended,
-            "times": {
-                "connected": exchange.connected,
-                "sent": exchange.sent,
-                "first_byte": exchange.firstByte or result.firstByte,
-                "end": result.ended,
-            },
-        }
-        if response is not None:
-            fields["response"] = response
-        if exchange.hasBody:
-            fields["request_body"] = {"size": exchange.requestBody}
-        if exchange.interim:
-            fields["interim"] = exchange.interim
-        fields["bytes"] = {"up": result.up, "down": result.down}
-        fields["closed_by"] = result.closedBy
-        if result.failure:
-            fields["_failed"] = {"reason": result.failure}
-        self.writer.end(exchange.id, fields)
+        self.writer.end(exchange.id, endRecord(
+            result.ended, exchange.connected, exchange.sent, exchange.firstByte or result.firstByte,
+            up=result.up, down=result.down,
+            requestBody={"size": exchange.requestBody} if exchange.hasBody else None,
+            response=response, interim=exchange.interim, closedBy=result.closedBy,
+            failed=result.failure,
+        ))
 
     def _open(self, exchange: Exchange) -> None:
         assert exchange.openFields is not None
@@ -627,7 +562,7 @@ class BrowserConnection(Protocol):
             for name, value in head.headers:
                 if name.lower() == b"upgrade":
                     extra.append((name, value))
-        line = head.method + b" " + _originForm(head.target) + b" " + head.version
+        line = head.method + b" " + originForm(head.target) + b" " + head.version
         data = fields.serialize(line, extra)
         upstream.reader.expectResponseTo(head.method)
         exchange.up += len(data)
@@ -821,15 +756,8 @@ class BrowserConnection(Protocol):
 
         def ended(result: RelayResult) -> None:
             exchange.ended = True
-            fields = self._exchangeEndFields(exchange)
-            fields["ended"] = result.ended
-            fields["times"]["end"] = result.ended
-            fields["bytes"] = {"up": result.up, "down": result.down}
-            fields["_unparsed"] = True
-            fields.pop("response", None)
-            if result.failure:
-                fields["_failed"] = {"reason": result.failure}
-            self.writer.end(exchange.id, fields)
+            self.writer.end(exchange.id, self._exchangeEndFields(
+                exchange, result.failure, unparsed=True, ended=result.ended, bytesUpDown=(result.up, result.down)))
 
         self._relayRest(self._relay(exchange, ended), upstream, event.raw)
 
@@ -868,37 +796,41 @@ class BrowserConnection(Protocol):
         head = exchange.response
         if head is None:
             return None
-        return {
-            "status": head.status,
-            "reason": _text(head.reason),
-            "version": _text(head.version),
-            "headers": _headers(exchange.responseHeaders),
-            "headers_size": exchange.responseHeadersSize,
-            "body": {"size": exchange.responseBody},
-        }
+        return responseRecord(head.status, head.reason, head.version, exchange.responseHeaders,
+                              exchange.responseHeadersSize, {"size": exchange.responseBody})
 
-    def _exchangeEndFields(self, exchange: Exchange, failure: str | None = None) -> dict[str, Any]:
-        now = self.reactor.seconds()
-        fields: dict[str, Any] = {
-            "ended": now,
-            "times": {
-                "connected": exchange.connected,
-                "sent": exchange.sent,
-                "first_byte": exchange.firstByte,
-                "end": now,
-            },
-        }
-        response = self._responseLogFields(exchange)
-        if response is not None:
-            fields["response"] = response
-        if exchange.hasBody:
-            fields["request_body"] = {"size": exchange.requestBody}
-        if exchange.interim:
-            fields["interim"] = exchange.interim
-        fields["bytes"] = {"up": exchange.up, "down": exchange.down}
-        if failure:
-            fields["_failed"] = {"reason": failure}
-        return fields
+    def _exchangeEndFields(
+        self,
+        exchange: Exchange,
+        failure: str | None = None,
+        *,
+        answer: dict[str, Any] | None = None,
+        answerSize: int = 0,
+        status: int | None = None,
+        refused: tuple[str, int] | None = None,
+        closedBy: str | None = None,
+        unparsed: bool = False,
+        ended: float | None = None,
+        bytesUpDown: tuple[int, int] | None = None,
+    ) -> dict[str, Any]:
+        """
+        An exchange's end record. C{answer} is an answer netlog gave the
+        browser itself (of C{answerSize} bytes), in place of the server's.
+        """
+        now = self.reactor.seconds() if ended is None else ended
+        if answer is not None:
+            up, down = max(exchange.up, len(exchange.head.raw)), answerSize
+        elif bytesUpDown is not None:
+            up, down = bytesUpDown
+        else:
+            up, down = exchange.up, exchange.down
+        return endRecord(
+            now, exchange.connected, exchange.sent, exchange.firstByte, up=up, down=down,
+            requestBody={"size": exchange.requestBody} if exchange.hasBody else None,
+            response=answer if answer is not None else None if unparsed else self._responseLogFields(exchange),
+            interim=exchange.interim, closedBy=closedBy, unparsed=unparsed, refused=refused,
+            failed=failure, failedStatus=status,
+        )
 
     def _endExchange(
         self, exchange: Exchange, failure: str | None = None, closedBy: str = CLIENT
@@ -906,9 +838,7 @@ class BrowserConnection(Protocol):
         if exchange.ended:
             return
         exchange.ended = True
-        fields = self._exchangeEndFields(exchange, failure)
-        if exchange.head.isConnect:
-            fields["closed_by"] = closedBy
+        fields = self._exchangeEndFields(exchange, failure, closedBy=closedBy if exchange.head.isConnect else None)
         if not exchange.opened and exchange.openFields is not None:
             # An Upgrade whose answer never came whole, or a request the
             # browser gave up on before it went up: both lines now.
@@ -947,20 +877,13 @@ class BrowserConnection(Protocol):
         """
         Turn a request down before it goes anywhere: answer, log, close.
         """
-        answer = errorResponse(status, reason)
+        answer, response = ownAnswer(status, REFUSED_TEXT.format(reason))
         assert exchange.openFields is not None
         exchange.ended = True
-        now = self.reactor.seconds()
-        self.writer.refuse(
-            exchange.openFields,
-            {
-                "ended": now,
-                "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
-                "response": _responseFields(status, answer),
-                "bytes": {"up": len(exchange.head.raw), "down": len(answer)},
-                "_refused": {"reason": reason, "status": status},
-            },
-        )
+        self.writer.refuse(exchange.openFields, endRecord(
+            self.reactor.seconds(), up=len(exchange.head.raw), down=len(answer), response=response,
+            refused=(reason, status),
+        ))
         self._write(self.transport, answer)
         self._close()
 
@@ -969,18 +892,12 @@ class BrowserConnection(Protocol):
         The request could not be served (no such host, refused, timed out,
         cut): answer 502 or 504 with the reason, log it, close.
         """
-        answer = errorResponse(status, reason)
+        answer, response = ownAnswer(status, (UNANSWERED_TEXT if exchange.opened else UNREACHED_TEXT).format(reason))
         assert exchange.openFields is not None
-        now = self.reactor.seconds()
-        fields = self._exchangeEndFields(exchange, reason)
         # netlog answered the browser itself: the status it got, as
         # C{_refused} has it (the HAR reads it from here).
-        fields["_failed"]["status"] = status
-        fields["response"] = _responseFields(status, answer)
-        fields["bytes"] = {"up": max(exchange.up, len(exchange.head.raw)), "down": len(answer)}
-        if exchange.head.isConnect:
-            fields["closed_by"] = PROXY
-        fields["ended"] = now
+        fields = self._exchangeEndFields(exchange, reason, answer=response, answerSize=len(answer), status=status,
+                                         closedBy=PROXY if exchange.head.isConnect else None)
         exchange.ended = True
         if exchange.opened:
             self.writer.end(exchange.id, fields)
@@ -1002,10 +919,9 @@ class BrowserConnection(Protocol):
             why = f"the request was malformed: {event.reason}"
             if exchange.response is None:
                 exchange.ended = True
-                answer = errorResponse(event.status, why)
-                fields = self._exchangeEndFields(exchange)
-                fields["response"] = _responseFields(event.status, answer)
-                fields["_refused"] = {"reason": event.reason, "status": event.status}
+                answer, response = ownAnswer(event.status, REFUSED_TEXT.format(why))
+                fields = self._exchangeEndFields(exchange, answer=response, answerSize=len(answer),
+                                                 refused=(event.reason, event.status))
                 if exchange.opened:
                     self.writer.end(exchange.id, fields)
                 else:
@@ -1017,36 +933,21 @@ class BrowserConnection(Protocol):
             self._dropUpstream()
             self._close()
             return
-        buffered = event.raw
-        seen = readRefusedRequest(buffered, "http")
-        method, url, version = seen["method"], seen["url"], seen["version"]
-        host, port = seen["host"], seen["port"]
         started = self.headStarted if self.headStarted is not None else self.reactor.seconds()
-        answer = errorResponse(event.status, event.reason)
-        now = self.reactor.seconds()
+        self._refuseUnread(event.raw, started, event.status, event.reason)
+
+    def _refuseUnread(self, buffered: bytes, started: float, status: int, reason: str) -> None:
+        """
+        Turn down a request that could not be read whole (malformed, or its
+        head not whole in time): answer, log what could be read of it, close.
+        """
+        seen = readRefusedRequest(buffered, "http")
+        answer, response = ownAnswer(status, REFUSED_TEXT.format(reason))
         self.writer.refuse(
-            {
-                "proxy": PROXY_NAME,
-                "kind": TUNNEL if method == "CONNECT" else EXCHANGE,
-                "started": started,
-                "client": self.client,
-                "connection": self.connectionId,
-                "request": {
-                    "method": method,
-                    "url": url,
-                    "version": version,
-                    "headers": [],
-                    "headers_size": len(buffered),
-                },
-                "server": {"host": host, "port": port, "address": None},
-            },
-            {
-                "ended": now,
-                "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
-                "response": _responseFields(event.status, answer),
-                "bytes": {"up": len(buffered), "down": len(answer)},
-                "_refused": {"reason": event.reason, "status": event.status},
-            },
+            openRecord(PROXY_NAME, seen["kind"], started, self.client, self.connectionId,
+                       unreadRequestRecord(seen, len(buffered)), seen["host"], seen["port"]),
+            endRecord(self.reactor.seconds(), up=len(buffered), down=len(answer), response=response,
+                      refused=(reason, status)),
         )
         self._write(self.transport, answer)
         self._close()
@@ -1156,29 +1057,7 @@ class BrowserConnection(Protocol):
                     f"the request head did not arrive whole within "
                     f"{self.settings.headerTimeout:g} seconds (see --header-timeout)"
                 )
-                buffered = self.reader.leftover()
-                answer = errorResponse(REQUEST_TIMEOUT, reason)
-                self._write(self.transport, answer)
-                self.writer.refuse(
-                    {
-                        "proxy": PROXY_NAME,
-                        "kind": EXCHANGE,
-                        "started": self.headStarted,
-                        "client": self.client,
-                        "connection": self.connectionId,
-                        "request": {"method": None, "url": None, "version": None,
-                                    "headers": [], "headers_size": len(buffered)},
-                        "server": {"host": None, "port": None, "address": None},
-                    },
-                    {
-                        "ended": now,
-                        "times": {"connected": None, "sent": None, "first_byte": None, "end": now},
-                        "response": _responseFields(REQUEST_TIMEOUT, answer),
-                        "bytes": {"up": len(buffered), "down": len(answer)},
-                        "_refused": {"reason": reason, "status": REQUEST_TIMEOUT},
-                    },
-                )
-                self._close()
+                self._refuseUnread(self.reader.leftover(), self.headStarted, REQUEST_TIMEOUT, reason)
                 return
         elif now - self.lastActivity >= self.settings.idleTimeout:
             if exchange is None:
@@ -1217,5 +1096,4 @@ __all__ = [
     "StandinFactory",
     "BrowserConnection",
     "Settings",
-    "errorResponse",
 ]
