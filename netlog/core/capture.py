@@ -293,6 +293,28 @@ def responseCapture(contentType: str | bytes | None, logging: bool) -> BodyCaptu
     return BodyCapture(MAX_RESPONSE_BODY, keep=logging and text, hashAll=logging and not text)
 
 
+#: What the capture policy chose per answer type: C{(limit, keep, hashAll)}.
+_CAPTURES: dict[tuple[bytes | str | None, bool], tuple[int, bool, bool]] = {}
+#: The most answer types remembered (cleared when full).
+MAX_CAPTURE_TYPES = 256
+
+
+def responseCaptureFor(contentType: str | bytes | None, logging: bool) -> BodyCapture:
+    """
+    L{responseCapture}'s choice, worked out once per distinct
+    C{Content-Type} (a handful per site) rather than per answer.
+    """
+    key = (contentType, logging)
+    choice = _CAPTURES.get(key)
+    if choice is None:
+        if len(_CAPTURES) >= MAX_CAPTURE_TYPES:
+            _CAPTURES.clear()
+        model = responseCapture(contentType, logging)
+        _CAPTURES[key] = (model.limit, model.keep, model.hashAll)
+        return model
+    return BodyCapture(*choice)
+
+
 _H = TypeVar("_H", str, bytes)
 
 

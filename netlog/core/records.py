@@ -20,6 +20,8 @@ __all__ = [
     "OPEN_KEYS",
     "END_KEYS",
     "hostPort",
+    "isWebSocket",
+    "urlAuthority",
     "connectUrl",
     "originForm",
     "headerPairs",
@@ -61,6 +63,22 @@ def hostPort(host: str, port: int | None) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+#: The ports a URL leaves out, by scheme.
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+def urlAuthority(host: str, port: int, scheme: str) -> str:
+    """
+    The authority of a C{scheme://} URL: C{host}, or C{host:port} when the
+    port isn't the scheme's default; an IPv6 address in brackets.
+    """
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if ":" in host:
+        host = f"[{host}]"
+    return host if port == DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+
+
 def connectUrl(host: str, port: int | None) -> str:
     """
     A CONNECT's URL as the log names it: C{https://host:port/}, the port
@@ -100,7 +118,10 @@ def headerPairs(headers: Iterable[tuple[bytes, bytes]], signIn: frozenset[str] |
     return removeSignIn(pairs, signIn) if signIn else pairs
 
 
-def _isWebSocket(head: RequestHead) -> bool:
+def isWebSocket(head: RequestHead) -> bool:
+    """
+    Whether C{head} asks to become a WebSocket (C{Upgrade: websocket}).
+    """
     if not head.upgrade:
         return False
     return any(n.lower() == b"upgrade" and b"websocket" in v.lower() for n, v in head.headers)
@@ -113,7 +134,7 @@ def requestRecord(head: RequestHead, url: str, signIn: frozenset[str] | set[str]
     WebSocket's URL is named as the browser addressed it, C{ws://} or
     C{wss://}.
     """
-    if _isWebSocket(head):
+    if isWebSocket(head):
         scheme, colon, rest = url.partition("://")
         if colon and scheme.lower() in _WEBSOCKET_SCHEMES:
             url = _WEBSOCKET_SCHEMES[scheme.lower()] + "://" + rest

@@ -1,5 +1,6 @@
 """
-The stand-in as a service: what L{netlog.tap.common.makeProxyService} wires.
+The stand-in as a service: the engine (L{netlog.proxy.service}) over
+L{StandinMode}, as L{netlog.tap.common.makeProxyService} wires it.
 """
 
 from __future__ import annotations
@@ -7,13 +8,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from twisted.application.service import Service
-
 from netlog.log.writer import LogWriter
 from netlog.net.options import DEFAULT_LISTEN, buildDestinations
-from netlog.standin.proxy import DEFAULT_CONNECT_PORTS, Settings, StandinFactory
+from netlog.proxy.service import ProxyService
+from netlog.standin.mode import DEFAULT_CONNECT_PORTS, StandinMode
 
-#: Where the stand-in listens when no C{--listen} is given.
 
 def _split(description: str) -> list[str]:
     """
@@ -48,27 +47,10 @@ def listenerAddress(description: str) -> tuple[str, int] | None:
     return host, port
 
 
-class StandinService(Service):
+def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> ProxyService:
     """
-    Holds the stand-in's factory; its C{listeners} are bound by whoever wires
-    it (never here), and its connections are cut when it stops.
-    """
-
-    name = "standin"
-
-    def __init__(self, factory: StandinFactory, listen: list[str]) -> None:
-        self.factory = factory
-        self.listeners = [("forward", description, factory) for description in listen]
-
-    def stopService(self) -> None:
-        for connection in list(self.factory.connections):
-            connection.stop()
-        Service.stopService(self)
-
-
-def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> StandinService:
-    """
-    The stand-in for C{config} (the tap's options).
+    The stand-in for C{config} (the tap's options): the engine over
+    L{StandinMode}.
     """
     resolver, policy = buildDestinations(config, reactor)
     listen = list(config.get("listen") or [DEFAULT_LISTEN])
@@ -80,11 +62,14 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> StandinService:
     if api:
         # The log's API is refused like the proxy's own listeners.
         policy.addListener(*api)
-    settings = Settings(
-        connectPorts=frozenset(config.get("connect-ports") or DEFAULT_CONNECT_PORTS),
+    return ProxyService(
+        StandinMode(frozenset(config.get("connect-ports") or DEFAULT_CONNECT_PORTS)),
+        writer,
+        reactor,
+        resolver,
+        policy,
+        listen,
         connectTimeout=float(config["connect-timeout"]),
         idleTimeout=float(config["idle-timeout"]),
         headerTimeout=float(config["header-timeout"]),
     )
-    factory = StandinFactory(writer, reactor, resolver, policy, settings)
-    return StandinService(factory, listen)

@@ -62,6 +62,6 @@ class Options(LogOptions, DestinationOptions):
 
 
 def makeService(config: Options, reactor: Any = None) -> MultiService:
-    from netlog.site.proxy import buildProxy
+    from netlog.site.service import buildProxy
 
     return makeProxyService(config, buildProxy, reactor)  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from twisted.application.service import MultiService
 
 from netlog.net.options import DestinationOptions, _seconds
 from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
-from netlog.standin.proxy import DEFAULT_CONNECT_PORTS
+from netlog.standin.mode import DEFAULT_CONNECT_PORTS
 from netlog.standin.service import buildProxy
 from netlog.tap.common import LogOptions, makeProxyService
 

@@ -19,8 +19,9 @@ from twisted.web import resource, server
 from netlog.log.writer import LogWriter
 from netlog.net.policy import DestinationPolicy
 from netlog.net.resolve import Resolver
+from netlog.proxy.service import ProxyService
 from netlog.site.config import parseSites
-from netlog.site.proxy import SiteProxy
+from netlog.site.mode import SiteMode
 
 #: Seconds a test client waits on a socket before giving up.
 CLIENT_TIMEOUT = 10.0
@@ -28,7 +29,7 @@ CLIENT_TIMEOUT = 10.0
 
 class RunningProxy:
     """
-    A L{SiteProxy} listening on loopback, with its log in a temporary folder.
+    The site proxy (L{ProxyService} over L{SiteMode}) listening on loopback, with its log in a temporary folder.
 
     @ivar ports: the port of each listener, by role.
     """
@@ -46,10 +47,11 @@ class RunningProxy:
         self.config = parseSites(sitesToml)
         self.writer = LogWriter(self.logPath, reactor=reactor)
         self.writer.startService()
-        self.proxy = SiteProxy(
-            self.config, self.writer, reactor,
+        self.mode = SiteMode(self.config, self.stateDir)
+        self.proxy = ProxyService(
+            self.mode, self.writer, reactor,
             Resolver(reactor, resolve or {}, resolveOnly=True), DestinationPolicy(),
-            self.stateDir, ["forward"], "https" if routes else None, "http" if routes else None,
+            ["forward"], "https" if routes else None, "http" if routes else None,
             connectTimeout=5.0, **timeouts,  # type: ignore[arg-type]
         )
         self.proxy.startService()

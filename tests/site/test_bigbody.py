@@ -15,7 +15,7 @@ from twisted.internet import defer, threads
 from twisted.trial.unittest import SynchronousTestCase, TestCase
 
 from netlog.core.logline import encodeLine
-from netlog.site import exchange as exchangeModule
+from netlog.proxy import exchange as exchangeModule
 from tests.site.support import RunningProxy, listenWeb, openSocket, request
 from tests.site.test_relay import Echo, sites
 

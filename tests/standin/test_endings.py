@@ -225,9 +225,9 @@ class EndingTests(unittest.TestCase):
         self.standin.stop()
         with open(os.path.join(self.standin.directory, "twistd.log"), errors="replace") as f:
             log = f.read()
-        self.assertIn("StandinFactory", log)
+        self.assertIn("BrowserFactory", log)
         starting = [line for line in log.splitlines() if "Starting factory" in line]
         stopping = [line for line in log.splitlines() if "Stopping factory" in line]
         self.assertEqual(len(starting), 1, log)
         self.assertEqual(len(stopping), 1, log)
-        self.assertIn("StandinFactory", starting[0])
+        self.assertIn("BrowserFactory", starting[0])

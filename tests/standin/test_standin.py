@@ -189,10 +189,11 @@ class PlainHTTPTests(unittest.TestCase):
         self.assertEqual(body, GZIP_JSON)
 
     @defer.inlineCallbacks
-    def test_upgradeBecomesTunnel(self) -> Any:
+    def test_upgradeRelayed(self) -> Any:
         """
-        An C{Upgrade} the origin accepts with C{101} becomes a tunnel entry:
-        the bytes after it pass both ways and are counted.
+        An C{Upgrade} the origin accepts with C{101} is an exchange whose
+        answer is that C{101}; the bytes after it pass both ways and are
+        counted, and the entry says who closed.
         """
         def upgrade() -> bytes:
             with socket.create_connection(("127.0.0.1", self.standin.port), timeout=10) as s:
@@ -215,8 +216,9 @@ class PlainHTTPTests(unittest.TestCase):
         self.assertTrue(answer.endswith(b"ping-pong"))
         entries = yield self.standin.waitEnded(1)
         [(opened, ended)] = entries.values()
-        self.assertEqual(opened["kind"], "tunnel")
+        self.assertEqual(opened["kind"], "exchange")
         self.assertEqual(ended["response"]["status"], 101)
+        self.assertNotIn("_websocket", ended, "an upgrade to another protocol is not a WebSocket")
         self.assertEqual(ended["closed_by"], "client")
         self.assertGreaterEqual(ended["bytes"]["up"], 9)
         self.assertGreaterEqual(ended["bytes"]["down"], 9)
@@ -293,7 +295,7 @@ class PlainHTTPTests(unittest.TestCase):
         self.assertTrue(answer.endswith(b"\r\n\r\n5\r\nhello\r\n0\r\nX-Trailer: a"), answer)
         entries = yield self.standin.waitEnded(1)
         [(_, ended)] = entries.values()
-        self.assertIn("in the middle of a response", ended["_failed"]["reason"])
+        self.assertIn("closed the connection in the middle of the answer", ended["_failed"]["reason"])
         # The answer the browser got was the server's: no status of netlog's.
         self.assertNotIn("status", ended["_failed"])
         self.assertEqual(ended["bytes"]["down"], len(answer))

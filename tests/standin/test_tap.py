@@ -63,7 +63,7 @@ class OptionsTests(unittest.SynchronousTestCase):
         proxy = buildProxy(config, LogWriter(None), Clock())
         [(role, description, factory)] = proxy.listeners
         self.assertEqual((role, description), ("forward", "tcp:3999:interface=127.0.0.1"))
-        self.assertIn("own listener", factory.policy.check("127.0.0.1", 3999, named=True))
+        self.assertIn("own listener", factory.proxy.policy.check("127.0.0.1", 3999, named=True))
 
     def test_listenerAddress(self) -> None:
         self.assertEqual(listenerAddress(DEFAULT_LISTEN), ("127.0.0.1", 3128))

@@ -6,7 +6,7 @@ answers, and the pool that keeps idle keep-alive connections for reuse.
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Any, Callable, Hashable
+from typing import Any, Hashable
 
 from twisted.internet import defer, error
 from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS
@@ -17,9 +17,7 @@ from twisted.python.failure import Failure
 from netlog.core.http1 import ResponseReader
 from netlog.net.relay import Gate
 from netlog.net.send import noDelay
-
-if TYPE_CHECKING:
-    from netlog.site.exchange import Exchange
+from netlog.proxy.contracts import IAnswerSink
 
 _log = Logger()
 
@@ -44,7 +42,7 @@ class UpstreamProtocol(Protocol):
         self.reactor = reactor
         self.key = key
         self.reader = ResponseReader()
-        self.exchange: Exchange | None = None
+        self.exchange: IAnswerSink | None = None
         self.raw = False
         self.gate: Gate | None = None
         self.connected = False

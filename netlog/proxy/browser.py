@@ -1,17 +1,20 @@
 """
-The browser's side of the site proxy: one protocol for every listener.
+The browser's side of the engine: one protocol for every listener, whatever
+the mode.
 
-On the forward port it reads absolute-form requests and CONNECTs: a site's
-CONNECT is decrypted with a minted certificate and read on as requests; a
-live host's CONNECT becomes a blind tunnel; anything else is refused. On the
-HTTPS route (TLS already undone by the listener) it serves the sites by
-C{Host}; on the HTTP route it answers C{308} to the site's HTTPS origin.
+On the forward port it reads absolute-form requests and CONNECTs, asking the
+mode where each goes: a CONNECT it opens is read on (a TLS handshake first is
+decrypted with the mode's certificate, anything else read as plain HTTP); a
+CONNECT it relays blind becomes a L{netlog.proxy.tunnel.Tunnel}; a refusal is
+answered and logged. On the HTTPS route (TLS already undone by the listener)
+it serves the mode's origins by C{Host}; on the HTTP route it answers C{308}
+to the HTTPS origin the mode names.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from OpenSSL import SSL
 from twisted.internet import error
@@ -33,18 +36,8 @@ from netlog.core.http1 import (
     readRefusedRequest,
 )
 from netlog.core.logline import REASON_STOPPED
-from netlog.net.connect import describeFailure
-from netlog.net.relay import (
-    CLIENT,
-    TUNNEL_ANSWER,
-    Gate,
-    Relay,
-    RelayResult,
-    RelayServerProtocol,
-    tunnelAnswerFields,
-)
-from netlog.net.send import noDelay
 from netlog.core.records import (
+    DEFAULT_PORTS,
     EXCHANGE,
     REFUSED_TEXT,
     TUNNEL,
@@ -56,13 +49,14 @@ from netlog.core.records import (
     ownAnswer,
     requestRecord,
     unreadRequestRecord,
+    urlAuthority,
 )
-from netlog.site.config import DEFAULT_PORTS, Site
-from netlog.site.exchange import PROXY_NAME, DestinationRefused, Exchange, Route, latin1
-from netlog.site.tls import HostTLS
-
-if TYPE_CHECKING:
-    from netlog.site.proxy import SiteProxy
+from netlog.net.relay import CLIENT, TUNNEL_ANSWER, Gate, tunnelAnswerFields
+from netlog.net.send import noDelay
+from netlog.proxy.contracts import IEngine
+from netlog.proxy.exchange import Exchange, latin1
+from netlog.proxy.mode import BLIND, OPEN, Refusal, Route
+from netlog.proxy.tunnel import CONNECTING, Tunnel
 
 _log = Logger()
 
@@ -80,21 +74,17 @@ PLAIN_TUNNEL = "plain-tunnel"
 #: The first byte of a TLS handshake record.
 TLS_HANDSHAKE = 0x16
 
-#: Seconds a browser connection may sit idle between requests.
+#: Seconds a browser connection may sit idle between requests (or the idle
+#: timeout, when shorter).
 BROWSER_IDLE_TIMEOUT = 120.0
 #: The status a browser gets when its request head isn't whole in time.
 REQUEST_TIMEOUT = 408
+#: The status of a request the engine can't carry (an C{https://} URL to a
+#: live host in plain HTTP, which must come through CONNECT).
+BAD_REQUEST = 400
 
-# Why the browser's connection is not being read.
-CONNECTING = "connecting"
+# Why the browser's connection is not being read (and L{CONNECTING}).
 BUSY = "busy"
-
-
-
-def authority(host: str, port: int, scheme: str) -> str:
-    if ":" in host:
-        host = f"[{host}]"
-    return host if port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
 
 
 @implementer(IHandshakeListener)
@@ -102,17 +92,18 @@ class BrowserConnection(Protocol):
     """
     One connection from the browser, on any of the listeners.
 
-    @ivar mode: L{FORWARD}, L{HTTPS_ROUTE}, L{HTTP_ROUTE}; once a site's
-        CONNECT is answered L{TUNNEL_OPENING}, then L{DECRYPTED} or
-        L{PLAIN_TUNNEL} by the browser's first byte in it.
+    @ivar state: what this connection reads: L{FORWARD}, L{HTTPS_ROUTE},
+        L{HTTP_ROUTE}; once a CONNECT the mode opens is answered
+        L{TUNNEL_OPENING}, then L{DECRYPTED} or L{PLAIN_TUNNEL} by the
+        browser's first byte in it.
     """
 
     transport: Any
 
-    def __init__(self, proxy: SiteProxy, mode: str) -> None:
+    def __init__(self, proxy: IEngine, state: str) -> None:
         self.proxy = proxy
         self.reactor = proxy.reactor
-        self.mode = mode
+        self.state = state
         self.queue: deque[tuple[Event, float]] = deque()
         self.exchange: Exchange | None = None
         self.rawPeer: Any = None
@@ -144,7 +135,7 @@ class BrowserConnection(Protocol):
         if hasattr(own, "port"):
             self.proxy.policy.addListener(own.host, own.port)
         self.reader = RequestReader(
-            forwardProxy=self.mode == FORWARD, scheme="https" if self.mode == HTTPS_ROUTE else "http"
+            forwardProxy=self.state == FORWARD, scheme="https" if self.state == HTTPS_ROUTE else "http"
         )
         self.proxy.connections.add(self)
         self._lastActive = self.reactor.seconds()
@@ -157,7 +148,7 @@ class BrowserConnection(Protocol):
             return
         if self.closing:
             return
-        if self.mode == TUNNEL_OPENING:
+        if self.state == TUNNEL_OPENING:
             self._tunnelBegins(data)
             return
         now = self.reactor.seconds()
@@ -190,7 +181,7 @@ class BrowserConnection(Protocol):
         if self._handshake is not None:
             self._handshakeFailed(
                 "the browser closed the tunnel before sending anything into it"
-                if self.mode == TUNNEL_OPENING else _handshakeLoss(reason)
+                if self.state == TUNNEL_OPENING else _handshakeLoss(reason)
             )
         if self.rawPeer is not None:
             self.rawPeer.browserLost(reason)
@@ -209,16 +200,16 @@ class BrowserConnection(Protocol):
         When this connection's timer should act: a head begun must be whole
         within the header timeout; an exchange (or a raw relay of one) may be
         silent for the idle timeout; a connection between requests for
-        L{BROWSER_IDLE_TIMEOUT}. A live host's tunnel keeps its own timer
-        (its L{Relay}'s).
+        L{BROWSER_IDLE_TIMEOUT} (or the idle timeout, when shorter). A blind
+        tunnel keeps its own timer (its relay's).
         """
-        if isinstance(self.rawPeer, LiveTunnel):
+        if isinstance(self.rawPeer, Tunnel):
             return None
         if self.exchange is None and self.rawPeer is None and self.headStarted is not None:
             return self.headStarted + self.proxy.headerTimeout
         if self.exchange is not None or self.rawPeer is not None:
             return self._lastActive + self.proxy.idleTimeout
-        return self._lastActive + BROWSER_IDLE_TIMEOUT
+        return self._lastActive + min(BROWSER_IDLE_TIMEOUT, self.proxy.idleTimeout)
 
     def _arm(self) -> None:
         """
@@ -264,7 +255,7 @@ class BrowserConnection(Protocol):
             if self._handshake is not None:
                 self._handshakeFailed(
                     f"the browser sent nothing into the tunnel within {BROWSER_IDLE_TIMEOUT:g} seconds"
-                    if self.mode == TUNNEL_OPENING else
+                    if self.state == TUNNEL_OPENING else
                     f"the browser did not finish the TLS handshake within {BROWSER_IDLE_TIMEOUT:g} seconds"
                 )
             self.transport.loseConnection()
@@ -380,43 +371,43 @@ class BrowserConnection(Protocol):
     # -- routing ----------------------------------------------------------------------
 
     def _request(self, head: RequestHead, at: float) -> None:
-        config = self.proxy.config
-        if self.mode == HTTP_ROUTE:
+        if self.state == HTTP_ROUTE:
             self._redirect(head, at)
             return
-        if self.mode == FORWARD:
-            if head.isConnect:
-                self._connect(head, at)
-                return
+        if self.state == FORWARD and head.isConnect:
+            self._connect(head, at)
+            return
+        if self.state == FORWARD:
             host, port = head.host or "", head.port or 80
             url = head.url or ""
-            scheme = url.split("://", 1)[0]
-            site = config.siteAt(scheme, host, port)
-            if site is not None:
-                route = self._siteRoute(site, scheme, host, port)
-            elif config.isLive(host):
-                route = Route(None, scheme, host, port, f"{scheme}://{authority(host, port, scheme)}", host)
-            else:
-                self._refuse(head, url, at, 403,
-                             f"{scheme}://{authority(host, port, scheme)} is not a site's origin "
-                             f"or an allowed live host", server=(host, port))
-                return
-            self._startExchange(head, url, route, at)
+            scheme = url.split("://", 1)[0].lower()
+        else:
+            # Inside a CONNECT the mode opened (decrypted, or plain HTTP), or
+            # on the HTTPS route: the request is for the origin its Host
+            # names.
+            scheme = "http" if self.state == PLAIN_TUNNEL else "https"
+            inTunnel = self.tunnelTarget is not None
+            hostAuthority = self._hostField(head) or (self.tunnelAuthority if inTunnel else head.host or "")
+            url = head.url or f"{scheme}://{hostAuthority}{latin1(head.target)}"
+            host = head.host or (self.tunnelTarget[0] if self.tunnelTarget is not None else "")
+            port = head.port or DEFAULT_PORTS[scheme]
+        malformed = self._malformedBody()
+        if malformed is not None:
+            self.refuse(head, url, at, malformed.status, malformed.reason, server=(host, port))
             return
-        # Inside a site's CONNECT (decrypted, or plain HTTP), or on the HTTPS
-        # route: the request is for the origin its Host names.
-        scheme = "http" if self.mode == PLAIN_TUNNEL else "https"
-        inTunnel = self.tunnelTarget is not None
-        hostAuthority = self._hostField(head) or (self.tunnelAuthority if inTunnel else head.host or "")
-        url = head.url or f"{scheme}://{hostAuthority}{latin1(head.target)}"
-        host = head.host or (self.tunnelTarget[0] if self.tunnelTarget is not None else "")
-        port = head.port or DEFAULT_PORTS[scheme]
-        site = config.siteAt(scheme, host, port) if host else None
-        if site is None:
-            named = f"{scheme}://{authority(host, port, scheme)}" if host else "a request with no Host"
-            self._refuse(head, url, at, 403, f"{named} is not a site's origin", server=(host, port))
+        if not host:
+            self.refuse(head, url, at, 403, "a request with no Host names no origin", server=(host, port))
             return
-        self._startExchange(head, url, self._siteRoute(site, scheme, host, port), at)
+        routed = self.proxy.mode.route(scheme, host, port, self.state != FORWARD)
+        if isinstance(routed, Refusal):
+            self.refuse(head, url, at, routed.status, routed.reason, server=(host, port))
+            return
+        if routed.site is None and routed.scheme != "http":
+            self.refuse(head, url, at, BAD_REQUEST,
+                         f"an {scheme}:// URL must be requested through CONNECT, not as plain HTTP",
+                         server=(host, port))
+            return
+        self._startExchange(head, url, routed, at)
 
     @staticmethod
     def _hostField(head: RequestHead) -> str | None:
@@ -424,9 +415,6 @@ class BrowserConnection(Protocol):
             if name.lower() == b"host":
                 return latin1(value)
         return None
-
-    def _siteRoute(self, site: Site, scheme: str, host: str, port: int) -> Route:
-        return self.proxy.siteRoute(site, scheme, host, port)
 
     def _malformedBody(self) -> Refused | None:
         """
@@ -442,10 +430,6 @@ class BrowserConnection(Protocol):
         return None
 
     def _startExchange(self, head: RequestHead, url: str, route: Route, at: float) -> None:
-        malformed = self._malformedBody()
-        if malformed is not None:
-            self._refuse(head, url, at, malformed.status, malformed.reason, server=(route.host, route.port))
-            return
         exchange = Exchange(self.proxy, self, head, url, route, at)
         self.exchange = exchange
         self._lastActive = self.reactor.seconds()
@@ -454,13 +438,13 @@ class BrowserConnection(Protocol):
 
     # -- answers netlog gives itself ------------------------------------------------------
 
-    def _answer(self, status: int, text: str, headers: list[tuple[bytes, bytes]] = (),  # type: ignore[assignment]
+    def answer(self, status: int, text: str, headers: list[tuple[bytes, bytes]] = (),  # type: ignore[assignment]
                 close: bool = True) -> tuple[dict[str, Any], int]:
         """
         Write an answer of netlog's own; return its C{response} record and
         its size.
         """
-        capture = self.proxy.responseCapture(b"text/plain")
+        capture = self.proxy.mode.responseCapture(b"text/plain", self.proxy.logging)
         capture.feed(text.encode("utf-8"))
         answer, response = ownAnswer(status, text, headers, close, body=capture.record())
         if not self.gone:
@@ -476,12 +460,12 @@ class BrowserConnection(Protocol):
 
     def _openFields(self, head: RequestHead, url: str, at: float, kind: str,
                     server: tuple[str, int], signIn: frozenset[str] = frozenset()) -> dict[str, Any]:
-        return openRecord(PROXY_NAME, kind, at, self.client, self.connectionId, requestRecord(head, url, signIn),
+        return openRecord(self.proxy.mode.name, kind, at, self.client, self.connectionId, requestRecord(head, url, signIn),
                           server[0], server[1])
 
-    def _refuse(self, head: RequestHead, url: str, at: float, status: int, reason: str,
+    def refuse(self, head: RequestHead, url: str, at: float, status: int, reason: str,
                 server: tuple[str, int], kind: str = EXCHANGE) -> None:
-        response, size = self._answer(status, REFUSED_TEXT.format(reason))
+        response, size = self.answer(status, REFUSED_TEXT.format(reason))
         self.proxy.writer.refuse(
             self._openFields(head, url, at, kind, server),
             endRecord(self.reactor.seconds(), up=len(head.raw), down=size, response=response,
@@ -496,11 +480,11 @@ class BrowserConnection(Protocol):
         host could be read (see L{readRefusedRequest}).
         """
         self.headStarted = None
-        scheme = "http" if self.mode in (FORWARD, HTTP_ROUTE, PLAIN_TUNNEL) else "https"
+        scheme = "http" if self.state in (FORWARD, HTTP_ROUTE, PLAIN_TUNNEL) else "https"
         seen = readRefusedRequest(buffered, scheme, self.tunnelAuthority)
-        response, size = self._answer(status, REFUSED_TEXT.format(reason))
+        response, size = self.answer(status, REFUSED_TEXT.format(reason))
         self.proxy.writer.refuse(
-            openRecord(PROXY_NAME, seen["kind"], at, self.client, self.connectionId,
+            openRecord(self.proxy.mode.name, seen["kind"], at, self.client, self.connectionId,
                        unreadRequestRecord(seen, len(buffered)), seen["host"], seen["port"]),
             endRecord(self.reactor.seconds(), up=len(buffered), down=size, response=response,
                       refused=(reason, status)),
@@ -514,18 +498,18 @@ class BrowserConnection(Protocol):
         host = head.host or ""
         hostAuthority = self._hostField(head) or host
         url = f"http://{hostAuthority}{latin1(head.target)}"
-        origin = self.proxy.config.redirectFor(host, head.port or 80) if host else None
-        site = self.proxy.config.siteAt(origin.scheme, origin.host, origin.port) if origin is not None else None
-        if site is None or origin is None:
-            self._refuse(head, url, at, 403, f"{host or 'a request with no Host'} is not a site",
+        redirect = self.proxy.mode.redirect(host, head.port or 80) if host else None
+        if redirect is None:
+            self.refuse(head, url, at, 403, f"{host or 'a request with no Host'} is not a site",
                          server=(host, head.port or 80))
             return
+        origin, signIn = redirect
         target = head.target if head.target.startswith(b"/") else b"/"
-        location = str(origin).encode("latin-1") + target
+        location = origin.encode("latin-1") + target
         close = self._bodyFollows() or self.exchange is not None or not keepAlive(head.version, head.headers)
-        response, size = self._answer(308, "", [(b"Location", location)], close=close)
+        response, size = self.answer(308, "", [(b"Location", location)], close=close)
         self.proxy.writer.refuse(
-            self._openFields(head, url, at, EXCHANGE, (host, head.port or 80), site.signInHeaders),
+            self._openFields(head, url, at, EXCHANGE, (host, head.port or 80), signIn),
             endRecord(self.reactor.seconds(), up=len(head.raw), down=size, response=response),
         )
         if close:
@@ -539,7 +523,7 @@ class BrowserConnection(Protocol):
         """
         exchange.done = True
         self.exchange = None
-        self._refuse(exchange.head, exchange.url, exchange.started, status, reason,
+        self.refuse(exchange.head, exchange.url, exchange.started, status, reason,
                      server=(exchange.route.host, exchange.route.port))
 
     def failBeforeAnswer(self, exchange: Exchange, status: int, reason: str) -> None:
@@ -548,7 +532,7 @@ class BrowserConnection(Protocol):
         entry is written whole, C{_failed}.
         """
         self.exchange = None
-        response, size = self._answer(status, UNREACHED_TEXT.format(reason))
+        response, size = self.answer(status, UNREACHED_TEXT.format(reason))
         self.proxy.writer.refuse(
             exchange._openFields(),
             endRecord(self.reactor.seconds(), up=len(exchange.head.raw), down=size, response=response,
@@ -563,7 +547,7 @@ class BrowserConnection(Protocol):
         ends C{_failed} (or C{_refused}).
         """
         self.exchange = None
-        response, size = self._answer(status, (REFUSED_TEXT if refused else UNANSWERED_TEXT).format(reason))
+        response, size = self.answer(status, (REFUSED_TEXT if refused else UNANSWERED_TEXT).format(reason))
         exchange.response = response
         exchange.responseBody = None
         exchange.down += size
@@ -581,32 +565,25 @@ class BrowserConnection(Protocol):
             self.queue.popleft()
         host, port = head.host or "", head.port or 443
         url = connectUrl(host, port)
-        config = self.proxy.config
-        if config.tunnelsTo(host, port):
+        decision = self.proxy.mode.connect(host, port)
+        if isinstance(decision, Refusal):
+            self.refuse(head, url, at, decision.status, decision.reason, server=(host, port), kind=TUNNEL)
+        elif decision == OPEN:
             self._handshake = (head, url, at, (host, port))
             self._openSiteTunnel(host, port)
-        elif config.isLive(host):
-            if port not in config.liveConnectPorts:
-                allowed = ", ".join(str(p) for p in sorted(config.liveConnectPorts))
-                self._refuse(head, url, at, 403,
-                             f"CONNECT to port {port} of a live host is not allowed (allowed: {allowed}; "
-                             f"see [live] connect_ports in sites.toml)",
-                             server=(host, port), kind=TUNNEL)
-                return
-            LiveTunnel(self.proxy, self, head, url, at).start()
         else:
-            self._refuse(head, url, at, 403, f"{host} is not a site or an allowed live host",
-                         server=(host, port), kind=TUNNEL)
+            assert decision == BLIND, decision
+            Tunnel(self.proxy, self, head, url, at).start()
 
     def _openSiteTunnel(self, host: str, port: int) -> None:
         """
-        Answer a site's CONNECT; the browser's first byte in the tunnel says
-        what it carries (see L{_tunnelBegins}).
+        Answer a CONNECT the mode opens; the browser's first byte in the
+        tunnel says what it carries (see L{_tunnelBegins}).
         """
         self.transport.write(TUNNEL_ANSWER)
         leftover = self.reader.leftover()
         self.queue.clear()
-        self.mode = TUNNEL_OPENING
+        self.state = TUNNEL_OPENING
         self.tunnelTarget = (host, port)
         if leftover:
             # Bytes sent before our 200 arrived.
@@ -622,19 +599,18 @@ class BrowserConnection(Protocol):
         assert self.tunnelTarget is not None
         host, port = self.tunnelTarget
         if data[0] == TLS_HANDSHAKE:
-            self.mode = DECRYPTED
-            self.tunnelAuthority = authority(host, port, "https")
+            self.state = DECRYPTED
+            self.tunnelAuthority = urlAuthority(host, port, "https")
             self.reader = RequestReader(forwardProxy=False, scheme="https")
-            assert self.proxy.ca is not None
-            self.transport.startTLS(HostTLS(self.proxy.ca, host))
+            self.transport.startTLS(self.proxy.mode.serverTLS(host))
             tls = getattr(self.transport, "protocol", None)
             if tls is not None and tls is not self:
                 tls.dataReceived(data)
             return
         # No handshake to wait for: each request is an entry of its own.
         self._handshake = None
-        self.mode = PLAIN_TUNNEL
-        self.tunnelAuthority = authority(host, port, "http")
+        self.state = PLAIN_TUNNEL
+        self.tunnelAuthority = urlAuthority(host, port, "http")
         self.reader = RequestReader(forwardProxy=False, scheme="http")
         self.dataReceived(data)
 
@@ -687,147 +663,19 @@ def _handshakeLoss(reason: Failure) -> str:
     return "the browser closed the connection during the TLS handshake"
 
 
-#: Bytes a browser may send into a tunnel before it is connected; reading
-#: stops past them until it is.
-MAX_EARLY_BYTES = 64 * 1024
-
-
-class LiveTunnel:
-    """
-    A live host's CONNECT: a blind tunnel, kept as a connection entry.
-    """
-
-    def __init__(self, proxy: SiteProxy, browser: BrowserConnection, head: RequestHead, url: str,
-                 at: float) -> None:
-        self.proxy = proxy
-        self.browser = browser
-        self.head = head
-        self.url = url
-        self.started = at
-        self.host = head.host or ""
-        self.port = head.port or 443
-        self.address: str | None = None
-        self.connectedAt: float | None = None
-        self.id = 0
-        self.relay: Relay | None = None
-        self._early: list[bytes] = []
-        self._earlySize = 0
-        #: The entry is written (or the tunnel is given up): nothing more to log.
-        self.ended = False
-
-    def start(self) -> None:
-        # The browser's connection is read on while we connect (so that a
-        # browser that leaves is noticed); what it sends early is kept, up to
-        # MAX_EARLY_BYTES before reading stops.
-        self.browser.rawPeer = self
-        route = Route(None, "tcp", self.host, self.port, "", self.host)
-        d = self.proxy.resolveFor(route)
-        d.addCallback(self._resolved)
-        d.addCallbacks(self._connected, self._failed)
-        d.addErrback(lambda f: _log.failure("the live tunnel to {host} failed", f, host=self.host))
-
-    def _resolved(self, address: str) -> Any:
-        self.address = address
-        return self.proxy.connectRaw(address, self.port, RelayServerProtocol)
-
-    def _openFields(self) -> dict[str, Any]:
-        browser = self.browser
-        return openRecord(PROXY_NAME, TUNNEL, self.started, browser.client, browser.connectionId,
-                          requestRecord(self.head, self.url), self.host, self.port, self.address)
-
-    def _connected(self, protocol: RelayServerProtocol) -> None:
-        browser = self.browser
-        self.connectedAt = self.proxy.reactor.seconds()
-        if browser.gone:
-            protocol.transport.loseConnection()  # type: ignore[union-attr,misc]
-            return
-        if self.ended:
-            protocol.transport.loseConnection()  # type: ignore[union-attr,misc]
-            return
-        noDelay(protocol.transport)
-        # Buffered (not sent at once): it leaves after relay.start has
-        # written the tunnel's open line, in this same turn.
-        browser.transport.write(TUNNEL_ANSWER)
-        pending = b"".join(self._early) + browser.enterRaw(self)
-        self._early = []
-        relay = Relay(self.proxy.reactor, browser.transport, browser.gate, self._ended, self._opened,
-                      idleTimeout=self.proxy.idleTimeout)
-        self.relay = relay
-        protocol.relay = relay
-        relay.start(protocol.transport, pending)
-        browser.gate.release(CONNECTING)
-
-    def _opened(self) -> None:
-        self.id = self.proxy.writer.open(self._openFields())
-
-    def _ended(self, result: RelayResult) -> None:
-        self.ended = True
-        # As the stand-in writes it: the CONNECT's answer, and the request
-        # counted as sent when the tunnel connected.
-        self.proxy.writer.end(self.id, endRecord(
-            result.ended, self.connectedAt, self.connectedAt, result.firstByte, up=result.up, down=result.down,
-            response=tunnelAnswerFields(), closedBy=result.closedBy, failed=result.failure,
-        ))
-
-    def _failed(self, failure: Failure) -> None:
-        if self.ended:
-            return
-        self.ended = True
-        browser = self.browser
-        browser.rawPeer = None
-        browser.gate.release(CONNECTING)
-        if failure.check(DestinationRefused):
-            browser._refuse(self.head, self.url, self.started, 403, str(failure.value),
-                            server=(self.host, self.port), kind=TUNNEL)
-            return
-        reason, status = describeFailure(failure, self.host, self.port)
-        response, size = browser._answer(status, UNREACHED_TEXT.format(reason))
-        self.proxy.writer.refuse(self._openFields(), endRecord(
-            self.proxy.reactor.seconds(), up=len(self.head.raw), down=size, response=response,
-            failed=reason, failedStatus=status,
-        ))
-        browser.close()
-
-    def browserRaw(self, data: bytes) -> None:
-        if self.relay is not None:
-            self.relay.fromClient(data)
-        else:
-            self._early.append(data)
-            self._earlySize += len(data)
-            if self._earlySize > MAX_EARLY_BYTES:
-                self.browser.gate.hold(CONNECTING)
-
-    def browserLost(self, reason: Failure) -> None:
-        relay = self.relay
-        if relay is None:
-            if not self.ended:
-                # Gone while we resolved or connected: the entry says so.
-                self.ended = True
-                self.proxy.writer.refuse(self._openFields(), endRecord(
-                    self.proxy.reactor.seconds(), self.connectedAt, up=0, down=0, closedBy=CLIENT,
-                    failed="the browser closed the connection before the tunnel was connected",
-                ))
-            return
-        if relay.result is None:
-            relay.clientLost(reason)
-        else:
-            relay.otherLost()
-
-    def abort(self) -> None:
-        if self.relay is not None:
-            self.relay.abort("the proxy stopped")
-
-
 class BrowserFactory(Factory):
     """
     Builds L{BrowserConnection}s for one listener.
+
+    @ivar state: what its connections read first (L{FORWARD},
+        L{HTTPS_ROUTE} or L{HTTP_ROUTE}).
     """
 
-    def __init__(self, proxy: SiteProxy, mode: str) -> None:
+    def __init__(self, proxy: IEngine, state: str) -> None:
         self.proxy = proxy
-        self.mode = mode
+        self.state = state
 
     def buildProtocol(self, addr: Any) -> BrowserConnection:
-        protocol = BrowserConnection(self.proxy, self.mode)
+        protocol = BrowserConnection(self.proxy, self.state)
         protocol.factory = self
         return protocol

@@ -1,11 +1,11 @@
 """
-One exchange through the site proxy: a request relayed to its upstream (a
-site's backend or a live host) and the answer relayed back, both streamed
-with backpressure, and kept whole in the network log.
+One exchange through the engine: a request relayed to its upstream (a site's
+backend or a live host) and the answer relayed back, both streamed with
+backpressure, and kept in the network log as the mode says.
 
-The browser side (L{netlog.site.browser.BrowserConnection}) hands the
+The browser side (L{netlog.proxy.browser.BrowserConnection}) hands the
 exchange the request's events; the upstream side
-(L{netlog.site.upstream.UpstreamProtocol}) hands it the server's bytes. Once
+(L{netlog.proxy.upstream.UpstreamProtocol}) hands it the server's bytes. Once
 an answer is a C{101} (a WebSocket) or can't be read as HTTP, both sides are
 relayed raw until one closes.
 """
@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import ctypes
 import gc
-from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from OpenSSL import SSL
 from twisted.internet import error
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from netlog.core.capture import BodyCapture, requestCapture, responseCapture
+from netlog.core.capture import BodyCapture
 from netlog.core.http1 import (
     Body,
     EndOfMessage,
@@ -37,25 +35,29 @@ from netlog.core.http1 import (
     keepAlive,
     serializeHead,
 )
-from netlog.core.records import EXCHANGE, endRecord, openRecord, requestRecord, responseRecord
+from netlog.core.records import (
+    EXCHANGE,
+    endRecord,
+    isWebSocket,
+    openRecord,
+    originForm,
+    requestRecord,
+    responseRecord,
+)
 from netlog.core.websocket import FrameCounter
 from netlog.net.connect import describeFailure
 from netlog.net.relay import BACKPRESSURE, CLIENT, PROXY, SERVER
 from netlog.net.send import sendNow
-from netlog.site.config import Backend, Site
-from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
-from netlog.site.upstream import UpstreamProtocol
-
-if TYPE_CHECKING:
-    from netlog.site.browser import BrowserConnection
-    from netlog.site.proxy import SiteProxy
+from netlog.proxy.contracts import IBrowserSide, IEngine
+from netlog.proxy.mode import DestinationRefused, Route
+from netlog.proxy.upstream import UpstreamProtocol
 
 _log = Logger()
 
-PROXY_NAME = "site"
 #: What an exchange's captures become once their fields are written.
 _SPENT = BodyCapture(0, keep=False, hashAll=False)
-#: The answer's fields whose values may name a backend (see rewriteHeaders).
+#: The answer's fields whose values may name a backend (the mode rewrites
+#: them for a route to a configured upstream).
 _REWRITTEN = frozenset({b"location", b"content-location", b"set-cookie"})
 #: A request whose head and body together are at most this many bytes is
 #: sent again on a new connection when a reused one turns out closed.
@@ -108,89 +110,15 @@ def giveBackFreeMemory(now: float) -> bool:
     return collected
 
 
-@dataclass(frozen=True)
-class Route:
-    """
-    Where a request goes.
-
-    @ivar site: the site, or L{None} for a live host.
-    @ivar scheme: C{http} or C{https} towards the upstream.
-    @ivar origin: the public origin the browser addressed
-        (C{https://shop.test}), for the rewrites.
-    @ivar publicHost: the host the browser addressed.
-    """
-
-    site: Site | None
-    scheme: str
-    host: str
-    port: int
-    origin: str
-    publicHost: str
-
-    @property
-    def backend(self) -> Backend | None:
-        return self.site.backend if self.site is not None else None
-
-    @cached_property
-    def key(self) -> tuple[Any, ...]:
-        backend = self.backend
-        verify = backend.verify if backend is not None else True
-        caFile = backend.caFile if backend is not None else None
-        return (self.scheme, self.host, self.port, verify, caFile)
-
-
-class DestinationRefused(Exception):
-    """
-    The destination policy forbids the address a live host resolved to.
-    """
-
-
 def latin1(value: bytes) -> str:
     return value.decode("latin-1")
-
-
-#: What the capture policy chose per answer type: C{(limit, keep, hashAll)}.
-_CAPTURES: dict[tuple[bytes | None, bool], tuple[int, bool, bool]] = {}
-#: The most answer types remembered (cleared when full).
-MAX_CAPTURE_TYPES = 256
-
-
-def _responseCapture(contentType: bytes | None, logging: bool) -> BodyCapture:
-    """
-    L{responseCapture}'s choice, looked up once per distinct C{Content-Type}.
-    """
-    key = (contentType, logging)
-    choice = _CAPTURES.get(key)
-    if choice is None:
-        if len(_CAPTURES) >= MAX_CAPTURE_TYPES:
-            _CAPTURES.clear()
-        model = responseCapture(contentType, logging)
-        _CAPTURES[key] = (model.limit, model.keep, model.hashAll)
-        return model
-    return BodyCapture(*choice)
 
 
 def originTarget(head: RequestHead) -> bytes:
     """
     The request target to send upstream: origin-form (C{/path?query}).
     """
-    target = head.target
-    if head.url is None:
-        return target
-    start = target.find(b"://")
-    if start < 0:
-        return target
-    start += 3
-    cut = target.find(b"/", start)
-    if cut < 0:
-        cut = len(target)
-    query = target.find(b"?", start, cut)
-    if query >= 0:
-        cut = query
-    path = target[cut:]
-    if not path.startswith(b"/"):
-        path = b"/" + path
-    return path
+    return head.target if head.url is None else originForm(head.target)
 
 
 class Exchange:
@@ -204,8 +132,8 @@ class Exchange:
 
     def __init__(
         self,
-        proxy: SiteProxy,
-        browser: BrowserConnection,
+        proxy: IEngine,
+        browser: IBrowserSide,
         head: RequestHead,
         url: str,
         route: Route,
@@ -218,7 +146,7 @@ class Exchange:
         self.url = url
         self.route = route
         self.started = started
-        self.signIn = route.site.signInHeaders if route.site is not None else frozenset()
+        self.signIn = route.signIn
         self.id = 0
         self.upstream: UpstreamProtocol | None = None
         self.address: str | None = None
@@ -235,7 +163,7 @@ class Exchange:
         #: has no chunks: it gets the body's bytes, ended by the close.
         self.dechunk = False
         self.times: dict[str, float | None] = {"connected": None, "sent": None, "first_byte": None, "end": None}
-        self.requestBody = requestCapture(proxy.logging)
+        self.requestBody = proxy.mode.requestCapture(proxy.logging)
         self.hadBody = False
         self.responseBody: BodyCapture | None = None
         self.response: dict[str, Any] | None = None
@@ -244,6 +172,8 @@ class Exchange:
         self.up = 0
         self.down = 0
         self.closedBy: str | None = None
+        #: The answer was a C{101}: the connections carry another protocol.
+        self.upgraded = False
         self.wsUp: FrameCounter | None = None
         self.wsDown: FrameCounter | None = None
         self._sent: list[bytes] | None = []
@@ -258,12 +188,15 @@ class Exchange:
         if idle is not None:
             self._connected(idle)
             return
-        d = self.proxy.upstreamFor(self.route, fresh=True)
+        d = self.proxy.upstreamFor(self.route, fresh=True, resolved=self._resolvedTo)
         d.addCallbacks(self._connected, self._connectFailed)
         d.addErrback(self._crashed)
 
+    def _resolvedTo(self, address: str) -> None:
+        self.address = address
+
     def _crashed(self, failure: Failure) -> None:
-        _log.failure("the site proxy's exchange for {url} failed", failure, url=self.url)
+        _log.failure("the exchange for {url} failed", failure, url=self.url)
         if not self.done:
             self.fail("the proxy failed: " + failure.getErrorMessage())
 
@@ -323,7 +256,7 @@ class Exchange:
         self.browser.failBeforeAnswer(self, status, reason)
 
     def _openFields(self) -> dict[str, Any]:
-        return openRecord(PROXY_NAME, EXCHANGE, self.started, self.browser.client, self.browser.connectionId,
+        return openRecord(self.proxy.mode.name, EXCHANGE, self.started, self.browser.client, self.browser.connectionId,
                           requestRecord(self.head, self.url, self.signIn), self.route.host, self.route.port,
                           self.address)
 
@@ -444,7 +377,7 @@ class Exchange:
             self.responseBody.feed(event.data)
             self._writeBrowser(event.data if self.dechunk else event.raw)
         elif isinstance(event, EndOfMessage):
-            if self.wsUp is not None:
+            if self.upgraded:
                 return
             if event.raw and not self.dechunk:
                 self._writeBrowser(event.raw)
@@ -465,7 +398,7 @@ class Exchange:
         self.responseStarted = True
         self._sent = None
         head = self.head
-        websocket = event.status == 101 and head.upgrade
+        upgraded = event.status == 101 and head.upgrade
         drop = hopByHop(event.headers) - {b"transfer-encoding"}
         if head.version == b"HTTP/1.0" and not event.eofFramed and any(
             name.lower() == b"transfer-encoding" for name, _ in event.headers
@@ -476,13 +409,14 @@ class Exchange:
             self.closeBrowser = True
             drop.add(b"transfer-encoding")
         extra: list[tuple[bytes, bytes]] = []
-        if websocket:
+        if upgraded:
             drop.discard(b"upgrade")
             extra.append((b"Connection", b"Upgrade"))
-        # One pass: drop the hop-by-hop fields, find the type, rewrite what
-        # names a backend (as rewriteHeaders does).
+        # One pass: drop the hop-by-hop fields, find the type, have the mode
+        # rewrite what names a configured upstream.
         route = self.route
-        backend = route.backend
+        rewrites = route.site is not None
+        mode = self.proxy.mode
         headers: list[tuple[bytes, bytes]] = []
         contentType: bytes | None = None
         for name, value in event.headers:
@@ -491,16 +425,13 @@ class Exchange:
                 contentType = value
             if lower in drop:
                 continue
-            if backend is not None and lower in _REWRITTEN:
-                if lower == b"set-cookie":
-                    value = rewriteSetCookie(value, backend, route.publicHost)
-                else:
-                    value = rewriteLocation(value, backend, route.origin)
+            if rewrites and lower in _REWRITTEN:
+                value = mode.rewrite(route, lower, value)
             headers.append((name, value))
         self.responseKeepAlive = keepAlive(event.version, event.headers) and not event.eofFramed
         if event.eofFramed:
             self.closeBrowser = True
-        if not websocket:
+        if not upgraded:
             if self.closeBrowser:
                 extra.append((b"Connection", b"close"))
             elif head.version == b"HTTP/1.0":
@@ -508,11 +439,17 @@ class Exchange:
         reason = event.reason
         data = serializeHead(b"HTTP/1.1 %d %s" % (event.status, reason), headers, extra=extra)
         self._writeBrowser(data)
-        self.responseBody = _responseCapture(contentType, self.proxy.logging)
+        self.responseBody = mode.responseCapture(contentType, self.proxy.logging)
         self.response = responseRecord(event.status, reason, b"HTTP/1.1", headers + extra, len(data), None,
                                        self.signIn)
-        if websocket:
-            self._startWebSocket()
+        if upgraded:
+            # Both connections now carry the new protocol, relayed as it
+            # comes; a WebSocket's messages are counted.
+            self.upgraded = True
+            if isWebSocket(head):
+                self._startWebSocket()
+            else:
+                self._enterRaw()
 
     def _responseEnded(self) -> None:
         self.responseComplete = True
@@ -722,7 +659,7 @@ class Exchange:
         response = None
         if self.response is not None and not self.unparsed:
             response = dict(self.response)
-            if self.responseBody is not None and self.wsUp is None:
+            if self.responseBody is not None and not self.upgraded:
                 response["body"] = self.responseBody.record(splice=True)
         websocket = None
         if self.wsUp is not None and self.wsDown is not None:

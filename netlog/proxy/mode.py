@@ -1,0 +1,152 @@
+"""
+What a proxy mode decides, and the values it answers with.
+
+The engine (L{netlog.proxy.browser}, L{netlog.proxy.exchange}) asks its mode
+where each request goes, what a CONNECT becomes, what of an exchange is kept
+and how an answer's fields are rewritten; the mode never touches a transport.
+The site proxy's mode is L{netlog.site.mode.SiteMode}, the stand-in's
+L{netlog.standin.mode.StandinMode}; C{docs/engine.rst} says how to write
+another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Hashable, Union
+
+from zope.interface import Attribute, Interface
+
+from netlog.core.capture import BodyCapture
+
+#: What L{IMode.connect} answers for a CONNECT to relay blind (a tunnel
+#: entry, bytes each way).
+BLIND = "blind"
+#: What L{IMode.connect} answers for a CONNECT to open and read: a TLS
+#: handshake first is decrypted, anything else read as plain HTTP.
+OPEN = "open"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """
+    netlog turns the request down itself: C{status} and why.
+    """
+
+    status: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Route:
+    """
+    Where a request goes.
+
+    @ivar scheme: C{http} or C{https} towards the upstream.
+    @ivar host: the upstream's host; C{port} its port.
+    @ivar origin: the public origin the browser addressed
+        (C{https://shop.test}), for the rewrites.
+    @ivar publicHost: the host the browser addressed.
+    @ivar site: the mode's own object for a configured upstream (the site
+        proxy's L{netlog.site.config.Site}); L{None} for a live host, whose
+        address the destination rules judge.
+    @ivar signIn: header names (lowercase) whose values are kept as
+        C{<removed>}.
+    """
+
+    scheme: str
+    host: str
+    port: int
+    origin: str
+    publicHost: str
+    site: Any = None
+    signIn: frozenset[str] = field(default=frozenset())
+
+    @cached_property
+    def key(self) -> Hashable:
+        """
+        Which pooled upstream connections may carry this route's requests.
+        """
+        return (self.scheme, self.host, self.port, self.site)
+
+
+Routed = Union[Route, Refusal]
+
+
+class DestinationRefused(Exception):
+    """
+    The destination rules forbid the address a live host resolved to.
+    """
+
+
+class IMode(Interface):
+    """
+    A proxy's policy over the engine: everything that differs between the
+    site proxy and the stand-in. Pure decisions: no transports, no I/O.
+    """
+
+    name = Attribute("The open line's C{proxy} field: C{site} or C{standin}.")
+
+    privilegedFiles = Attribute(
+        "Files the worker can't read itself, opened for it by the supervisor (a CA key)."
+    )
+
+    def prepare() -> None:
+        """
+        Load what the mode needs before serving (a CA): called in the
+        privileged step, and again (to no effect) at start.
+        """
+
+    def route(scheme: str, host: str, port: int, tunnelled: bool) -> Routed:
+        """
+        Where a request for C{scheme://host:port} goes, or why not.
+
+        @param tunnelled: the request came inside a CONNECT this mode
+            opened, or on the HTTPS route, rather than in absolute form on
+            the forward port.
+        """
+
+    def connect(host: str, port: int) -> str | Refusal:
+        """
+        What a CONNECT to C{host:port} becomes: L{OPEN}, L{BLIND} or a
+        L{Refusal}.
+        """
+
+    def redirect(host: str, port: int) -> tuple[str, frozenset[str]] | None:
+        """
+        For the HTTP route: the HTTPS origin C{http://host:port} is sent to,
+        and the sign-in headers of its site; L{None} when it names no site.
+        """
+
+    def serverTLS(host: str) -> Any:
+        """
+        The TLS server side for a CONNECT to C{host} this mode decrypts.
+        """
+
+    def routeTLS() -> Any:
+        """
+        The TLS server side of the HTTPS route listener (by SNI).
+        """
+
+    def upstreamTLS(route: Route) -> Any:
+        """
+        The TLS client side towards C{route}'s upstream, or L{None} for
+        plain TCP.
+        """
+
+    def requestCapture(logging: bool) -> BodyCapture:
+        """
+        What of a request's body is kept.
+        """
+
+    def responseCapture(contentType: bytes | None, logging: bool) -> BodyCapture:
+        """
+        What of an answer's body is kept, by its C{Content-Type}.
+        """
+
+    def rewrite(route: Route, name: bytes, value: bytes) -> bytes:
+        """
+        An answer's field C{name} (lowercase: C{location},
+        C{content-location} or C{set-cookie}) as the browser gets it, for a
+        route to a configured upstream.
+        """

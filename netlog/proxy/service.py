@@ -1,0 +1,206 @@
+"""
+The proxy as a service: its mode, its listeners, its upstream pool, and how
+it resolves and connects. Both plugins build one (see
+L{netlog.site.service.buildProxy} and L{netlog.standin.service.buildProxy});
+the listeners it lists are bound by the caller (twistd's privileged step, or
+a supervisor that adopts them).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+from typing import Any, Callable
+
+from twisted.application.service import Service
+from twisted.internet import defer
+from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint
+from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
+from twisted.internet.protocol import Factory
+from twisted.logger import Logger
+from twisted.protocols.tls import TLSMemoryBIOFactory
+from zope.interface import implementer
+
+from netlog.log.writer import LogWriter
+from netlog.net.policy import DestinationPolicy
+from netlog.net.resolve import Resolver
+from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT
+from netlog.proxy.browser import FORWARD, HTTP_ROUTE, HTTPS_ROUTE, BrowserFactory
+from netlog.proxy.mode import DestinationRefused, IMode, Route
+from netlog.proxy.upstream import Pool, UpstreamProtocol, connectUpstream
+
+_log = Logger()
+
+
+@implementer(IOpenSSLServerConnectionCreator)
+class _RouteTLS:
+    """
+    The HTTPS route's TLS side, asked of the mode on first use (once its CA
+    is loaded).
+    """
+
+    def __init__(self, mode: IMode) -> None:
+        self.mode = mode
+        self._tls: Any = None
+
+    def serverConnectionForTLS(self, protocol: Any) -> Any:
+        if self._tls is None:
+            self._tls = self.mode.routeTLS()
+        return self._tls.serverConnectionForTLS(protocol)
+
+
+class ProxyService(Service):
+    """
+    A proxy: the engine over one mode.
+
+    @ivar listeners: C{(role, description, factory)} for the caller to bind.
+    """
+
+    name = "proxy"
+
+    def __init__(
+        self,
+        mode: IMode,
+        writer: LogWriter,
+        reactor: Any,
+        resolver: Resolver,
+        policy: DestinationPolicy,
+        listen: list[str],
+        httpsRoute: str | None = None,
+        httpRoute: str | None = None,
+        connectTimeout: float = DEFAULT_CONNECT_TIMEOUT,
+        idleTimeout: float = DEFAULT_IDLE_TIMEOUT,
+        headerTimeout: float = DEFAULT_HEADER_TIMEOUT,
+    ) -> None:
+        """
+        @param idleTimeout: seconds an exchange, a WebSocket or a tunnel may
+            pass nothing (C{--idle-timeout}).
+        @param headerTimeout: seconds a browser has to send a whole request
+            head once begun (C{--header-timeout}); then C{408}.
+        """
+        self.mode = mode
+        self.writer = writer
+        self.reactor = reactor
+        self.resolver = resolver
+        self.policy = policy
+        self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
+        self.headerTimeout = headerTimeout
+        self.pool = Pool(reactor)
+        self.connections: set[Any] = set()
+        self._ids = itertools.count(1)
+        self._upstreamTLS: dict[Any, Any] = {}
+        self.listeners: list[tuple[str, str, Any]] = []
+        for description in listen:
+            self.listeners.append(("forward", description, BrowserFactory(self, FORWARD)))
+        if httpsRoute:
+            self.listeners.append(
+                ("https-route", httpsRoute,
+                 TLSMemoryBIOFactory(_RouteTLS(mode), False, BrowserFactory(self, HTTPS_ROUTE)))  # type: ignore[arg-type]
+            )
+        if httpRoute:
+            self.listeners.append(("http-route", httpRoute, BrowserFactory(self, HTTP_ROUTE)))
+
+    # -- service ------------------------------------------------------------------
+
+    @property
+    def privilegedFiles(self) -> list[str]:
+        """
+        The files a supervised worker can't read itself (the mode's).
+        """
+        return list(self.mode.privilegedFiles)
+
+    def privilegedStartService(self) -> None:
+        self.mode.prepare()
+        Service.privilegedStartService(self)
+
+    def startService(self) -> None:
+        self.mode.prepare()
+        Service.startService(self)
+
+    def stopService(self) -> Any:
+        for connection in list(self.connections):
+            peer = connection.rawPeer or connection.exchange
+            if peer is not None:
+                peer.abort()
+            connection.close()
+        self.pool.closeAll()
+        return Service.stopService(self)
+
+    # -- what the protocols use ------------------------------------------------------
+
+    @property
+    def logging(self) -> bool:
+        return self.writer.enabled
+
+    def nextConnectionId(self) -> str:
+        return f"c{next(self._ids)}"
+
+    def resolveFor(self, route: Route) -> defer.Deferred[str]:
+        """
+        The address to connect to for C{route}: for a live host, the first
+        address it resolves to that the destination rules allow (a
+        configured upstream is trusted).
+
+        @raise DestinationRefused: (in the Deferred) no address is allowed.
+        """
+        d = self.resolver.resolve(route.host)
+
+        def pick(resolution: Any) -> str:
+            if route.site is not None:
+                return resolution.addresses[0]  # type: ignore[no-any-return]
+            why = None
+            for address in resolution.addresses:
+                why = self.policy.check(address, route.port, resolution.named)
+                if why is None:
+                    return address  # type: ignore[no-any-return]
+            raise DestinationRefused(f"{route.host} may not be reached: {why}")
+
+        return d.addCallback(pick)
+
+    def connectRaw(self, address: str, port: int, protocolClass: Any) -> defer.Deferred[Any]:
+        endpointClass = TCP6ClientEndpoint if ipaddress.ip_address(address).version == 6 else TCP4ClientEndpoint
+        endpoint = endpointClass(self.reactor, address, port, timeout=self.connectTimeout)
+        factory: Any = Factory.forProtocol(protocolClass)
+        factory.noisy = False  # no "Starting factory" line per upstream connection
+        return endpoint.connect(factory)  # type: ignore[no-any-return]
+
+    def takeIdle(self, route: Route) -> tuple[UpstreamProtocol, bool, str, float | None] | None:
+        """
+        An idle pooled connection for C{route}, as L{upstreamFor} gives it,
+        or L{None}.
+        """
+        idle = self.pool.take(route.key)
+        if idle is None:
+            return None
+        return (idle, True, idle.address or route.host, None)
+
+    def upstreamFor(self, route: Route, fresh: bool = False, resolved: Callable[[str], None] | None = None
+                    ) -> defer.Deferred[tuple[UpstreamProtocol, bool, str, float | None]]:
+        """
+        A connection for C{route}: an idle one from the pool, else a new one.
+
+        @param resolved: told the address a new connection goes to, once
+            known (so a failure to connect can say where it tried).
+
+        @return: C{(protocol, reused, address, connectedAt)}.
+        """
+        key = route.key
+        if not fresh:
+            idle = self.takeIdle(route)
+            if idle is not None:
+                return defer.succeed(idle)
+        tls = None
+        if route.scheme == "https":
+            if key not in self._upstreamTLS:
+                self._upstreamTLS[key] = self.mode.upstreamTLS(route)
+            tls = self._upstreamTLS[key]
+        d = self.resolveFor(route)
+
+        def connect(address: str) -> Any:
+            if resolved is not None:
+                resolved(address)
+            c = connectUpstream(self.reactor, address, route.port, tls, self.connectTimeout, key)
+            return c.addCallback(lambda p: (p, False, address, self.reactor.seconds()))
+
+        return d.addCallback(connect)

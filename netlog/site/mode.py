@@ -1,0 +1,142 @@
+"""
+The site proxy's mode: the sites of C{sites.toml} are decrypted (or read as
+plain HTTP inside their CONNECT), routed to their backends, kept whole and
+rewritten; allowed live hosts are relayed; anything else is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from zope.interface import implementer
+
+from netlog.core.capture import BodyCapture, requestCapture, responseCaptureFor
+from netlog.core.records import urlAuthority
+from netlog.proxy.mode import BLIND, OPEN, IMode, Refusal, Route, Routed
+from netlog.site.ca import CERT_FILE, KEY_FILE, CertificateAuthority
+from netlog.site.config import Site, SitesConfig
+from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
+from netlog.site.tls import SNITLS, HostTLS, backendTLS
+
+#: Routes kept for reuse (one per site and public origin; cleared when full).
+MAX_CACHED_ROUTES = 1024
+#: What the site proxy answers for a host or port it doesn't serve.
+FORBIDDEN = 403
+
+
+@implementer(IMode)
+class SiteMode:
+    """
+    The site proxy's decisions, from its C{sites.toml}.
+
+    @ivar ca: netlog's CA, loaded by L{prepare} (in the privileged step).
+    """
+
+    name = "site"
+
+    def __init__(self, config: SitesConfig, stateDir: str, ca: CertificateAuthority | None = None,
+                 openKey: Callable[[str, int], int] | None = None) -> None:
+        """
+        @param openKey: opens the CA key the supervisor opened for the worker
+            (see L{netlog.supervise.privileged.openPrivileged}).
+        """
+        self.config = config
+        self.stateDir = stateDir
+        self.ca = ca
+        self.openKey = openKey
+        self._routes: dict[tuple[Any, ...], Route] = {}
+
+    @property
+    def privilegedFiles(self) -> list[str]:
+        return [os.path.join(self.stateDir, KEY_FILE)]
+
+    def prepare(self) -> None:
+        if self.ca is not None:
+            return
+        if self.openKey is not None and os.path.exists(os.path.join(self.stateDir, CERT_FILE)):
+            self.ca = CertificateAuthority.loadOrCreate(self.stateDir, self.openKey)
+        else:
+            self.ca = CertificateAuthority.loadOrCreate(self.stateDir)
+        # Mint the sites' certificates now, while the key is at hand.
+        for site in self.config.sites:
+            for origin in site.origins:
+                if origin.scheme == "https":
+                    self.ca.contextFor(origin.host)
+
+    # -- routing ----------------------------------------------------------------
+
+    def siteRoute(self, site: Site, scheme: str, host: str, port: int) -> Route:
+        """
+        The route to C{site}'s backend for a request to C{scheme://host:port};
+        the same object each time (its pool key is computed once).
+        """
+        key = (id(site), scheme, host, port)
+        route = self._routes.get(key)
+        if route is None:
+            if len(self._routes) >= MAX_CACHED_ROUTES:
+                self._routes.clear()
+            backend = site.backend
+            route = self._routes[key] = Route(
+                backend.scheme, backend.host, backend.port, f"{scheme}://{urlAuthority(host, port, scheme)}", host,
+                site, site.signInHeaders,
+            )
+        return route
+
+    def route(self, scheme: str, host: str, port: int, tunnelled: bool) -> Routed:
+        site = self.config.siteAt(scheme, host, port)
+        if site is not None:
+            return self.siteRoute(site, scheme, host, port)
+        origin = f"{scheme}://{urlAuthority(host, port, scheme)}"
+        if tunnelled:
+            return Refusal(FORBIDDEN, f"{origin} is not a site's origin")
+        if self.config.isLive(host):
+            return Route(scheme, host, port, origin, host)
+        return Refusal(FORBIDDEN, f"{origin} is not a site's origin or an allowed live host")
+
+    def connect(self, host: str, port: int) -> str | Refusal:
+        config = self.config
+        if config.tunnelsTo(host, port):
+            return OPEN
+        if config.isLive(host):
+            if port not in config.liveConnectPorts:
+                allowed = ", ".join(str(p) for p in sorted(config.liveConnectPorts))
+                return Refusal(FORBIDDEN, f"CONNECT to port {port} of a live host is not allowed "
+                                          f"(allowed: {allowed}; see [live] connect_ports in sites.toml)")
+            return BLIND
+        return Refusal(FORBIDDEN, f"{host} is not a site or an allowed live host")
+
+    def redirect(self, host: str, port: int) -> tuple[str, frozenset[str]] | None:
+        origin = self.config.redirectFor(host, port)
+        if origin is None:
+            return None
+        site = self.config.siteAt(origin.scheme, origin.host, origin.port)
+        return (str(origin), site.signInHeaders if site is not None else frozenset())
+
+    # -- TLS --------------------------------------------------------------------
+
+    def serverTLS(self, host: str) -> HostTLS:
+        assert self.ca is not None
+        return HostTLS(self.ca, host)
+
+    def routeTLS(self) -> SNITLS:
+        assert self.ca is not None
+        hosts = [o.host for s in self.config.sites for o in s.origins if o.scheme == "https"]
+        return SNITLS(self.ca, self.config.hasHost, hosts[0])
+
+    def upstreamTLS(self, route: Route) -> Any:
+        return backendTLS(route.site.backend) if route.site is not None else None
+
+    # -- what is kept, and rewritten ---------------------------------------------
+
+    def requestCapture(self, logging: bool) -> BodyCapture:
+        return requestCapture(logging)
+
+    def responseCapture(self, contentType: bytes | None, logging: bool) -> BodyCapture:
+        return responseCaptureFor(contentType, logging)
+
+    def rewrite(self, route: Route, name: bytes, value: bytes) -> bytes:
+        backend = route.site.backend
+        if name == b"set-cookie":
+            return rewriteSetCookie(value, backend, route.publicHost)
+        return rewriteLocation(value, backend, route.origin)

@@ -1,0 +1,38 @@
+"""
+The site proxy as a service: the engine (L{netlog.proxy.service}) over
+L{SiteMode}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from netlog.log.writer import LogWriter
+from netlog.net.options import buildDestinations
+from netlog.proxy.service import ProxyService
+from netlog.site.mode import SiteMode
+
+
+def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> ProxyService:
+    """
+    The site proxy for the parsed options of C{twistd netlog-proxy}.
+    """
+    from netlog.supervise.privileged import openPrivileged
+
+    resolver, policy = buildDestinations(config, reactor)
+    api = config.get("api-address")
+    if api:
+        policy.addListener(api[0], api[1])
+    return ProxyService(
+        SiteMode(config.sitesConfig, config["state"], openKey=openPrivileged),
+        writer,
+        reactor,
+        resolver,
+        policy,
+        list(config["listen"]),
+        config.get("https-route"),
+        config.get("http-route"),
+        float(config["connect-timeout"]),
+        float(config["idle-timeout"]),
+        float(config["header-timeout"]),
+    )
