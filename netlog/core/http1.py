@@ -304,6 +304,69 @@ def hopByHop(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
     return set(HOP_BY_HOP) | (set(commaValues(headers, b"connection")) - _UNDROPPABLE)
 
 
+#: What a proxy that relays a body with its framing as it came drops of a
+#: head that names nothing in C{Connection}: the hop-by-hop fields but
+#: C{Transfer-Encoding}, which frames what follows.
+RELAY_DROP = HOP_BY_HOP - {b"transfer-encoding"}
+
+
+class HeadFields:
+    """
+    One pass over a head's fields: what relaying it needs, each name
+    lowercased once (what L{hopByHop}, L{keepAlive} and L{serializeHead}
+    say, without reading the fields again for each).
+
+    @ivar lowered: the names, lowercased, in order.
+    @ivar relayDrop: the lowercased names a relay doesn't forward: the
+        hop-by-hop fields (as L{hopByHop} says) but C{Transfer-Encoding}.
+    @ivar keepAlive: what L{keepAlive} says for the head's version.
+    """
+
+    __slots__ = ("headers", "lowered", "relayDrop", "keepAlive")
+
+    def __init__(self, version: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        self.headers = headers
+        lowered = [name.lower() for name, _ in headers]
+        self.lowered = lowered
+        tokens: list[bytes] = []
+        if b"connection" in lowered:
+            tokens = commaValues(headers, b"connection")
+        self.relayDrop: frozenset[bytes] | set[bytes] = (
+            hopByHop(headers) - {b"transfer-encoding"} if tokens else RELAY_DROP
+        )
+        if b"close" in tokens:
+            self.keepAlive = False
+        else:
+            self.keepAlive = version == b"HTTP/1.1" or (version == b"HTTP/1.0" and b"keep-alive" in tokens)
+
+    def has(self, name: bytes) -> bool:
+        return name in self.lowered
+
+    def first(self, name: bytes) -> bytes | None:
+        """
+        The value of the first field called C{name} (lowercase), if any.
+        """
+        try:
+            return self.headers[self.lowered.index(name)][1]
+        except ValueError:
+            return None
+
+    def serialize(self, startLine: bytes, drop: frozenset[bytes] | set[bytes],
+                  extra: list[tuple[bytes, bytes]]) -> bytes:
+        """
+        What L{serializeHead}C{(startLine, headers, drop=drop, extra=extra)}
+        builds.
+        """
+        parts = [startLine, b"\r\n"]
+        for (name, value), n in zip(self.headers, self.lowered):
+            if n not in drop:
+                parts += (name, b": ", value, b"\r\n")
+        for name, value in extra:
+            parts += (name, b": ", value, b"\r\n")
+        parts.append(b"\r\n")
+        return b"".join(parts)
+
+
 def serializeHead(
     startLine: bytes,
     headers: Iterable[tuple[bytes, bytes]],
@@ -320,7 +383,7 @@ def serializeHead(
     dropped = set(drop)
     parts = [startLine, b"\r\n"]
     for name, value in headers:
-        if name.lower() in dropped:
+        if dropped and name.lower() in dropped:
             continue
         parts += (name, b": ", value, b"\r\n")
     for name, value in extra:

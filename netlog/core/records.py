@@ -134,7 +134,7 @@ def requestRecord(head: RequestHead, url: str, signIn: frozenset[str] | set[str]
     WebSocket's URL is named as the browser addressed it, C{ws://} or
     C{wss://}.
     """
-    if isWebSocket(head):
+    if head.upgrade and isWebSocket(head):
         scheme, colon, rest = url.partition("://")
         if colon and scheme.lower() in _WEBSOCKET_SCHEMES:
             url = _WEBSOCKET_SCHEMES[scheme.lower()] + "://" + rest

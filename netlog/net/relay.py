@@ -72,11 +72,15 @@ class Gate:
             self.transport.pauseProducing()
         self.reasons.add(reason)
 
-    def release(self, reason: str) -> None:
-        if reason not in self.reasons:
+    def release(self, *reasons: str) -> None:
+        """
+        These reasons hold no more; reading resumes once none does.
+        """
+        held = self.reasons
+        if not held:
             return
-        self.reasons.discard(reason)
-        if not self.reasons:
+        held.difference_update(reasons)
+        if not held:
             self.transport.resumeProducing()
 
     @property

@@ -45,6 +45,7 @@ from netlog.core.records import (
     UNREACHED_TEXT,
     connectUrl,
     endRecord,
+    hostPort,
     openRecord,
     ownAnswer,
     requestRecord,
@@ -98,6 +99,29 @@ class BrowserConnection(Protocol):
         browser's first byte in it.
     """
 
+    __slots__ = (
+        "_handshake",
+        "_idleCall",
+        "_lastActive",
+        "_partialStart",
+        "client",
+        "closing",
+        "connectionId",
+        "discarding",
+        "exchange",
+        "gate",
+        "gone",
+        "headStarted",
+        "proxy",
+        "queue",
+        "rawPeer",
+        "reactor",
+        "reader",
+        "state",
+        "tunnelAuthority",
+        "tunnelTarget",
+    )
+
     transport: Any
 
     def __init__(self, proxy: IEngine, state: str) -> None:
@@ -130,7 +154,7 @@ class BrowserConnection(Protocol):
         self.gate = Gate(self.transport)
         self.connectionId = self.proxy.nextConnectionId()
         peer = self.transport.getPeer()
-        self.client = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', 0)}"
+        self.client = hostPort(getattr(peer, "host", "?"), getattr(peer, "port", 0))
         own = self.transport.getHost()
         if hasattr(own, "port"):
             self.proxy.policy.addListener(own.host, own.port)
@@ -153,13 +177,13 @@ class BrowserConnection(Protocol):
             return
         now = self.reactor.seconds()
         self._lastActive = now
-        if self.headStarted is None and self.exchange is None and self.reader.idle and not self.queue:
+        idle = self.reader.idle
+        if self.headStarted is None and self.exchange is None and idle and not self.queue:
             self.headStarted = now
             self._arm()
         # An exchange starts with its request's first byte: the first head
         # read from this data started when the reader last had nothing.
-        startedAt = now if self.reader.idle else self._partialStart
-        self._take(self.reader.feed(data), startedAt, now)
+        self._take(self.reader.feed(data), now if idle else self._partialStart, now)
         self.pump()
 
     def _take(self, events: list[Event], startedAt: float, now: float) -> None:
@@ -188,12 +212,12 @@ class BrowserConnection(Protocol):
         elif self.exchange is not None:
             self.exchange.browserLost(reason)
 
-    def touch(self) -> None:
+    def touch(self, now: float) -> None:
         """
-        Something passed on this connection (the server's side counts too):
-        the idle timeout starts again.
+        Something passed on this connection at C{now} (the server's side
+        counts too): the idle timeout starts again.
         """
-        self._lastActive = self.reactor.seconds()
+        self._lastActive = now
 
     def _deadline(self) -> float | None:
         """
@@ -315,8 +339,8 @@ class BrowserConnection(Protocol):
             elif isinstance(event, Incomplete):
                 self.close()
         if self.exchange is None and not self.queue and self.rawPeer is None and not self.closing:
-            self.gate.release(BUSY)
-            self.gate.release(CONNECTING)
+            if self.gate.reasons:
+                self.gate.release(BUSY, CONNECTING)
             if self.reader.paused:
                 # An Upgrade the server declined: read on.
                 now = self.reactor.seconds()
@@ -326,7 +350,8 @@ class BrowserConnection(Protocol):
 
     def exchangeReady(self, exchange: Exchange) -> None:
         if exchange is self.exchange:
-            self.gate.release(CONNECTING)
+            if self.gate.reasons:
+                self.gate.release(CONNECTING)
             self.pump()
 
     def exchangeDone(self, exchange: Exchange, close: bool) -> None:
@@ -338,8 +363,8 @@ class BrowserConnection(Protocol):
         if close or self.gone:
             self.close()
             return
-        self.gate.release(BUSY)
-        self.gate.release(CONNECTING)
+        if self.gate.reasons:
+            self.gate.release(BUSY, CONNECTING)
         self._lastActive = self.reactor.seconds()
         self.pump()
         if self.exchange is None and not self.closing and not self.reader.idle and self.headStarted is None:
@@ -357,8 +382,7 @@ class BrowserConnection(Protocol):
         relayed.
         """
         self.rawPeer = peer
-        self.gate.release(BUSY)
-        self.gate.release(CONNECTING)
+        self.gate.release(BUSY, CONNECTING)
         pending = []
         for event, _ in self.queue:
             raw = getattr(event, "raw", b"")
@@ -432,8 +456,8 @@ class BrowserConnection(Protocol):
     def _startExchange(self, head: RequestHead, url: str, route: Route, at: float) -> None:
         exchange = Exchange(self.proxy, self, head, url, route, at)
         self.exchange = exchange
-        self._lastActive = self.reactor.seconds()
-        self._arm()
+        # (The timer, set for the head, looks again when it fires: the
+        # exchange's idle deadline is later.)
         exchange.start()
 
     # -- answers netlog gives itself ------------------------------------------------------

@@ -31,8 +31,7 @@ from netlog.core.http1 import (
     RequestHead,
     ResponseHead,
     Unparsable,
-    hopByHop,
-    keepAlive,
+    HeadFields,
     serializeHead,
 )
 from netlog.core.records import (
@@ -114,13 +113,6 @@ def latin1(value: bytes) -> str:
     return value.decode("latin-1")
 
 
-def originTarget(head: RequestHead) -> bytes:
-    """
-    The request target to send upstream: origin-form (C{/path?query}).
-    """
-    return head.target if head.url is None else originForm(head.target)
-
-
 class Exchange:
     """
     One request and its answer, relayed and logged.
@@ -129,6 +121,51 @@ class Exchange:
         the request's body may follow.
     @ivar requestDone: the whole request has been read from the browser.
     """
+
+    __slots__ = (
+        "_batch",
+        "_sent",
+        "_sentSize",
+        "_trimmed",
+        "address",
+        "browser",
+        "closeBrowser",
+        "closedBy",
+        "dechunk",
+        "done",
+        "down",
+        "fields",
+        "hadBody",
+        "head",
+        "id",
+        "interim",
+        "proxy",
+        "raw",
+        "reactor",
+        "ready",
+        "requestBody",
+        "requestDone",
+        "response",
+        "responseBody",
+        "responseComplete",
+        "responseKeepAlive",
+        "responseStarted",
+        "retried",
+        "reused",
+        "route",
+        "signIn",
+        "started",
+        "connectedAt",
+        "sentAt",
+        "firstByteAt",
+        "unparsed",
+        "up",
+        "upgraded",
+        "upstream",
+        "url",
+        "wsDown",
+        "wsUp",
+    )
 
     def __init__(
         self,
@@ -153,17 +190,26 @@ class Exchange:
         self.reused = False
         self.ready = False
         self.requestDone = False
+        #: The answer has come whole (the request may still be coming).
+        self.responseComplete = False
         self.responseStarted = False
         self.done = False
         self.raw = False
         self.unparsed = False
         self.retried = False
-        self.closeBrowser = not keepAlive(head.version, head.headers)
+        #: The request's fields, read once.
+        self.fields = HeadFields(head.version, head.headers)
+        self.closeBrowser = not self.fields.keepAlive
         #: The answer comes chunked and the browser speaks HTTP/1.0, which
         #: has no chunks: it gets the body's bytes, ended by the close.
         self.dechunk = False
-        self.times: dict[str, float | None] = {"connected": None, "sent": None, "first_byte": None, "end": None}
-        self.requestBody = proxy.mode.requestCapture(proxy.logging)
+        #: When the upstream connection was made (None when reused), the
+        #: request had gone up whole, and the answer's first byte came.
+        self.connectedAt: float | None = None
+        self.sentAt: float | None = None
+        self.firstByteAt: float | None = None
+        #: What of the request's body is kept, made when a body comes.
+        self.requestBody: BodyCapture | None = None
         self.hadBody = False
         self.responseBody: BodyCapture | None = None
         self.response: dict[str, Any] | None = None
@@ -209,7 +255,7 @@ class Exchange:
         self.upstream = upstream
         self.reused = reused
         self.address = address
-        self.times["connected"] = None if reused else connectedAt
+        self.connectedAt = None if reused else connectedAt
         upstream.exchange = self
         upstream.raw = False
         if not self.id:
@@ -223,13 +269,15 @@ class Exchange:
 
     def _sendHead(self) -> None:
         head = self.head
-        drop = hopByHop(head.headers) - {b"transfer-encoding"}
+        fields = self.fields
+        drop = fields.relayDrop
         extra: list[tuple[bytes, bytes]] = []
         if head.upgrade:
-            drop.discard(b"upgrade")
+            drop = drop - {b"upgrade"}
             extra.append((b"Connection", b"Upgrade"))
-        data = serializeHead(b" ".join((head.method, originTarget(head), b"HTTP/1.1")),
-                             head.headers, drop=drop, extra=extra)
+        # Upstream, the target is origin-form (C{/path?query}).
+        target = head.target if head.url is None else originForm(head.target)
+        data = fields.serialize(b" ".join((head.method, target, b"HTTP/1.1")), drop, extra)
         assert self.upstream is not None
         self.upstream.reader.expectResponseTo(head.method)
         self._write(data)
@@ -280,8 +328,9 @@ class Exchange:
             self.browser.transport.unregisterProducer()
         except Exception:
             pass
-        self.browser.gate.release(BACKPRESSURE)
-        if upstream.gate is not None:
+        if self.browser.gate.reasons:
+            self.browser.gate.release(BACKPRESSURE)
+        if upstream.gate is not None and upstream.gate.reasons:
             upstream.gate.release(BACKPRESSURE)
 
     # -- the request, from the browser ------------------------------------------
@@ -291,8 +340,11 @@ class Exchange:
             return
         if isinstance(event, Body):
             self.hadBody = True
-            self.requestBody.feed(event.data)
-            if not self._trimmed and self.requestBody.spilled:
+            capture = self.requestBody
+            if capture is None:
+                capture = self.requestBody = self.proxy.mode.requestCapture(self.proxy.logging)
+            capture.feed(event.data)
+            if not self._trimmed and capture.spilled:
                 self._trimmed = True
                 giveBackFreeMemory(self.reactor.seconds())
             if not self.responseComplete:
@@ -301,7 +353,7 @@ class Exchange:
             self.requestDone = True
             if event.raw and not self.responseComplete:
                 self._write(event.raw)
-            self.times["sent"] = self.reactor.seconds()
+            self.sentAt = self.reactor.seconds()
         elif isinstance(event, Incomplete):
             self.requestDone = True
             self.closedBy = CLIENT
@@ -318,8 +370,6 @@ class Exchange:
                 self.done = True
                 self.browser.failAfterOpen(self, event.status, event.reason, refused=True)
 
-    responseComplete = False
-
     def browserLost(self, reason: Failure) -> None:
         if self.done:
             return
@@ -335,9 +385,10 @@ class Exchange:
     # -- the answer, from upstream ------------------------------------------------
 
     def serverBytes(self, upstream: UpstreamProtocol, data: bytes) -> None:
-        self.browser.touch()
-        if self.times["first_byte"] is None:
-            self.times["first_byte"] = self.reactor.seconds()
+        now = self.reactor.seconds()
+        self.browser.touch(now)
+        if self.firstByteAt is None:
+            self.firstByteAt = now
         if self.raw:
             self._rawDown(data)
             return
@@ -399,36 +450,31 @@ class Exchange:
         self._sent = None
         head = self.head
         upgraded = event.status == 101 and head.upgrade
-        drop = hopByHop(event.headers) - {b"transfer-encoding"}
-        if head.version == b"HTTP/1.0" and not event.eofFramed and any(
-            name.lower() == b"transfer-encoding" for name, _ in event.headers
-        ):
+        fields = HeadFields(event.version, event.headers)
+        drop = fields.relayDrop
+        if head.version == b"HTTP/1.0" and not event.eofFramed and fields.has(b"transfer-encoding"):
             # (The reader frames a response with Transfer-Encoding either by
             # its chunks or, when chunked isn't last, by the close.)
             self.dechunk = True
             self.closeBrowser = True
-            drop.add(b"transfer-encoding")
+            drop = drop | {b"transfer-encoding"}
         extra: list[tuple[bytes, bytes]] = []
         if upgraded:
-            drop.discard(b"upgrade")
+            drop = drop - {b"upgrade"}
             extra.append((b"Connection", b"Upgrade"))
-        # One pass: drop the hop-by-hop fields, find the type, have the mode
-        # rewrite what names a configured upstream.
+        # One pass: drop the hop-by-hop fields, have the mode rewrite what
+        # names a configured upstream.
         route = self.route
-        rewrites = route.site is not None
         mode = self.proxy.mode
-        headers: list[tuple[bytes, bytes]] = []
-        contentType: bytes | None = None
-        for name, value in event.headers:
-            lower = name.lower()
-            if lower == b"content-type" and contentType is None:
-                contentType = value
-            if lower in drop:
-                continue
-            if rewrites and lower in _REWRITTEN:
-                value = mode.rewrite(route, lower, value)
-            headers.append((name, value))
-        self.responseKeepAlive = keepAlive(event.version, event.headers) and not event.eofFramed
+        if route.site is not None:
+            headers = [
+                (name, mode.rewrite(route, lower, value) if lower in _REWRITTEN else value)
+                for (name, value), lower in zip(event.headers, fields.lowered) if lower not in drop
+            ]
+        else:
+            headers = [field for field, lower in zip(event.headers, fields.lowered) if lower not in drop]
+        contentType = fields.first(b"content-type")
+        self.responseKeepAlive = fields.keepAlive and not event.eofFramed
         if event.eofFramed:
             self.closeBrowser = True
         if not upgraded:
@@ -496,7 +542,7 @@ class Exchange:
                 return
         if self.done:
             return
-        if not self.responseStarted and self.times["first_byte"] is None and self.reused \
+        if not self.responseStarted and self.firstByteAt is None and self.reused \
                 and not self.retried and self._sent is not None and self.requestDone \
                 and not self.hadBody and self.head.method in RETRIED_METHODS:
             self._retry()
@@ -536,7 +582,7 @@ class Exchange:
                 return
             self.upstream = upstream
             self.address = address
-            self.times["connected"] = connectedAt
+            self.connectedAt = connectedAt
             upstream.exchange = self
             upstream.reader.expectResponseTo(self.head.method)
             self._write(sent)
@@ -654,8 +700,10 @@ class Exchange:
     def endFields(self, *, failed: str | None = None, failedStatus: int | None = None,
                   refused: tuple[str, int] | None = None) -> dict[str, Any]:
         now = self.reactor.seconds()
-        self.times["end"] = now
-        requestBody = self.requestBody.record(splice=True) if self.hadBody or self.requestBody.size else None
+        requestBody = None
+        if self.hadBody:
+            capture = self.requestBody or self.proxy.mode.requestCapture(self.proxy.logging)
+            requestBody = capture.record(splice=True)
         response = None
         if self.response is not None and not self.unparsed:
             response = dict(self.response)
@@ -670,7 +718,7 @@ class Exchange:
                 "bytes_down": self.wsDown.bytes,
             }
         fields = endRecord(
-            now, self.times["connected"], self.times["sent"], self.times["first_byte"],
+            now, self.connectedAt, self.sentAt, self.firstByteAt,
             up=self.up, down=self.down, requestBody=requestBody, response=response, interim=self.interim,
             closedBy=self.closedBy if self.wsUp is not None or self.raw else None,
             websocket=websocket, unparsed=self.unparsed, refused=refused, failed=failed,

@@ -12,12 +12,13 @@ another.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Hashable, Union
 
 from zope.interface import Attribute, Interface
 
 from netlog.core.capture import BodyCapture
+from netlog.core.records import urlAuthority
 
 #: What L{IMode.connect} answers for a CONNECT to relay blind (a tunnel
 #: entry, bytes each way).
@@ -71,6 +72,20 @@ class Route:
 
 
 Routed = Union[Route, Refusal]
+
+#: Live hosts' routes kept for reuse (a browser asks the same few hosts over
+#: and over; the least recently used go first).
+MAX_LIVE_ROUTES = 1024
+
+
+@lru_cache(maxsize=MAX_LIVE_ROUTES)
+def liveRoute(scheme: str, host: str, port: int) -> Route:
+    """
+    The route to a live host: the host itself, judged by the destination
+    rules once resolved; the same object each time (its pool key is worked
+    out once).
+    """
+    return Route(scheme, host, port, f"{scheme}://{urlAuthority(host, port, scheme)}", host)
 
 
 class DestinationRefused(Exception):

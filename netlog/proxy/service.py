@@ -8,20 +8,18 @@ a supervisor that adopts them).
 
 from __future__ import annotations
 
-import ipaddress
 import itertools
 from typing import Any, Callable
 
 from twisted.application.service import Service
 from twisted.internet import defer
-from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint
 from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
-from twisted.internet.protocol import Factory
 from twisted.logger import Logger
 from twisted.protocols.tls import TLSMemoryBIOFactory
 from zope.interface import implementer
 
 from netlog.log.writer import LogWriter
+from netlog.net.connect import connectThen
 from netlog.net.policy import DestinationPolicy
 from netlog.net.resolve import Resolver
 from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT
@@ -159,11 +157,14 @@ class ProxyService(Service):
         return d.addCallback(pick)
 
     def connectRaw(self, address: str, port: int, protocolClass: Any) -> defer.Deferred[Any]:
-        endpointClass = TCP6ClientEndpoint if ipaddress.ip_address(address).version == 6 else TCP4ClientEndpoint
-        endpoint = endpointClass(self.reactor, address, port, timeout=self.connectTimeout)
-        factory: Any = Factory.forProtocol(protocolClass)
-        factory.noisy = False  # no "Starting factory" line per upstream connection
-        return endpoint.connect(factory)  # type: ignore[no-any-return]
+        """
+        A plain connection to C{address:port} for C{protocolClass} (a
+        tunnel's server side).
+        """
+        made: defer.Deferred[Any] = defer.Deferred()
+        connectThen(self.reactor, address, port, protocolClass, made.callback, made.errback,
+                    timeout=self.connectTimeout)
+        return made
 
     def takeIdle(self, route: Route) -> tuple[UpstreamProtocol, bool, str, float | None] | None:
         """

@@ -15,6 +15,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from netlog.core.http1 import ResponseReader
+from netlog.net.connect import connectThen
 from netlog.net.relay import Gate
 from netlog.net.send import noDelay
 from netlog.proxy.contracts import IAnswerSink
@@ -86,7 +87,14 @@ def connectUpstream(
 ) -> defer.Deferred[UpstreamProtocol]:
     """
     Open a new connection to C{address:port} (TLS over it when C{tlsCreator}).
+    A plain one is made without an endpoint, so its bytes reach the
+    protocol with no wrapper between (see L{connectThen}).
     """
+    if tlsCreator is None:
+        made: defer.Deferred[UpstreamProtocol] = defer.Deferred()
+        connectThen(reactor, address, port, lambda: UpstreamProtocol(reactor, key),
+                    made.callback, made.errback, timeout=timeout)  # type: ignore[arg-type]
+        return made
     ip = ipaddress.ip_address(address)
     endpointClass = TCP6ClientEndpoint if ip.version == 6 else TCP4ClientEndpoint
     endpoint: Any = endpointClass(reactor, address, port, timeout=timeout)

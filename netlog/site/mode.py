@@ -13,7 +13,7 @@ from zope.interface import implementer
 
 from netlog.core.capture import BodyCapture, requestCapture, responseCaptureFor
 from netlog.core.records import urlAuthority
-from netlog.proxy.mode import BLIND, OPEN, IMode, Refusal, Route, Routed
+from netlog.proxy.mode import BLIND, OPEN, IMode, Refusal, Route, Routed, liveRoute
 from netlog.site.ca import CERT_FILE, KEY_FILE, CertificateAuthority
 from netlog.site.config import Site, SitesConfig
 from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
@@ -91,7 +91,7 @@ class SiteMode:
         if tunnelled:
             return Refusal(FORBIDDEN, f"{origin} is not a site's origin")
         if self.config.isLive(host):
-            return Route(scheme, host, port, origin, host)
+            return liveRoute(scheme, host, port)
         return Refusal(FORBIDDEN, f"{origin} is not a site's origin or an allowed live host")
 
     def connect(self, host: str, port: int) -> str | Refusal:

@@ -11,9 +11,8 @@ from typing import Any
 
 from zope.interface import implementer
 
-from netlog.core.capture import BodyCapture
-from netlog.core.records import urlAuthority
-from netlog.proxy.mode import BLIND, IMode, Refusal, Route, Routed
+from netlog.core.capture import BodyCapture, SizeOnly
+from netlog.proxy.mode import BLIND, IMode, Refusal, Route, Routed, liveRoute
 
 #: Ports a CONNECT may reach unless C{--connect-ports} says otherwise: HTTPS,
 #: and HTTP, since browsers open a C{ws://} WebSocket through a proxy with a
@@ -43,7 +42,7 @@ class StandinMode:
         """
 
     def route(self, scheme: str, host: str, port: int, tunnelled: bool) -> Routed:
-        return Route(scheme, host, port, f"{scheme}://{urlAuthority(host, port, scheme)}", host)
+        return liveRoute(scheme, host, port)
 
     def connect(self, host: str, port: int) -> str | Refusal:
         if port in self.connectPorts:
@@ -64,10 +63,10 @@ class StandinMode:
         return None
 
     def requestCapture(self, logging: bool) -> BodyCapture:
-        return BodyCapture(0, keep=False, hashAll=False)
+        return SizeOnly()
 
     def responseCapture(self, contentType: bytes | None, logging: bool) -> BodyCapture:
-        return BodyCapture(0, keep=False, hashAll=False)
+        return SizeOnly()
 
     def rewrite(self, route: Route, name: bytes, value: bytes) -> bytes:
         return value
