@@ -10,24 +10,31 @@ once the output reaches the limit: a 317-byte C{br} body that would inflate to
 A captured body may itself be cut (the proxy keeps at most 1 MB); decoding a
 cut stream gives what the bytes present decode to, marked truncated, rather
 than an error.
+
+Text is then read as a browser reads it: the encoding a byte order mark, the
+C{charset} parameter or the body names (HTML's prescan, XML's declaration,
+CSS's C{@charset}), by the WHATWG Encoding Standard (L{netlog.core.encodings}).
 """
 
 from __future__ import annotations
 
-import codecs
 import io
 import re
 import zlib
 from dataclasses import dataclass
-from functools import lru_cache
 
 import brotli
 import zstandard
 
-#: Decoded size kept of an answer's body.
-RESPONSE_LIMIT = 1024 * 1024
-#: Decoded size kept of a request's body.
-REQUEST_LIMIT = 10 * 1024 * 1024
+from netlog.core.capture import MAX_REQUEST_BODY, MAX_RESPONSE_BODY
+from netlog.core.encodings import decode, getEncoding, sniffBOM
+
+#: Decoded size kept of an answer's body: what the proxy keeps of it (1 MB),
+#: so that a body's text stops at the same byte whether it came encoded or
+#: not.
+RESPONSE_LIMIT = MAX_RESPONSE_BODY
+#: Decoded size kept of a request's body (10 MB), likewise.
+REQUEST_LIMIT = MAX_REQUEST_BODY
 #: Bytes of compressed input handed to a decoder at a time.
 _INPUT_CHUNK = 64 * 1024
 
@@ -267,107 +274,207 @@ def isTextType(mediaType: str) -> bool:
     return mediaType.endswith(("+json", "+xml")) or mediaType == "multipart/form-data"
 
 
-def _c1Fallback(error: UnicodeError) -> tuple[str, int]:
+#: Bytes of a body searched for the encoding it declares (HTML's prescan, XML's
+#: declaration, CSS's C{@charset}), as browsers do.
+SNIFF_BYTES = 1024
+
+#: HTML's whitespace between a tag's attributes.
+_SPACE = b"\t\n\x0c\r "
+#: What an encoding that the body itself declares is read as: bytes whose
+#: declaration was read as ASCII aren't UTF-16, and HTML reads
+#: x-user-defined so declared as windows-1252.
+_NOT_DECLARED = {"UTF-16BE": "UTF-8", "UTF-16LE": "UTF-8", "x-user-defined": "windows-1252"}
+
+
+def _lower(byte: int) -> str:
+    return chr(byte + 0x20 if 0x41 <= byte <= 0x5A else byte)
+
+
+def _attribute(data: bytes, p: int) -> tuple[str, str, int] | None:
     """
-    WHATWG's windows-1252 maps the five bytes cp1252 leaves undefined to the
-    C1 controls of the same value; do the same.
+    HTML's "get an attribute" at C{p}: C{(name, value, position after)}, the
+    name and value lowercased (ASCII); L{None} at a tag's end, or at the end
+    of C{data} (an attribute cut there is not read).
     """
-    assert isinstance(error, UnicodeDecodeError)
-    return "".join(chr(b) for b in error.object[error.start : error.end]), error.end
+    n = len(data)
+    while p < n and data[p] in _SPACE + b"/":
+        p += 1
+    if p >= n or data[p] == 0x3E:
+        return None
+    name = ""
+    while True:
+        if p >= n:
+            return None
+        byte = data[p]
+        if byte == 0x3D and name:
+            p += 1
+            break
+        if byte in _SPACE:
+            while p < n and data[p] in _SPACE:
+                p += 1
+            if p >= n:
+                return None
+            if data[p] != 0x3D:
+                return name, "", p
+            p += 1
+            break
+        if byte in b"/>":
+            return name, "", p
+        name += _lower(byte)
+        p += 1
+    while p < n and data[p] in _SPACE:
+        p += 1
+    if p >= n:
+        return None
+    value = ""
+    if data[p] in b"\"'":
+        quote = data[p]
+        end = data.find(bytes((quote,)), p + 1)
+        if end < 0:
+            return None
+        return name, "".join(_lower(b) for b in data[p + 1 : end]), end + 1
+    if data[p] == 0x3E:
+        return name, "", p
+    while True:
+        if p >= n:
+            return None
+        byte = data[p]
+        if byte in _SPACE or byte == 0x3E:
+            return name, value, p
+        value += _lower(byte)
+        p += 1
 
 
-codecs.register_error("netlog-c1", _c1Fallback)
-
-#: Charset labels that browsers read as windows-1252 (WHATWG Encoding).
-_WINDOWS_1252 = frozenset(
-    {
-        "iso-8859-1",
-        "iso8859-1",
-        "latin1",
-        "latin-1",
-        "l1",
-        "us-ascii",
-        "ascii",
-        "cp1252",
-        "windows-1252",
-        "x-cp1252",
-        "iso_8859-1",
-        "cp819",
-        "ibm819",
-        "iso-ir-100",
-        "csisolatin1",
-        "ansi_x3.4-1968",
-    }
-)
-
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
-_XML_ENCODING = re.compile(rb"""^<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""")
-#: Bytes of an HTML body searched for a C{<meta charset>} (as browsers do).
-_SNIFF_BYTES = 1024
+_CONTENT_CHARSET = re.compile(r"charset[\t\n\x0c\r ]*=[\t\n\x0c\r ]*(?:\"([^\"]*)\"|'([^']*)'|([^\"'\t\n\x0c\r ;][^\t\n\x0c\r ;]*))?")
 
 
-@lru_cache(maxsize=256)
-def _codecFor(label: str) -> tuple[str, str]:
+def _contentCharset(content: str) -> str | None:
     """
-    C{(python codec, error handler)} for a charset label; UTF-8 for a label
-    Python doesn't know.
+    HTML's "extracting a character encoding from a meta element": the
+    encoding a C{content} attribute (lowercased) names after C{charset=}.
     """
-    label = label.strip().strip("\"'").lower()
-    if label in _WINDOWS_1252:
-        return "cp1252", "netlog-c1"
-    try:
-        return codecs.lookup(label).name, "strict"
-    except LookupError:
-        return "utf-8", "strict"
+    for m in _CONTENT_CHARSET.finditer(content):
+        label = next((g for g in m.groups() if g is not None), None)
+        if label is None:
+            # nothing, or an unmatched quote, after "charset=": no encoding
+            return None
+        return getEncoding(label)
+    return None
 
 
-def charsetFor(mediaType: str, params: dict[str, str], data: bytes) -> tuple[str, str]:
+def _meta(data: bytes, p: int) -> tuple[str | None, int]:
     """
-    Which charset text is read in: a byte order mark first, then the
-    C{charset} parameter, then what the body says (HTML's C{<meta charset>},
-    XML's declaration), then UTF-8 (JSON's only charset, and the best guess
-    for the rest, with windows-1252 as the fallback of L{decodeText}).
+    The encoding a C{<meta>} tag whose attributes start at C{p} declares
+    (C{charset}, or C{http-equiv=content-type} with C{content}), and the
+    position after what was read.
     """
-    if data.startswith(codecs.BOM_UTF8):
-        return "utf-8-sig", "strict"
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16", "strict"
+    names: set[str] = set()
+    gotPragma = False
+    needPragma: bool | None = None
+    charset: str | None = None
+    charsetSet = False
+    while (attribute := _attribute(data, p)) is not None:
+        name, value, p = attribute
+        if name in names:
+            continue
+        names.add(name)
+        if name == "http-equiv":
+            gotPragma = gotPragma or value == "content-type"
+        elif name == "content":
+            found = _contentCharset(value)
+            if found is not None and not charsetSet:
+                charset, charsetSet, needPragma = found, True, True
+        elif name == "charset":
+            charset, charsetSet, needPragma = getEncoding(value), True, False
+    if needPragma is None or (needPragma and not gotPragma) or charset is None:
+        return None, p
+    return _NOT_DECLARED.get(charset, charset), p
+
+
+def prescanHTML(data: bytes) -> str | None:
+    """
+    The encoding an HTML document's first L{SNIFF_BYTES} declare, by HTML's
+    "prescan a byte stream to determine its encoding": the first C{<meta
+    charset>} (or C{http-equiv} with C{content}) outside comments whose label
+    names an encoding; L{None} for none.
+    """
+    data = data[:SNIFF_BYTES]
+    n = len(data)
+    p = 0
+    while p < n:
+        if data.startswith(b"<!--", p):
+            end = data.find(b"-->", p + 2)
+            if end < 0:
+                return None
+            p = end + 2
+        elif data[p : p + 5].lower() == b"<meta" and p + 5 < n and data[p + 5] in _SPACE + b"/":
+            encoding, p = _meta(data, p + 5)
+            if encoding is not None:
+                return encoding
+        elif data.startswith(b"<", p) and re.match(rb"</?[A-Za-z]", data[p : p + 3]):
+            while p < n and data[p] not in _SPACE + b">":
+                p += 1
+            while (attribute := _attribute(data, p)) is not None:
+                p = attribute[2]
+        elif data.startswith((b"<!", b"</", b"<?"), p):
+            p = data.find(b">", p + 2)
+            if p < 0:
+                return None
+        p += 1
+    return None
+
+
+_XML_ENCODING = re.compile(rb"""<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""")
+#: CSS's own declaration, exactly as CSS Syntax matches it at the start.
+_CSS_CHARSET = re.compile(rb'@charset "([^"]*)";')
+
+
+def textEncoding(mediaType: str, params: dict[str, str], data: bytes) -> tuple[str | None, int]:
+    """
+    C{(encoding, BOM length)}: which encoding text is read in, as a browser
+    picks it. A byte order mark first, then the C{charset} parameter when it
+    names one, then what the body says: HTML's C{<meta>} prescan, XML's
+    declaration, CSS's C{@charset}. L{None} when nothing names one.
+    """
+    bom = sniffBOM(data)
+    if bom is not None:
+        return bom
     label = params.get("charset")
-    if label:
-        return _codecFor(label)
-    if mediaType in ("text/html", "application/xhtml+xml"):
-        m = _META_CHARSET.search(data[:_SNIFF_BYTES])
-        if m:
-            return _codecFor(m.group(1).decode("ascii"))
-    if "xml" in mediaType or mediaType == "image/svg+xml":
-        m = _XML_ENCODING.match(data[:_SNIFF_BYTES])
-        if m:
-            return _codecFor(m.group(1).decode("ascii"))
-    return "utf-8", "strict"
+    if label is not None:
+        named = getEncoding(label)
+        if named is not None:
+            return named, 0
+    declared: str | None = None
+    if mediaType == "text/html":
+        declared = prescanHTML(data)
+    elif "xml" in mediaType:
+        m = _XML_ENCODING.match(data[:SNIFF_BYTES])
+        declared = getEncoding(m.group(1).decode("ascii")) if m else None
+    elif mediaType == "text/css":
+        m = _CSS_CHARSET.match(data[:SNIFF_BYTES])
+        declared = getEncoding(m.group(1).decode("latin-1")) if m else None
+    if declared is not None:
+        return _NOT_DECLARED.get(declared, declared), 0
+    return None, 0
 
 
 def decodeText(data: bytes, mediaType: str, params: dict[str, str], cut: bool) -> tuple[str, bool]:
     """
     Text from a decoded body: C{(text, lossless)}.
 
-    A body cut short may end inside a character; that partial character is
-    dropped, not counted as a loss. With no declared charset, a C{text/*}
-    body that isn't UTF-8 is read as windows-1252 (what a browser does). A
-    body that
-    still can't be read keeps U+FFFD for the bytes that failed, and
-    C{lossless} is false so that the caller keeps the exact bytes.
+    Text is read in the encoding L{textEncoding} finds, as the WHATWG
+    Encoding Standard's decoder reads it. Text that names none is read as
+    UTF-8 when it is UTF-8 (JSON's only encoding, and what any page written
+    today is), else, for C{text/*}, as windows-1252 (a browser's default, which
+    maps every byte). A body cut short may end inside a character; that
+    partial character is dropped, not counted as a loss. A byte that can't be
+    read is U+FFFD, and C{lossless} is false so that the caller keeps the
+    exact bytes.
     """
-    declared = "charset" in params
-    codec, errors = charsetFor(mediaType, params, data)
-    try:
-        if codec == "utf-8" and not cut:
-            # the usual case: the same as the incremental decoder's last call
-            return data.decode("utf-8", errors), True
-        decoder = codecs.getincrementaldecoder(codec)(errors)
-        return decoder.decode(data, final=not cut), True
-    except UnicodeDecodeError:
-        pass
-    if not declared and codec == "utf-8" and mediaType.startswith("text/"):
-        return codecs.getincrementaldecoder("cp1252")("netlog-c1").decode(data, final=True), True
-    decoder = codecs.getincrementaldecoder(codec)("replace")
-    return decoder.decode(data, final=not cut), False
+    encoding, bom = textEncoding(mediaType, params, data)
+    if encoding is not None:
+        return decode(data[bom:], encoding, final=not cut)
+    text, lossless = decode(data, "UTF-8", final=not cut)
+    if lossless or not mediaType.startswith("text/"):
+        return text, lossless
+    return decode(data, "windows-1252", final=not cut)

@@ -68,6 +68,7 @@ from netlog.core.decoding import (
     parseCodings,
     parseContentType,
 )
+from netlog.core.encodings import decode, getEncoding
 
 HAR_VERSION = "1.2"
 #: The C{mimeType} of an answer that named none (as Chrome and Playwright write).
@@ -856,11 +857,9 @@ def _multipartParams(body: bytes, boundary: str, charset: str) -> list[dict[str,
             param["contentType"] = contentType
         partType, partParams = parseContentType(contentType)
         if "fileName" not in param or not partType or isTextType(partType):
-            try:
-                param["value"] = content.decode(partParams.get("charset", charset))
-            except (UnicodeDecodeError, LookupError):
-                if "fileName" not in param:
-                    param["value"] = content.decode("utf-8", "replace")
+            text, lossless = decode(content, getEncoding(partParams.get("charset", charset)) or "UTF-8")
+            if lossless or "fileName" not in param:
+                param["value"] = text
         params.append(param)
     return params
 
