@@ -54,15 +54,16 @@ class ApiService(StreamServerEndpointService):
 
 def makeApiService(config: Any, reactor: Any) -> ApiService:
     """
-    The API listener for a proxy's C{config} (its C{api}, C{log}, and, for
-    the site proxy, C{state}).
+    The API listener for a proxy's C{config} (its C{api}, C{api-host},
+    C{log}, and, for the site proxy, C{state}).
     """
     state = config.get("state") if "state" in config else None
     caPath = (lambda: os.path.join(state, CA_CERT_FILE)) if state else None
     harPool = ThreadPool(minthreads=0, maxthreads=HAR_EXPORTS_AT_ONCE, name="netlog-har")
     reactor.callWhenRunning(harPool.start)
     reactor.addSystemEventTrigger("during", "shutdown", harPool.stop)
-    root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool)
+    hosts = frozenset(config.get("api-host") or ())
+    root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool, hosts)
     site = Site(root)
     site.displayTracebacks = False
     # A poller asks many times a second: no access log line for each.

@@ -29,7 +29,9 @@ serves on (or None), which a proxy's destination policy must refuse.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import sys
 from typing import Any, Callable
 
@@ -104,6 +106,31 @@ def apiDescription(value: str) -> str:
     return value
 
 
+_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?")
+
+
+def apiHostName(value: str) -> str:
+    """
+    Check one C{--api-host}: a host name or an IP address, without a port;
+    lowercased (an IPv6 address without brackets).
+
+    @raise usage.UsageError: it is neither.
+    """
+    name = value.strip().lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        pass
+    if not _HOST_NAME.fullmatch(name) or len(name) > 253:
+        raise usage.UsageError(
+            f"--api-host wants a host name the API's clients use, without a port "
+            f"(such as netlog.internal), got {value!r}"
+        )
+    return name
+
+
 def apiAddress(description: str) -> tuple[str, int]:
     """
     The C{(host, port)} an C{--api} description (as L{apiDescription} left
@@ -150,6 +177,14 @@ class LogOptions(usage.Options):
         self.argv = list(sys.argv[1:] if options is None else options)
         usage.Options.parseOptions(self, options)
 
+    def opt_api_host(self, name: str) -> None:
+        """
+        NAME: a Host the API answers besides loopback and its own address (repeatable).
+        """
+        # Any other Host gets 421: a web page that points a name of its own
+        # at this machine (DNS rebinding) can't read the API.
+        self.setdefault("api-host", []).append(apiHostName(name))
+
     def opt_listen(self, description: str) -> None:
         """
         The forward port (the browser's proxy setting), an endpoint
@@ -170,6 +205,9 @@ class LogOptions(usage.Options):
         """
         Check C{--api} and set C{self["api-address"]}.
         """
+        self.setdefault("api-host", [])
+        if self["api-host"] and not self.get("api"):
+            raise usage.UsageError("--api-host names the API, which is off: give --api too")
         if self.get("api"):
             self["api"] = apiDescription(self["api"])
             self["api-address"] = apiAddress(self["api"])
