@@ -238,6 +238,63 @@ def _checkOurs(path: str, st: os.stat_result) -> None:
         )
 
 
+def checkLogPath(path: str, uid: int | None = None, gid: int | None = None) -> None:
+    """
+    Check, without opening it, that the log can be opened safely at C{path}:
+    what L{openLogFile} would refuse is refused here, first, with the same
+    words. The missing folders are made (as L{openLogFile} would), once the
+    folders above them are found safe.
+
+    @raise UnsafeLogPath: the path can't be used; the message says why and
+        what to do.
+    """
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
+    if os.path.isdir(path):
+        raise UnsafeLogPath(
+            f"the log path {path} is a folder; name a file in it, such as "
+            f"{os.path.join(path, 'network.jsonl')}"
+        )
+    existing = folder
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UnsafeLogPath(
+            f"the log path {path} is under {existing}, which is a file, not a "
+            f"folder; choose a --log in a folder"
+        )
+    _checkFolder(existing, uid, gid)
+    _checkStrict(existing)
+    try:
+        _makeFolders(folder)
+    except OSError as e:
+        raise UnsafeLogPath(
+            f"the log's folder {folder} can't be made ({e.strerror or e}); make "
+            f"it yourself or choose a --log elsewhere"
+        ) from None
+    _checkFolder(folder, uid, gid)
+    shared = _checkStrict(folder)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeLogPath(
+            f"the log path {path} is a symbolic link; netlog never writes "
+            f"through one: remove it or choose another --log"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeLogPath(f"the log path {path} is not a regular file; remove it or choose another --log")
+    if shared:
+        _checkOurs(path, st)
+    if st.st_nlink != 1:
+        raise UnsafeLogPath(
+            f"the log file {path} has {st.st_nlink} names (hard links); "
+            f"netlog only writes a file with one: remove the other names "
+            f"or choose another --log"
+        )
+
+
 def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> int:
     """
     Open (creating it if need be) the log file for appending, safely.

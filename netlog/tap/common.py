@@ -46,6 +46,7 @@ from netlog.net.options import DEFAULT_LISTEN, withBacklog
 from netlog.supervise.adopt import NotAdoptable, checkAdoptable
 from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor
 from netlog.supervise.worker import dottedName
+from netlog.tap.preflight import OPTION_OF_ROLE, checkListen, commandName, preflight
 
 _log = Logger(namespace="netlog.listeners")
 
@@ -98,9 +99,10 @@ def apiDescription(value: str) -> str:
     parts = _splitDescription(value)
     if parts[0].lower() not in ("tcp", "tcp6") or len(parts) < 2 or not parts[1].isdigit():
         raise usage.UsageError(
-            f"--api wants a TCP endpoint description such as "
-            f"tcp:8081:interface=127.0.0.1, got {value!r}"
+            f"--api {value}: it wants a TCP endpoint description with a port, such as "
+            f"tcp:8081:interface=127.0.0.1"
         )
+    checkListen("--api", value)
     if not any(p.startswith("interface=") for p in parts[2:]):
         value += ":interface=" + (API_INTERFACE if parts[0].lower() == "tcp" else "\\:\\:1")
     return value
@@ -174,8 +176,20 @@ class LogOptions(usage.Options):
     argv: list[str] = []
 
     def parseOptions(self, options: list[str] | None = None) -> None:
+        """
+        Parse, as usual; under twistd, a mistake ends the process with one
+        line (twistd would print its whole help before it).
+        """
         self.argv = list(sys.argv[1:] if options is None else options)
-        usage.Options.parseOptions(self, options)
+        try:
+            usage.Options.parseOptions(self, options)
+        except usage.UsageError as e:
+            if getattr(self, "parent", None) is None:
+                raise
+            message = str(e).removeprefix("Parameter type enforcement failed: ")
+            if "not recognized" in message:
+                message += f" (see {commandName(self)} --help)"
+            raise SystemExit(f"{commandName(self)}: {message}") from None
 
     def opt_api_host(self, name: str) -> None:
         """
@@ -195,6 +209,8 @@ class LogOptions(usage.Options):
     def postOptions(self) -> None:
         if not self.get("listen"):
             self["listen"] = [DEFAULT_LISTEN]
+        for description in self["listen"]:
+            checkListen("--listen", description)
         if self["no-log"]:
             self["log"] = None
         elif not self.get("log"):
@@ -268,12 +284,14 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
     # Built here only to learn its listeners; the worker builds its own.
     proxy: Any = buildProxy(config, LogWriter(None, reactor=reactor), reactor)
     listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
-    for _, description in listeners:
+    for role, description in listeners:
         try:
             checkAdoptable(description)
         except NotAdoptable as e:
-            raise SystemExit(f"twistd: {e}") from None
+            option = OPTION_OF_ROLE.get(role, "--listen")
+            raise SystemExit(f"{commandName(config)}: {option} {description}: {e}") from None
     uid, gid = dropIds(config)
+    preflight(config, listeners, uid, gid)
     argv = getattr(config, "argv", None)
     if argv is None:
         raise usage.UsageError("a supervised proxy needs options parsed by LogOptions.parseOptions")
@@ -304,6 +322,8 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> Mult
     writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid)
     writer.setServiceParent(top)
     proxy: Any = buildProxy(config, writer, reactor)
+    listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
+    preflight(config, listeners, uid, gid)
     proxy.setServiceParent(top)
     for role, description, factory in getattr(proxy, "listeners", []):
         endpoint = serverFromString(reactor, withBacklog(description))
