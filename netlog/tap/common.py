@@ -323,7 +323,7 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> Mult
     writer.setServiceParent(top)
     proxy: Any = buildProxy(config, writer, reactor)
     listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
-    preflight(config, listeners, uid, gid)
+    preflight(config, listeners, uid, gid, supervised=False)
     proxy.setServiceParent(top)
     for role, description, factory in getattr(proxy, "listeners", []):
         endpoint = serverFromString(reactor, withBacklog(description))

@@ -14,7 +14,9 @@ from __future__ import annotations
 import errno
 import ipaddress
 import os
+import pwd
 import socket
+import sys
 from typing import Any
 
 from twisted.internet.endpoints import serverFromString
@@ -211,11 +213,107 @@ def checkListeners(listeners: list[tuple[str, str]]) -> None:
             s.close()
 
 
-def preflight(config: Any, listeners: list[tuple[str, str]], uid: int | None, gid: int | None) -> None:
+def _unusableBy(uid: int, gid: int, executable: str | None, folders: list[str]) -> str | None:
+    """
+    The first of C{executable} (to run) and C{folders} (to read) that user
+    C{uid} can't use, found in a child process that drops to that user; None
+    when it can use them all.
+    """
+    try:
+        name: str | None = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = None
+    readEnd, writeEnd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        answer = b""
+        try:
+            os.close(readEnd)
+            if name is not None:
+                os.initgroups(name, gid)
+            else:
+                os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            if executable is not None and not os.access(executable, os.X_OK):
+                answer = b"run " + os.fsencode(executable)
+            else:
+                for folder in folders:
+                    if not os.access(folder, os.R_OK | os.X_OK):
+                        answer = b"read " + os.fsencode(folder)
+                        break
+            os.write(writeEnd, answer or b"ok")
+        finally:
+            os._exit(0)
+    os.close(writeEnd)
+    try:
+        answer = os.read(readEnd, 65536)
+    finally:
+        os.close(readEnd)
+        os.waitpid(pid, 0)
+    if answer == b"ok":
+        return None
+    return os.fsdecode(answer) or "run netlog"
+
+
+def importFolders(names: list[str]) -> list[str]:
+    """
+    The folders on C{sys.path} that the modules C{names} were imported from.
+    """
+    folders = []
+    for name in names:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        root = os.path.dirname(os.path.abspath(path))
+        for _ in range(name.count(".") + (1 if path.endswith("__init__.py") else 0)):
+            root = os.path.dirname(root)
+        if root not in folders:
+            folders.append(root)
+    return folders
+
+
+def checkDropUser(uid: int | None, gid: int | None, supervised: bool) -> None:
+    """
+    When twistd will drop from root to C{--uid}, check that this user can
+    run this Python (the worker is started with it) and read the packages
+    netlog runs from (modules are imported after the drop): a virtual
+    environment in root's home, or made from a Python there, can't be.
+
+    @raise Mistake: it can't.
+    """
+    if uid is None or os.geteuid() != 0 or uid == 0:
+        return
+    try:
+        entry = pwd.getpwuid(uid)
+        name, primary = entry.pw_name, entry.pw_gid
+    except KeyError:
+        name, primary = str(uid), uid
+    folders = importFolders(["netlog", "twisted", "zope.interface"])
+    what = _unusableBy(uid, primary if gid is None else gid, sys.executable if supervised else None, folders)
+    if what is None:
+        return
+    raise Mistake(
+        f"--uid {name}: {name} can't {what}, and netlog runs as {name} after the "
+        f"drop; install netlog where {name} can read it, from a Python outside "
+        f"root's home (for example /usr/bin/python3 -m venv /opt/netlog; "
+        f"/opt/netlog/bin/pip install netlog), and start /opt/netlog/bin/twistd"
+    )
+
+
+def preflight(
+    config: Any,
+    listeners: list[tuple[str, str]],
+    uid: int | None,
+    gid: int | None,
+    supervised: bool = True,
+) -> None:
     """
     Try what twistd's privileged step will do (bind C{listeners}, given as
-    C{(role, description)}, and the API; open the log) and end the process
-    with one line if it would fail.
+    C{(role, description)}, and the API; open the log), and what the user
+    of C{--uid} will need, and end the process with one line if it would
+    fail.
 
     @raise SystemExit: with that line.
     """
@@ -223,6 +321,7 @@ def preflight(config: Any, listeners: list[tuple[str, str]], uid: int | None, gi
     if config.get("api"):
         tried.append(("--api", config["api"]))
     try:
+        checkDropUser(uid, gid, supervised)
         checkListeners(tried)
         log = config.get("log")
         if log is not None:

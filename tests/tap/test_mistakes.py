@@ -8,14 +8,16 @@ even twistd's own log.
 from __future__ import annotations
 
 import os
+import site
 import socket
 import subprocess
+import sys
 from typing import Callable
 
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from tests.support import freePort, sourceEnv, twistdArgv
+from tests.support import REPO, freePort, sourceEnv, twistdArgv
 
 #: Seconds a refusal may take (a Python start).
 WAIT = 30.0
@@ -38,7 +40,15 @@ class MistakeTests(SynchronousTestCase):
         with open(self.sites, "w") as f:
             f.write(SITES)
 
-    def refused(self, plugin: str, args: list[str], *words: str, made: bool = False) -> str:
+    def refused(
+        self,
+        plugin: str,
+        args: list[str],
+        *words: str,
+        made: bool = False,
+        twistdArgs: list[str] = (),  # type: ignore[assignment]
+        python: tuple[str, dict[str, str]] | None = None,
+    ) -> str:
         """
         Run C{twistd -n PLUGIN ARGS} (with C{--log self.log} unless ARGS
         name one); check that it exits non-zero with one line holding
@@ -46,7 +56,10 @@ class MistakeTests(SynchronousTestCase):
         the test put something there).
         """
         twistdLog = os.path.join(self.folder, "twistd.log")
-        argv = [*twistdArgv(), "-n", "--pidfile=", "--logfile", twistdLog, plugin]
+        argv = [*twistdArgv(), "-n", "--pidfile=", "--logfile", twistdLog, *twistdArgs, plugin]
+        env = sourceEnv()
+        if python is not None:
+            argv[0], env = python
         log = args[args.index("--log") + 1] if "--log" in args else self.log
         if "--log" not in args:
             argv += ["--log", log]
@@ -55,7 +68,7 @@ class MistakeTests(SynchronousTestCase):
                 argv += ["--sites", self.sites]
             argv += ["--state", os.path.join(self.folder, "state")]
         argv += args
-        done = subprocess.run(argv, env=sourceEnv(), cwd=self.folder, capture_output=True, timeout=WAIT)
+        done = subprocess.run(argv, env=env, cwd=self.folder, capture_output=True, timeout=WAIT)
         said = (done.stdout + done.stderr).decode("utf-8", "replace")
         self.assertNotEqual(done.returncode, 0, said)
         lines = said.splitlines()
@@ -196,6 +209,41 @@ class MistakeTests(SynchronousTestCase):
             f.write(SITES.replace('["https://shop.test"]', '["https://shop.test", "https://shop.test:443"]'))
         self.refused("netlog-proxy", [], f"--sites {self.sites}, line 3:",
                      "origin 'https://shop.test:443' is https://shop.test, which its origins already name")
+
+    def test_uidCannotRunPython(self) -> None:
+        """
+        Root starting a proxy with --uid nobody from a Python nobody can't
+        run (a virtual environment in root's home, mode 0700) is told so,
+        and what to do, before anything starts, supervised or not.
+        """
+        if os.geteuid() != 0:
+            raise self.failureException("this test drops from root to nobody and must run as root")
+        private = os.path.join(self.folder, "root-home")
+        os.makedirs(os.path.join(private, "bin"))
+        os.chmod(private, 0o700)
+        python = os.path.join(private, "bin", "python")
+        os.symlink(sys.executable, python)
+        env = sourceEnv()
+        packages = [p for p in site.getsitepackages() if os.path.isdir(p)]
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *packages])
+        for plugin in ("netlog-standin", "netlog-proxy"):
+            line = self.refused(
+                plugin, [], f"--uid nobody: nobody can't run {python}", "/usr/bin/python3 -m venv /opt/netlog",
+                twistdArgs=["--uid", "nobody", "--gid", "nogroup"], python=(python, env),
+            )
+        self.assertIn("nobody can't run", line)
+        # Without the worker (--no-supervise), the packages must still be
+        # readable: netlog imports some after the drop.
+        os.chmod(private, 0o755)
+        hidden = os.path.join(self.folder, "hidden")
+        os.makedirs(hidden)
+        os.chmod(hidden, 0o700)
+        os.symlink(REPO + "/netlog", os.path.join(hidden, "netlog"))
+        env["PYTHONPATH"] = os.pathsep.join([hidden, REPO, *packages])
+        self.refused(
+            "netlog-standin", ["--no-supervise"], f"--uid nobody: nobody can't read {hidden}",
+            twistdArgs=["--uid", "nobody", "--gid", "nogroup"], python=(python, env),
+        )
 
     def test_unknownOption(self) -> None:
         """
