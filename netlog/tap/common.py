@@ -44,7 +44,8 @@ from twisted.python import usage
 from netlog.log.writer import LogWriter
 from netlog.net.options import DEFAULT_LISTEN, withBacklog
 from netlog.supervise.adopt import NotAdoptable, checkAdoptable
-from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor
+from netlog.supervise.policy import RestartPolicy
+from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFileLimit
 from netlog.supervise.worker import dottedName
 from netlog.tap.preflight import OPTION_OF_ROLE, checkListen, commandName, preflight
 
@@ -164,6 +165,8 @@ class LogOptions(usage.Options):
          "before it is killed.", float],
         ["hang-timeout", None, HANG_TIMEOUT, "Seconds a worker's event loop may "
          "be stuck before the worker is killed and replaced (0: never).", float],
+        ["give-up-after", None, None, "Stop (exit status 70) after this many workers in a "
+         "row died quickly, for an outer supervisor to fail over (default: never give up).", int],
     ]
     optFlags = [
         ["no-log", None, "Keep no log (bodies are counted, neither kept nor hashed)."],
@@ -233,6 +236,9 @@ class LogOptions(usage.Options):
         for name in ("grace", "hang-timeout"):
             if self.get(name) is not None and self[name] < 0:
                 raise usage.UsageError(f"--{name} wants a number of seconds, 0 or more")
+        giveUp = self.get("give-up-after")
+        if giveUp is not None and giveUp < 1:
+            raise usage.UsageError(f"--give-up-after wants a number of quick deaths, 1 or more, got {giveUp}")
 
     logName = "network"
 
@@ -310,6 +316,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         grace=config.get("grace", GRACE),
         standby=not config.get("no-standby"),
         hangTimeout=config.get("hang-timeout", HANG_TIMEOUT),
+        policy=RestartPolicy(maxQuickDeaths=config.get("give-up-after")),
     )
 
 
@@ -324,6 +331,9 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> Mult
     proxy: Any = buildProxy(config, writer, reactor)
     listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
     preflight(config, listeners, uid, gid, supervised=False)
+    raised = raiseFileLimit()
+    if raised is not None:
+        _log.info("raised the open files limit from {before} to {after}", before=raised[0], after=raised[1])
     proxy.setServiceParent(top)
     for role, description, factory in getattr(proxy, "listeners", []):
         endpoint = serverFromString(reactor, withBacklog(description))
