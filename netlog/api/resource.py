@@ -6,6 +6,15 @@ The loopback HTTP API's resources: the log's pages, its HAR, the CA.
   - C{GET /network.har}: the HAR export, built in a thread and streamed;
   - C{GET /ca.pem}: the site proxy's CA certificate.
 
+Only a request whose C{Host} names this machine's loopback (C{127.0.0.1},
+C{[::1]}, C{localhost}), the address it was sent to, or a name given with
+C{--api-host} is answered; any other gets C{421} with a JSON error. A web page
+can point a name of its own at 127.0.0.1 (DNS rebinding) and have the browser
+read the API as that name's origin: the C{Host} the browser sends is then that
+name, and is refused. The port is not judged: a page can't choose the name
+the browser sends for another origin, whatever the port, and an SSH tunnel or
+a port forward changes it.
+
 Bad parameters get C{400} and a JSON body saying which and why. The file work
 runs in threads, so a slow disk or a large export never holds up the event
 loop (which, in the supervisor, also watches the worker).
@@ -13,6 +22,7 @@ loop (which, in the supervisor, also watches the worker).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import threading
 from typing import Any, Callable
@@ -43,6 +53,9 @@ HAR_EXPORTS_AT_ONCE = 2
 
 JSON_TYPE = b"application/json"
 
+#: The names the API answers to whatever C{--api-host} says.
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
 
 class BadParameter(Exception):
     """
@@ -55,8 +68,8 @@ class BadParameter(Exception):
         self.reason = reason
 
 
-def _sendJSON(request: Request, code: int, body: dict[str, Any]) -> bytes:
-    request.setResponseCode(code)
+def _sendJSON(request: Request, code: int, body: dict[str, Any], message: bytes | None = None) -> bytes:
+    request.setResponseCode(code, message)
     request.setHeader(b"content-type", JSON_TYPE)
     request.setHeader(b"cache-control", b"no-store")
     return json.dumps(body).encode("utf-8") + b"\n"
@@ -333,22 +346,95 @@ class FileResource(_JSONResource):
         return data
 
 
+def _hostName(value: bytes) -> str | None:
+    """
+    The name part of a C{Host} header (an IPv6 address without its
+    brackets), lowercased; None when it is not C{name[:port]}.
+    """
+    try:
+        text = value.decode("ascii").strip().lower()
+    except UnicodeDecodeError:
+        return None
+    if text.startswith("["):
+        name, bracket, rest = text[1:].partition("]")
+        if not bracket or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
+            return None
+        return name
+    name, colon, port = text.partition(":")
+    if colon and not port.isdigit():
+        return None
+    return name or None
+
+
+def _sameAddress(name: str, address: str) -> bool:
+    try:
+        one, other = ipaddress.ip_address(name), ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    if isinstance(other, ipaddress.IPv6Address) and other.ipv4_mapped is not None:
+        other = other.ipv4_mapped
+    return one == other
+
+
+def hostAllowed(request: Request, names: frozenset[str]) -> bool:
+    """
+    Whether C{request}'s one C{Host} names loopback, the address the
+    request was sent to, or one of C{names} (from C{--api-host}).
+    """
+    values = request.requestHeaders.getRawHeaders(b"host") or []
+    if len(values) != 1:
+        return False
+    name = _hostName(values[0])
+    if name is None:
+        return False
+    if name in LOOPBACK_NAMES or name in names:
+        return True
+    local = request.getHost()
+    return _sameAddress(name, getattr(local, "host", ""))
+
+
 class ApiRoot(Resource):
     """
-    The API's root: its resources, and JSON for anything else.
+    The API's root: its resources, and JSON for anything else; a request
+    whose C{Host} is not one of the API's own names gets C{421}.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, hosts: frozenset[str] = frozenset()) -> None:
         Resource.__init__(self)
+        self._hosts = hosts
+
+    def getChildWithDefault(self, path: bytes, request: Request) -> Resource:
+        if not hostAllowed(request, self._hosts):
+            return _Misdirected()
+        return Resource.getChildWithDefault(self, path, request)
 
     def getChild(self, path: bytes, request: Request) -> Resource:
         return _NotFound()
 
     def render(self, request: Request) -> bytes:
+        if not hostAllowed(request, self._hosts):
+            return _Misdirected().render(request)
         return _sendJSON(
             request,
             404,
             {"error": "no such resource", "resources": sorted(n.decode() for n in self.children)},
+        )
+
+
+class _Misdirected(Resource):
+    isLeaf = True
+
+    def render(self, request: Request) -> bytes:
+        values = request.requestHeaders.getRawHeaders(b"host") or []
+        return _sendJSON(
+            request,
+            421,
+            {
+                "error": "this API answers only requests for 127.0.0.1, [::1], localhost, "
+                "the address it listens on, or a name given with --api-host",
+                "host": [v.decode("latin-1") for v in values],
+            },
+            b"Misdirected Request",
         )
 
 
@@ -365,6 +451,7 @@ def makeApiRoot(
     logPath: str | None,
     caPath: Callable[[], str | None] | None = None,
     harThreadpool: Any = None,
+    hosts: frozenset[str] = frozenset(),
 ) -> ApiRoot:
     """
     The API's resource tree.
@@ -374,8 +461,10 @@ def makeApiRoot(
     @param harThreadpool: the threads HAR exports run in (default
         C{threadpool}); a pool of its own keeps slow HAR clients from
         holding up C{/network}.
+    @param hosts: names (lowercase) the API answers to besides loopback and
+        its own address (C{--api-host}).
     """
-    root = ApiRoot()
+    root = ApiRoot(hosts)
     children: dict[bytes, Any] = {
         b"network": NetworkResource(reactor, threadpool, logPath),
         b"network.har": HarResource(reactor, harThreadpool or threadpool, logPath),

@@ -12,6 +12,7 @@ from typing import Any
 from twisted.application.internet import StreamServerEndpointService
 from twisted.internet.endpoints import serverFromString
 from twisted.logger import Logger
+from twisted.protocols.policies import WrappingFactory
 from twisted.web.server import Site
 
 from twisted.python.threadpool import ThreadPool
@@ -22,6 +23,37 @@ _log = Logger()
 
 #: The CA certificate's name in the site proxy's C{--state} folder.
 CA_CERT_FILE = "ca.pem"
+#: Connections the API holds open at once; one more is closed at once. The
+#: supervisor serves the API, and a descriptor held by an idle client is
+#: one it can't use to start a worker.
+MAX_API_CONNECTIONS = 64
+#: Seconds an API connection may sit idle between requests before it is
+#: closed (a request being answered, a HAR streaming, is not idle).
+API_IDLE_TIMEOUT = 15.0
+
+
+class CappedFactory(WrappingFactory):
+    """
+    Serves at most C{limit} connections at once; closes any more as soon as
+    they are accepted.
+    """
+
+    def __init__(self, wrappedFactory: Any, limit: int) -> None:
+        super().__init__(wrappedFactory)
+        self.limit = limit
+        self.refused = 0
+
+    def buildProtocol(self, addr: Any) -> Any:
+        if len(self.protocols) >= self.limit:
+            self.refused += 1
+            if self.refused == 1 or self.refused % 1000 == 0:
+                _log.warn(
+                    "the API holds {limit} connections already; closed {refused} more so far",
+                    limit=self.limit,
+                    refused=self.refused,
+                )
+            return None
+        return WrappingFactory.buildProtocol(self, addr)
 
 
 class ApiService(StreamServerEndpointService):
@@ -54,18 +86,19 @@ class ApiService(StreamServerEndpointService):
 
 def makeApiService(config: Any, reactor: Any) -> ApiService:
     """
-    The API listener for a proxy's C{config} (its C{api}, C{log}, and, for
-    the site proxy, C{state}).
+    The API listener for a proxy's C{config} (its C{api}, C{api-host},
+    C{log}, and, for the site proxy, C{state}).
     """
     state = config.get("state") if "state" in config else None
     caPath = (lambda: os.path.join(state, CA_CERT_FILE)) if state else None
     harPool = ThreadPool(minthreads=0, maxthreads=HAR_EXPORTS_AT_ONCE, name="netlog-har")
     reactor.callWhenRunning(harPool.start)
     reactor.addSystemEventTrigger("during", "shutdown", harPool.stop)
-    root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool)
-    site = Site(root)
+    hosts = frozenset(config.get("api-host") or ())
+    root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool, hosts)
+    site = Site(root, timeout=API_IDLE_TIMEOUT)
     site.displayTracebacks = False
     # A poller asks many times a second: no access log line for each.
     site.log = lambda request: None  # type: ignore[method-assign]
     endpoint = serverFromString(reactor, config["api"])
-    return ApiService(endpoint, site, config)
+    return ApiService(endpoint, CappedFactory(site, MAX_API_CONNECTIONS), config)

@@ -121,6 +121,89 @@ def _checkFolder(folder: str, uid: int | None, gid: int | None) -> None:
         parent = os.path.dirname(child)
 
 
+def _userName(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _groupMembers(gid: int) -> set[int] | None:
+    """
+    The users in group C{gid}, by its entry and by their own primary group;
+    None when there is no such group (who is in it can't be known).
+    """
+    try:
+        group = grp.getgrgid(gid)
+    except KeyError:
+        return None
+    members = {entry.pw_uid for entry in pwd.getpwall() if entry.pw_gid == gid}
+    for name in group.gr_mem:
+        try:
+            members.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            continue
+    return members
+
+
+def _otherWriters(st: os.stat_result, trusted: set[int]) -> str | None:
+    """
+    Who, besides the users in C{trusted}, can write a folder: None, or
+    words naming them.
+    """
+    if st.st_uid not in trusted:
+        return f"its owner {_userName(st.st_uid)}"
+    if st.st_mode & stat.S_IWOTH:
+        return "every user"
+    if st.st_mode & stat.S_IWGRP:
+        members = _groupMembers(st.st_gid)
+        if members is None or members - trusted:
+            try:
+                name = grp.getgrgid(st.st_gid).gr_name
+            except KeyError:
+                name = str(st.st_gid)
+            return f"the group {name}"
+    return None
+
+
+def _checkStrict(folder: str) -> bool:
+    """
+    Refuse the log's folder, or any folder above it up to C{/}, that a user
+    other than root and the one netlog runs as can write, since that user
+    could rename the log or its folder away and put its own in its place
+    (as C{sshd}'s C{StrictModes} does). A sticky folder (C{/tmp}) written by
+    others is fine when the entry below it is root's or ours: others can't
+    rename what isn't theirs there.
+
+    @return: whether the log's own folder is such a sticky folder, in which
+        case the log file must be root's or ours too (see L{openLogFile}).
+    """
+    trusted = {0, os.geteuid()}
+    shared = False
+    path, below = folder, None
+    while True:
+        st = os.stat(path)
+        writers = _otherWriters(st, trusted)
+        if writers is not None:
+            sticky = bool(st.st_mode & stat.S_ISVTX) and st.st_uid in trusted
+            if not sticky or (below is not None and below.st_uid not in trusted):
+                where = "the log's folder" if path == folder else f"above the log's folder {folder},"
+                raise UnsafeLogPath(
+                    f"the folder {path}, {where} can be written by {writers}, not "
+                    f"only by root and {_userName(os.geteuid())} (who runs netlog), "
+                    f"who could then rename the log away and put their own; make it "
+                    f"writable by root or {_userName(os.geteuid())} alone "
+                    f"(chown root {path}; chmod go-w {path}) or choose a --log in "
+                    f"another folder"
+                )
+            if path == folder:
+                shared = True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return shared
+        path, below = parent, st
+
+
 def _makeFolders(folder: str) -> None:
     """
     Create C{folder} and any missing folder above it, each C{0755} whatever
@@ -142,6 +225,76 @@ def _makeFolders(folder: str) -> None:
         os.chmod(path, FOLDER_MODE)
 
 
+def _checkOurs(path: str, st: os.stat_result) -> None:
+    """
+    Refuse a log file that is neither root's nor ours, in a sticky folder
+    others can write.
+    """
+    if st.st_uid not in (0, os.geteuid()):
+        raise UnsafeLogPath(
+            f"the log file {path} belongs to {_userName(st.st_uid)}, in a folder "
+            f"others can write; netlog only writes a file of its own there: "
+            f"remove it or choose a --log in another folder"
+        )
+
+
+def checkLogPath(path: str, uid: int | None = None, gid: int | None = None) -> None:
+    """
+    Check, without opening it, that the log can be opened safely at C{path}:
+    what L{openLogFile} would refuse is refused here, first, with the same
+    words. The missing folders are made (as L{openLogFile} would), once the
+    folders above them are found safe.
+
+    @raise UnsafeLogPath: the path can't be used; the message says why and
+        what to do.
+    """
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
+    if os.path.isdir(path):
+        raise UnsafeLogPath(
+            f"the log path {path} is a folder; name a file in it, such as "
+            f"{os.path.join(path, 'network.jsonl')}"
+        )
+    existing = folder
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UnsafeLogPath(
+            f"the log path {path} is under {existing}, which is a file, not a "
+            f"folder; choose a --log in a folder"
+        )
+    _checkFolder(existing, uid, gid)
+    _checkStrict(existing)
+    try:
+        _makeFolders(folder)
+    except OSError as e:
+        raise UnsafeLogPath(
+            f"the log's folder {folder} can't be made ({e.strerror or e}); make "
+            f"it yourself or choose a --log elsewhere"
+        ) from None
+    _checkFolder(folder, uid, gid)
+    shared = _checkStrict(folder)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeLogPath(
+            f"the log path {path} is a symbolic link; netlog never writes "
+            f"through one: remove it or choose another --log"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeLogPath(f"the log path {path} is not a regular file; remove it or choose another --log")
+    if shared:
+        _checkOurs(path, st)
+    if st.st_nlink != 1:
+        raise UnsafeLogPath(
+            f"the log file {path} has {st.st_nlink} names (hard links); "
+            f"netlog only writes a file with one: remove the other names "
+            f"or choose another --log"
+        )
+
+
 def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> int:
     """
     Open (creating it if need be) the log file for appending, safely.
@@ -151,12 +304,22 @@ def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> in
 
     @param uid: the user the process will drop to, if any; its folder must not
         be writable by that user.
+    @raise UnsafeLogPath: the path, its folder or one above it is unsafe
+        (see L{_checkStrict}).
     @return: a file descriptor open for reading and appending.
     """
     path = os.path.abspath(path)
     folder = os.path.dirname(path)
     _makeFolders(folder)
     _checkFolder(folder, uid, gid)
+    shared = _checkStrict(folder)
+    if shared:
+        # Opening another's file there may fail (fs.protected_regular) or
+        # hand us a file its owner still holds open: refuse it first.
+        try:
+            _checkOurs(path, os.lstat(path))
+        except FileNotFoundError:
+            pass
     flags = (
         os.O_RDWR
         | os.O_APPEND
@@ -187,6 +350,8 @@ def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> in
                 f"the log path {path} is not a regular file; remove it or "
                 f"choose another --log"
             )
+        if shared:
+            _checkOurs(path, st)
         if st.st_nlink != 1:
             # Another name for the same file (a hard link) could be any file
             # of root's; making it 0644 and root's would be a gift.

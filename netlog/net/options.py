@@ -57,7 +57,8 @@ def withBacklog(description: str) -> str:
 class DestinationOptions:
     """
     C{--resolve NAME=ADDRESS} (repeatable), C{--resolve-only},
-    C{--allow CIDR} (repeatable), C{--connect-timeout}, C{--idle-timeout}.
+    C{--allow CIDR} (repeatable), C{--refuse-private}, C{--connect-timeout},
+    C{--idle-timeout}.
 
     A mixin for a L{usage.Options} subclass (usage gathers C{optParameters}
     and C{opt_} methods from every base).
@@ -65,6 +66,8 @@ class DestinationOptions:
 
     optFlags = [
         ["resolve-only", None, "Look no name up: names not given by --resolve don't resolve."],
+        ["refuse-private", None, "Refuse the private ranges too (10/8, 172.16/12, 192.168/16, "
+         "100.64/10, fc00::/7), which are allowed by default."],
     ]
     optParameters = [
         ["connect-timeout", None, DEFAULT_CONNECT_TIMEOUT,
@@ -87,9 +90,10 @@ class DestinationOptions:
 
     def opt_allow(self, value: str) -> None:
         """
-        CIDR: let connections reach these loopback, link-local or private
-        addresses (repeatable).
+        CIDR: let connections reach these addresses though refused: loopback, link-local, unspecified, multicast, or private with --refuse-private (repeatable).
         """
+        # An IPv6 address carrying an IPv4 one is judged as that one; the
+        # proxy's own listeners are refused whatever --allow says.
         try:
             network = parseAllowOption(value)
         except ValueError as e:
@@ -109,5 +113,5 @@ def buildDestinations(config: Any, reactor: Any) -> tuple[Resolver, DestinationP
     The resolver and the destination policy the options describe.
     """
     resolver = Resolver(reactor, config.get("resolve") or {}, bool(config.get("resolve-only")))
-    policy = DestinationPolicy(config.get("allow") or [])
+    policy = DestinationPolicy(config.get("allow") or [], bool(config.get("refuse-private")))
     return resolver, policy

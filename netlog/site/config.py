@@ -305,6 +305,11 @@ def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
             if urlPath not in ("", "/"):
                 raise fail("origins", f"site {name!r}: origin {value!r} must have no path")
             origin = Origin(scheme, host, port)
+            if origin in origins:
+                # https://a.test and https://a.test:443 are one origin: a
+                # second spelling is a slip (a port meant, another scheme).
+                raise fail("origins", f"site {name!r}: origin {value!r} is {origin}, which its "
+                           f"origins already name; name each origin (scheme, host, port) once")
             if origin in owners and owners[origin] != name:
                 raise fail("origins", f"site {name!r}: origin {origin} is already site {owners[origin]!r}'s")
             owners[origin] = name

@@ -3,11 +3,12 @@ When to start a dead worker again: supervisord's policy as pure logic.
 
 A worker that served a while and died is started again at once. One that dies
 quickly (having served less than L{RestartPolicy.quick} seconds, or not at
-all) again and again is
-started after a delay that doubles each time, up to a ceiling; after
-L{RestartPolicy.maxQuickDeaths} quick deaths in a row the supervisor gives up,
-so that an outer supervisor (systemd, supervisord) sees it fail rather than a
-proxy that never serves.
+all) again and again is started after a delay that doubles each time, up to a
+ceiling, for ever by default: workers killed from outside in quick succession
+are no crash loop, and a proxy whose supervisor gave up refuses every browser.
+With L{RestartPolicy.maxQuickDeaths} (C{--give-up-after N}) the supervisor
+gives up after that many quick deaths in a row, so that an outer supervisor
+(systemd) sees it fail and can fail over.
 
 No clock and no I/O here: the shell says how long each worker served.
 """
@@ -22,9 +23,7 @@ QUICK_DEATH = 1.0
 #: The first delay after a quick death, in seconds.
 MIN_DELAY = 0.25
 #: The longest delay between starts, in seconds.
-MAX_DELAY = 8.0
-#: Quick deaths in a row after which the supervisor gives up.
-MAX_QUICK_DEATHS = 6
+MAX_DELAY = 30.0
 
 
 @dataclass(frozen=True)
@@ -52,9 +51,13 @@ class RestartPolicy:
         quick: float = QUICK_DEATH,
         minDelay: float = MIN_DELAY,
         maxDelay: float = MAX_DELAY,
-        maxQuickDeaths: int = MAX_QUICK_DEATHS,
+        maxQuickDeaths: int | None = None,
     ) -> None:
-        if maxQuickDeaths < 1:
+        """
+        @param maxQuickDeaths: quick deaths in a row after which to give up;
+            None to never give up.
+        """
+        if maxQuickDeaths is not None and maxQuickDeaths < 1:
             raise ValueError("maxQuickDeaths must be at least 1")
         self.quick = quick
         self.minDelay = minDelay
@@ -73,7 +76,7 @@ class RestartPolicy:
             self._delay = 0.0
             return Decision(0.0, False, 0)
         self.quickDeaths += 1
-        if self.quickDeaths >= self.maxQuickDeaths:
+        if self.maxQuickDeaths is not None and self.quickDeaths >= self.maxQuickDeaths:
             return Decision(0.0, True, self.quickDeaths)
         if self.quickDeaths == 1:
             # At once the first time: one crash is no pattern.

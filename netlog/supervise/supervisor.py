@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import resource
 import signal
 import sys
 from typing import Any, Callable
@@ -53,6 +54,31 @@ STANDBY_DELAY = 1.0
 MAX_STANDBY_DELAY = 60.0
 #: Longest worker output line copied to the supervisor's log, in bytes.
 MAX_OUTPUT_LINE = 16 * 1024
+#: The most open files the soft limit is raised to at start (the hard limit
+#: may be far higher).
+MAX_OPEN_FILES = 65536
+
+
+def raiseFileLimit() -> tuple[int, int] | None:
+    """
+    Raise the soft limit on open files to the hard limit (at most
+    L{MAX_OPEN_FILES}), as nginx and squid do: a default soft limit of 1024
+    (or less) is soon reached by a busy proxy, and a supervisor out of
+    descriptors can't start a worker. The workers inherit it.
+
+    @return: the soft limit before and after, if it was raised.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = MAX_OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, MAX_OPEN_FILES)
+    if soft != resource.RLIM_INFINITY and soft >= target:
+        return None
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):
+        return None
+    return soft, target
 
 
 def exitWhenDone(code: int) -> None:
@@ -307,6 +333,9 @@ class Supervisor(MultiService):
         if self._privilegedDone:
             return
         self._privilegedDone = True
+        raised = raiseFileLimit()
+        if raised is not None:
+            _log.info("raised the open files limit from {before} to {after}", before=raised[0], after=raised[1])
         if self.logPath is not None:
             self.logFd = openLogFile(self.logPath, self._uid, self._gid)
         self._proxyPrivileged()
@@ -488,8 +517,45 @@ class Supervisor(MultiService):
             standby.go(self._reactor.seconds())
             _log.info("worker {pid}, standing by, takes over", pid=standby.pid)
         else:
-            self.worker = self._spawn()
+            try:
+                self.worker = self._spawn()
+            except OSError as e:
+                self._spawnFailed(e)
+                return
         self._planStandby(STANDBY_DELAY)
+
+    def _spawnFailed(self, error: OSError) -> None:
+        """
+        No worker could be started (out of file descriptors, say): try
+        again after the policy's delay, as after a quick death, never at
+        once, and never sit with the listeners held and no worker.
+        """
+        decision = self.policy.died(0.0)
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        if decision.giveUp:
+            self._giveUp(f"could not start a worker ({reason})", decision.quickDeaths)
+            return
+        delay = max(decision.delay, self.policy.minDelay)
+        _log.error(
+            "could not start a worker ({reason}); nobody serves; trying again in {delay:g} s",
+            reason=reason,
+            errno=error.errno,
+            delay=delay,
+        )
+        self._restartCall = self._reactor.callLater(delay, self._replace)
+
+    def _giveUp(self, what: str, quickDeaths: int) -> None:
+        _log.critical(
+            "{what}; that is {count} quick deaths in a row: giving up, the proxy "
+            "stops (exit code {code})",
+            what=what,
+            count=quickDeaths,
+            code=EXIT_GAVE_UP,
+        )
+        self.exitCode = EXIT_GAVE_UP
+        self._onGiveUp(EXIT_GAVE_UP)
+        if self._reactor.running:
+            self._reactor.stop()
 
     def _planStandby(self, delay: float) -> None:
         if not self._useStandby or self._stopping or self.standby is not None:
@@ -502,7 +568,16 @@ class Supervisor(MultiService):
         self._standbyCall = None
         if self._stopping or self.standby is not None:
             return
-        self.standby = self._spawn(standby=True)
+        try:
+            self.standby = self._spawn(standby=True)
+        except OSError as e:
+            self._standbyDelay = min(self._standbyDelay * 2, MAX_STANDBY_DELAY)
+            _log.error(
+                "could not start a worker to stand by ({reason}); trying again in {delay:g} s",
+                reason=os.strerror(e.errno) if e.errno else str(e),
+                delay=self._standbyDelay,
+            )
+            self._planStandby(self._standbyDelay)
 
     def _checkAlive(self) -> None:
         """
@@ -596,28 +671,30 @@ class Supervisor(MultiService):
         self._lastDeath = (worker.pid, now)
         decision = self.policy.died(served)
         if decision.giveUp:
-            _log.critical(
-                "worker {pid} died ({how}) after {lived:.3f} s; that is {count} quick "
-                "deaths in a row: giving up, the proxy stops (exit code {code})",
+            self._giveUp(f"worker {worker.pid} died ({how}) after {lived:.3f} s", decision.quickDeaths)
+            return
+        self.restarts += 1
+        when = "at once" if not decision.delay else f"in {decision.delay:g} s"
+        if decision.quickDeaths > 1:
+            # Loud: a worker that keeps dying quickly is worth a look, and
+            # nobody serves while the next one waits.
+            _log.error(
+                "worker {pid} died ({how}) after {lived:.3f} s, {count} quick deaths in "
+                "a row; starting another {when}",
                 pid=worker.pid,
                 how=how,
                 lived=lived,
                 count=decision.quickDeaths,
-                code=EXIT_GAVE_UP,
+                when=when,
             )
-            self.exitCode = EXIT_GAVE_UP
-            self._onGiveUp(EXIT_GAVE_UP)
-            if self._reactor.running:
-                self._reactor.stop()
-            return
-        self.restarts += 1
-        _log.warn(
-            "worker {pid} died ({how}) after {lived:.3f} s; starting another {when}",
-            pid=worker.pid,
-            how=how,
-            lived=lived,
-            when="at once" if not decision.delay else f"in {decision.delay:g} s",
-        )
+        else:
+            _log.warn(
+                "worker {pid} died ({how}) after {lived:.3f} s; starting another {when}",
+                pid=worker.pid,
+                how=how,
+                lived=lived,
+                when=when,
+            )
         if decision.delay:
             self._restartCall = self._reactor.callLater(decision.delay, self._replace)
         else:

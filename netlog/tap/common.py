@@ -29,7 +29,9 @@ serves on (or None), which a proxy's destination policy must refuse.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import sys
 from typing import Any, Callable
 
@@ -42,8 +44,10 @@ from twisted.python import usage
 from netlog.log.writer import LogWriter
 from netlog.net.options import DEFAULT_LISTEN, withBacklog
 from netlog.supervise.adopt import NotAdoptable, checkAdoptable
-from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor
+from netlog.supervise.policy import RestartPolicy
+from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFileLimit
 from netlog.supervise.worker import dottedName
+from netlog.tap.preflight import OPTION_OF_ROLE, checkListen, commandName, preflight
 
 _log = Logger(namespace="netlog.listeners")
 
@@ -96,12 +100,38 @@ def apiDescription(value: str) -> str:
     parts = _splitDescription(value)
     if parts[0].lower() not in ("tcp", "tcp6") or len(parts) < 2 or not parts[1].isdigit():
         raise usage.UsageError(
-            f"--api wants a TCP endpoint description such as "
-            f"tcp:8081:interface=127.0.0.1, got {value!r}"
+            f"--api {value}: it wants a TCP endpoint description with a port, such as "
+            f"tcp:8081:interface=127.0.0.1"
         )
+    checkListen("--api", value)
     if not any(p.startswith("interface=") for p in parts[2:]):
         value += ":interface=" + (API_INTERFACE if parts[0].lower() == "tcp" else "\\:\\:1")
     return value
+
+
+_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?")
+
+
+def apiHostName(value: str) -> str:
+    """
+    Check one C{--api-host}: a host name or an IP address, without a port;
+    lowercased (an IPv6 address without brackets).
+
+    @raise usage.UsageError: it is neither.
+    """
+    name = value.strip().lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        pass
+    if not _HOST_NAME.fullmatch(name) or len(name) > 253:
+        raise usage.UsageError(
+            f"--api-host wants a host name the API's clients use, without a port "
+            f"(such as netlog.internal), got {value!r}"
+        )
+    return name
 
 
 def apiAddress(description: str) -> tuple[str, int]:
@@ -135,6 +165,8 @@ class LogOptions(usage.Options):
          "before it is killed.", float],
         ["hang-timeout", None, HANG_TIMEOUT, "Seconds a worker's event loop may "
          "be stuck before the worker is killed and replaced (0: never).", float],
+        ["give-up-after", None, None, "Stop (exit status 70) after this many workers in a "
+         "row died quickly, for an outer supervisor to fail over (default: never give up).", int],
     ]
     optFlags = [
         ["no-log", None, "Keep no log (bodies are counted, neither kept nor hashed)."],
@@ -147,8 +179,28 @@ class LogOptions(usage.Options):
     argv: list[str] = []
 
     def parseOptions(self, options: list[str] | None = None) -> None:
+        """
+        Parse, as usual; under twistd, a mistake ends the process with one
+        line (twistd would print its whole help before it).
+        """
         self.argv = list(sys.argv[1:] if options is None else options)
-        usage.Options.parseOptions(self, options)
+        try:
+            usage.Options.parseOptions(self, options)
+        except usage.UsageError as e:
+            if getattr(self, "parent", None) is None:
+                raise
+            message = str(e).removeprefix("Parameter type enforcement failed: ")
+            if "not recognized" in message:
+                message += f" (see {commandName(self)} --help)"
+            raise SystemExit(f"{commandName(self)}: {message}") from None
+
+    def opt_api_host(self, name: str) -> None:
+        """
+        NAME: a Host the API answers besides loopback and its own address (repeatable).
+        """
+        # Any other Host gets 421: a web page that points a name of its own
+        # at this machine (DNS rebinding) can't read the API.
+        self.setdefault("api-host", []).append(apiHostName(name))
 
     def opt_listen(self, description: str) -> None:
         """
@@ -160,6 +212,8 @@ class LogOptions(usage.Options):
     def postOptions(self) -> None:
         if not self.get("listen"):
             self["listen"] = [DEFAULT_LISTEN]
+        for description in self["listen"]:
+            checkListen("--listen", description)
         if self["no-log"]:
             self["log"] = None
         elif not self.get("log"):
@@ -170,6 +224,9 @@ class LogOptions(usage.Options):
         """
         Check C{--api} and set C{self["api-address"]}.
         """
+        self.setdefault("api-host", [])
+        if self["api-host"] and not self.get("api"):
+            raise usage.UsageError("--api-host names the API, which is off: give --api too")
         if self.get("api"):
             self["api"] = apiDescription(self["api"])
             self["api-address"] = apiAddress(self["api"])
@@ -179,6 +236,9 @@ class LogOptions(usage.Options):
         for name in ("grace", "hang-timeout"):
             if self.get(name) is not None and self[name] < 0:
                 raise usage.UsageError(f"--{name} wants a number of seconds, 0 or more")
+        giveUp = self.get("give-up-after")
+        if giveUp is not None and giveUp < 1:
+            raise usage.UsageError(f"--give-up-after wants a number of quick deaths, 1 or more, got {giveUp}")
 
     logName = "network"
 
@@ -230,12 +290,14 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
     # Built here only to learn its listeners; the worker builds its own.
     proxy: Any = buildProxy(config, LogWriter(None, reactor=reactor), reactor)
     listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
-    for _, description in listeners:
+    for role, description in listeners:
         try:
             checkAdoptable(description)
         except NotAdoptable as e:
-            raise SystemExit(f"twistd: {e}") from None
+            option = OPTION_OF_ROLE.get(role, "--listen")
+            raise SystemExit(f"{commandName(config)}: {option} {description}: {e}") from None
     uid, gid = dropIds(config)
+    preflight(config, listeners, uid, gid)
     argv = getattr(config, "argv", None)
     if argv is None:
         raise usage.UsageError("a supervised proxy needs options parsed by LogOptions.parseOptions")
@@ -254,6 +316,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         grace=config.get("grace", GRACE),
         standby=not config.get("no-standby"),
         hangTimeout=config.get("hang-timeout", HANG_TIMEOUT),
+        policy=RestartPolicy(maxQuickDeaths=config.get("give-up-after")),
     )
 
 
@@ -266,6 +329,11 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> Mult
     writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid)
     writer.setServiceParent(top)
     proxy: Any = buildProxy(config, writer, reactor)
+    listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
+    preflight(config, listeners, uid, gid, supervised=False)
+    raised = raiseFileLimit()
+    if raised is not None:
+        _log.info("raised the open files limit from {before} to {after}", before=raised[0], after=raised[1])
     proxy.setServiceParent(top)
     for role, description, factory in getattr(proxy, "listeners", []):
         endpoint = serverFromString(reactor, withBacklog(description))

@@ -15,6 +15,7 @@ from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
 from netlog.site.cacli import DEFAULT_STATE
 from netlog.site.config import ConfigError, SitesConfig, loadSites
 from netlog.tap.common import LogOptions, makeProxyService
+from netlog.tap.preflight import checkListen
 
 
 
@@ -51,10 +52,13 @@ class Options(LogOptions, DestinationOptions):
         self.checkDestinations()
         if not self["sites"]:
             raise usage.UsageError("--sites FILE is required (see examples/sites.toml)")
+        for option in ("https-route", "http-route"):
+            if self[option]:
+                checkListen("--" + option, self[option])
         try:
             self.sitesConfig = loadSites(self["sites"])
         except ConfigError as e:
-            raise usage.UsageError(str(e)) from None
+            raise usage.UsageError(f"--sites {e}") from None
         if self["https-route"] and not any(
             o.scheme == "https" for s in self.sitesConfig.sites for o in s.origins
         ):

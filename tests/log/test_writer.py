@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import json
+import grp
 import os
 import pwd
 import stat
@@ -328,6 +329,89 @@ class FileSafetyTests(SynchronousTestCase):
         self.assertIn(above, str(e))
         os.chmod(above, 0o1777)
         os.close(openLogFile(path, nobody.pw_uid, nobody.pw_gid))
+
+    def requireRoot(self) -> None:
+        if os.geteuid() != 0:
+            raise self.failureException("this test gives folders to other users and must run as root")
+
+    def test_worldWritableFolderRefusedWithoutUid(self) -> None:
+        """
+        Without a user to drop to, a log folder every user can write is
+        refused, naming it, and so is one above it; nothing is created.
+        """
+        folder = os.path.join(self.folder, "logs")
+        os.mkdir(folder)
+        os.chmod(folder, 0o777)
+        path = os.path.join(folder, "log.jsonl")
+        e = self.assertRaises(UnsafeLogPath, openLogFile, path)
+        self.assertIn(f"the folder {folder}, the log's folder", str(e))
+        self.assertIn("every user", str(e))
+        self.assertIn(f"chmod go-w {folder}", str(e))
+        self.assertFalse(os.path.exists(path))
+        os.chmod(folder, 0o755)
+        os.chmod(self.folder, 0o777)
+        self.addCleanup(os.chmod, self.folder, 0o755)
+        e = self.assertRaises(UnsafeLogPath, openLogFile, path)
+        self.assertIn(f"the folder {self.folder}, above the log's folder {folder}", str(e))
+        self.assertFalse(os.path.exists(path))
+
+    def test_folderOfAnotherUserRefused(self) -> None:
+        """
+        A folder on the way owned by another user (who may chmod it) is
+        refused, even not writable.
+        """
+        self.requireRoot()
+        nobody = pwd.getpwnam("nobody")
+        folder = os.path.join(self.folder, "logs")
+        os.mkdir(folder)
+        os.chmod(folder, 0o555)
+        os.chown(folder, nobody.pw_uid, nobody.pw_gid)
+        e = self.assertRaises(UnsafeLogPath, openLogFile, os.path.join(folder, "log.jsonl"))
+        self.assertIn("its owner nobody", str(e))
+
+    def test_groupWritable(self) -> None:
+        """
+        A group-writable folder is refused when the group has a member other
+        than root and the user running netlog, and accepted when it has not.
+        """
+        self.requireRoot()
+        nogroup = pwd.getpwnam("nobody").pw_gid
+        folder = os.path.join(self.folder, "logs")
+        os.mkdir(folder)
+        os.chmod(folder, 0o775)
+        os.chown(folder, 0, nogroup)
+        e = self.assertRaises(UnsafeLogPath, openLogFile, os.path.join(folder, "log.jsonl"))
+        self.assertIn("the group " + grp.getgrgid(nogroup).gr_name, str(e))
+        os.chown(folder, 0, 0)
+        self.assertEqual({u.pw_uid for u in pwd.getpwall() if u.pw_gid == 0}, {0}, "group root must hold root alone")
+        os.close(openLogFile(os.path.join(folder, "log.jsonl")))
+
+    def test_stickyFolder(self) -> None:
+        """
+        A sticky folder every user can write (as /tmp) is fine when the log
+        file in it is ours; a file of another user's there is refused and
+        left alone, as is a folder of another user's below a sticky one.
+        """
+        self.requireRoot()
+        nobody = pwd.getpwnam("nobody")
+        folder = os.path.join(self.folder, "shared")
+        os.mkdir(folder)
+        os.chmod(folder, 0o1777)
+        os.close(openLogFile(os.path.join(folder, "ours.jsonl")))
+        theirs = os.path.join(folder, "theirs.jsonl")
+        with open(theirs, "wb"):
+            pass
+        os.chown(theirs, nobody.pw_uid, nobody.pw_gid)
+        os.chmod(theirs, 0o600)
+        e = self.assertRaises(UnsafeLogPath, openLogFile, theirs)
+        self.assertIn("belongs to nobody", str(e))
+        st = os.stat(theirs)
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (nobody.pw_uid, 0o600))
+        below = os.path.join(folder, "below")
+        os.mkdir(below)
+        os.chown(below, nobody.pw_uid, nobody.pw_gid)
+        e = self.assertRaises(UnsafeLogPath, openLogFile, os.path.join(below, "log.jsonl"))
+        self.assertIn(below, str(e))
 
     def test_startServiceRefuses(self) -> None:
         """

@@ -108,6 +108,34 @@ class ResolverTests(unittest.SynchronousTestCase):
         self.assertIsNone(parseAddress("shop.test"))
 
 
+#: Each way of writing an IPv4 address inside an IPv6 one, built
+#: independently of netlog's code.
+EMBEDDINGS = {
+    "mapped": lambda a: ipaddress.IPv6Address(0xFFFF << 32 | int(a)),
+    "compatible": lambda a: ipaddress.IPv6Address(int(a)),
+    "translated": lambda a: ipaddress.IPv6Address(0xFFFF << 48 | int(a)),
+    "nat64": lambda a: ipaddress.IPv6Address(0x0064FF9B << 96 | int(a)),
+    "6to4": lambda a: ipaddress.IPv6Address(0x2002 << 112 | int(a) << 80 | 0x1234),
+}
+
+
+def carried(address: Any) -> Any:
+    """
+    The IPv4 address an IPv6 address carries (the forms of L{EMBEDDINGS}),
+    or None.
+    """
+    if address.version != 6:
+        return None
+    value = int(address)
+    if value >> 112 == 0x2002:
+        return ipaddress.IPv4Address(value >> 80 & 0xFFFFFFFF)
+    if value in (0, 1):
+        return None
+    if value >> 32 in (0, 0xFFFF, 0xFFFF << 16, 0x0064FF9B << 64):
+        return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    return None
+
+
 class PolicyTests(unittest.SynchronousTestCase):
     REFUSED = ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1", "169.254.169.254",
                "fe80::1", "0.0.0.0", "::", "224.0.0.1"]
@@ -167,9 +195,77 @@ class PolicyTests(unittest.SynchronousTestCase):
         network = ipaddress.ip_network(f"{address}/{address.max_prefixlen}")
         policy = DestinationPolicy([network])
         self.assertIsNone(policy.check(str(address), port))
-        plain = address.ipv4_mapped if getattr(address, "ipv4_mapped", None) else address
+        plain = carried(address) or address
         special = plain.is_loopback or plain.is_link_local or plain.is_unspecified or plain.is_multicast
         self.assertEqual(DestinationPolicy().check(str(address), port) is not None, special)
+
+    @given(st.ip_addresses(v=4), st.sampled_from(sorted(EMBEDDINGS)), st.booleans())
+    def test_embeddedProperty(self, address: Any, form: str, refusePrivate: bool) -> None:
+        """
+        An IPv6 address carrying an IPv4 address is refused exactly when
+        that IPv4 address is, for the same reason, and C{--allow} of the
+        IPv4 network lets it through.
+        """
+        wrapped = str(EMBEDDINGS[form](address))
+        policy = DestinationPolicy(refusePrivate=refusePrivate)
+        plainWhy = policy.check(str(address), 80)
+        why = policy.check(wrapped, 80)
+        self.assertEqual(why is None, plainWhy is None, (wrapped, why, plainWhy))
+        if why is not None:
+            self.assertIn(f"carries {address})", why)
+            self.assertIn(plainWhy.split(" is ", 1)[1], why)
+            allowing = DestinationPolicy([ipaddress.ip_network(f"{address}/32")], refusePrivate=refusePrivate)
+            self.assertIsNone(allowing.check(wrapped, 80))
+
+    def test_embeddedTable(self) -> None:
+        """
+        The forms an attacker would use to reach the metadata service or
+        loopback through an IPv6 literal are refused, naming what they carry.
+        """
+        for address, carried_ in [
+            ("64:ff9b::a9fe:a9fe", "169.254.169.254"),
+            ("64:ff9b::7f00:1", "127.0.0.1"),
+            ("::a9fe:a9fe", "169.254.169.254"),
+            ("::127.0.0.1", "127.0.0.1"),
+            ("::ffff:0:7f00:1", "127.0.0.1"),
+            ("2002:a9fe:a9fe::", "169.254.169.254"),
+            ("2002:7f00:1:1234::5", "127.0.0.1"),
+            ("2002:e000:1::", "224.0.0.1"),
+        ]:
+            why = DestinationPolicy().check(address, 80)
+            self.assertIsNotNone(why, address)
+            self.assertIn(f"(which carries {carried_})", why)
+        for address in ["64:ff9b::5db8:d822", "2002:5db8:d822::1", "::ffff:93.184.216.34", "64:ff9b:1::7f00:1"]:
+            self.assertIsNone(DestinationPolicy().check(address, 80), address)
+        # :: and ::1 are themselves, not IPv4-compatible 0.0.0.0 and 0.0.0.1.
+        self.assertIn(":: is an unspecified", DestinationPolicy().check("::", 80))
+        self.assertIn("::1 is a loopback", DestinationPolicy().check("::1", 80))
+
+    def test_private(self) -> None:
+        """
+        The private ranges are allowed by default and refused with
+        C{--refuse-private} (in any IPv6 form that carries them), unless
+        C{--allow}ed; the addresses around them are not private.
+        """
+        private = ["10.0.0.1", "10.255.255.255", "172.16.0.1", "172.31.255.254", "192.168.1.1",
+                   "100.64.0.1", "100.127.255.254", "fc00::1", "fd12:3456::1",
+                   "::ffff:10.1.2.3", "64:ff9b::c0a8:101", "2002:ac10:1::"]
+        public = ["9.255.255.255", "11.0.0.1", "172.15.255.255", "172.32.0.1", "192.169.0.1",
+                  "100.63.255.255", "100.128.0.1", "fe00::1", "2001:db8::1"]
+        for address in private + public:
+            self.assertIsNone(DestinationPolicy().check(address, 80), address)
+        strict = DestinationPolicy(refusePrivate=True)
+        for address in private:
+            why = strict.check(address, 80)
+            self.assertIsNotNone(why, address)
+            self.assertIn("a private address", why)
+        for address in public:
+            self.assertIsNone(strict.check(address, 80), address)
+        allowing = DestinationPolicy([parseAllowOption("10.0.0.0/8")], refusePrivate=True)
+        self.assertIsNone(allowing.check("10.9.9.9", 80))
+        self.assertIsNone(allowing.check("64:ff9b::a09:909", 80))
+        self.assertIsNotNone(allowing.check("192.168.0.1", 80))
+        self.assertIsNone(strict.check("10.0.0.1", 80, named=True))
 
     def test_parseAllow(self) -> None:
         self.assertEqual(str(parseAllowOption("10.0.0.1/8")), "10.0.0.0/8")
@@ -202,10 +298,22 @@ class OptionsTests(unittest.SynchronousTestCase):
         self.assertTrue(resolver.resolveOnly)
         self.assertIsNone(policy.check("10.9.9.9", 80))
 
+    def test_refusePrivate(self) -> None:
+        """
+        C{--refuse-private} makes the policy refuse the private ranges;
+        without it they are allowed.
+        """
+        for argv, refused in [([], False), (["--refuse-private"], True)]:
+            config = Options()
+            config.parseOptions(argv)
+            _, policy = buildDestinations(config, FakeReactor({}))
+            self.assertEqual(policy.check("192.168.1.1", 80) is not None, refused)
+
     def test_defaults(self) -> None:
         config = Options()
         config.parseOptions([])
         self.assertEqual((config["resolve"], config["allow"], config["resolve-only"]), ({}, [], 0))
+        self.assertEqual(config["refuse-private"], 0)
         self.assertEqual(config["connect-timeout"], 10.0)
         self.assertEqual(config["idle-timeout"], 300.0)
 

@@ -127,6 +127,12 @@ class ParseTests(SynchronousTestCase):
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
              "[[site]]\nname = \"b\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:2\"\n",
              7, "origin https://a.test is already site 'a'"),
+            ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\", \"https://A.test:443/\"]\n"
+             "backend = \"http://127.0.0.1:1\"\n",
+             3, "origin 'https://A.test:443/' is https://a.test, which its origins already name"),
+            ("[[site]]\nname = \"a\"\norigins = [\"http://a.test:80\", \"https://a.test:80\",\n"
+             "  \"http://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n",
+             3, "origin 'http://a.test' is http://a.test, which its origins already name"),
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
              "verify = \"yes\"\n", 5, "verify must be true or false"),
             ("[live]\nhosts = [\"https://x.test/\"]\n", 2, "no scheme"),

@@ -97,7 +97,12 @@ class Twistd:
         args: list[str],
         twistdArgs: list[str] = (),  # type: ignore[assignment]
         interpreter: tuple[str, dict[str, str]] | None = None,
+        openFiles: tuple[int, int] | None = None,
     ) -> None:
+        """
+        @param openFiles: the soft and hard limits on open files to start it
+            with (C{ulimit -n}), if not this process's.
+        """
         self.folder = folder
         self.twistdLog = os.path.join(folder, "twistd.log")
         self.output = open(os.path.join(folder, "twistd.out"), "wb")
@@ -107,8 +112,15 @@ class Twistd:
             argv[0], env = interpreter
         # In its own session, as a terminal would start it: a signal to its
         # process group (Ctrl-C) reaches it and its workers, not the tests.
+        def limit() -> None:
+            if openFiles is not None:
+                import resource
+
+                resource.setrlimit(resource.RLIMIT_NOFILE, openFiles)
+
         self.process = subprocess.Popen(
-            argv, env=env, stdout=self.output, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True
+            argv, env=env, stdout=self.output, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True,
+            preexec_fn=limit if openFiles is not None else None,
         )
 
     def text(self) -> str:

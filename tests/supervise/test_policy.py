@@ -1,6 +1,7 @@
 """
 The restart policy: at once the first time, doubling delays while a worker
-keeps dying quickly, giving up after too many quick deaths in a row.
+keeps dying quickly, for ever by default, or giving up after a number of
+quick deaths in a row when asked to.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.supervise.policy import RestartPolicy
+from netlog.supervise.policy import MAX_DELAY, RestartPolicy
 
 
 class RestartPolicyTests(SynchronousTestCase):
@@ -47,6 +48,21 @@ class RestartPolicyTests(SynchronousTestCase):
         self.assertEqual(policy.died(1).delay, 0.0)
         self.assertEqual(policy.died(1).delay, 0.25)
         self.assertTrue(policy.died(1).giveUp)
+
+    def test_neverGivesUpByDefault(self) -> None:
+        """
+        By default quick deaths never make it give up: the delay doubles up
+        to 30 s and stays there.
+        """
+        self.assertEqual(MAX_DELAY, 30.0)
+        policy = RestartPolicy()
+        decisions = [policy.died(0.0) for _ in range(200)]
+        self.assertFalse(any(d.giveUp for d in decisions))
+        self.assertEqual(
+            [d.delay for d in decisions[:10]], [0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
+        )
+        self.assertEqual(max(d.delay for d in decisions), 30.0)
+        self.assertEqual(decisions[-1].quickDeaths, 200)
 
     def test_refusesNoDeaths(self) -> None:
         """

@@ -5,6 +5,7 @@ when workers start, which one serves, when it gives up, how it stops.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from typing import Any
@@ -55,8 +56,12 @@ class FakeReactor(MemoryReactorClock):
         self.processes: list[FakeProcess] = []
         self.running = True
         self.stopped = False
+        #: Errors the next spawns raise, in order (as out of descriptors).
+        self.spawnErrors: list[OSError] = []
 
     def spawnProcess(self, protocol: Any, executable: str, args: list[str], env: Any = None, childFDs: Any = None, **kw: Any) -> FakeProcess:
+        if self.spawnErrors:
+            raise self.spawnErrors.pop(0)
         process = FakeProcess(1000 + len(self.processes), protocol, args, childFDs)
         self.processes.append(process)
         protocol.makeConnection(process)
@@ -213,6 +218,69 @@ class SupervisorTests(SynchronousTestCase):
         self.assertTrue(self.reactor.stopped)
         self.reactor.advance(100)
         self.assertEqual(len(self.reactor.processes), count)
+
+    def test_spawnFailsThenRetries(self) -> None:
+        """
+        A worker that can't be started (out of file descriptors) is tried
+        again after growing delays, never at once and never left undone:
+        the supervisor ends up with a serving worker.
+        """
+        supervisor = self.supervisor(standby=False)
+        first = self.reactor.processes[-1]
+        first.say(READY)
+        self.reactor.advance(10)
+        self.reactor.spawnErrors = [OSError(errno.EMFILE, "Too many open files")] * 3
+        # It served long: replaced at once; that spawn fails, then two more.
+        first.die()
+        self.assertIsNone(supervisor.worker)
+        self.assertEqual(len(self.reactor.processes), 1)
+        for delay in [0.25, 0.25, 0.5]:
+            self.reactor.advance(delay - 0.01)
+            self.assertIsNone(supervisor.worker)
+            self.reactor.advance(0.01)
+        self.assertEqual(self.reactor.spawnErrors, [])
+        self.assertEqual(len(self.reactor.processes), 2)
+        self.assertIs(supervisor.worker.transport, self.reactor.processes[-1])
+        self.assertEqual(self.gaveUp, [])
+
+    def test_standbySpawnFails(self) -> None:
+        """
+        A standby that can't be started is tried again later; the serving
+        worker is left alone.
+        """
+        supervisor = self.supervisor(standby=True)
+        serving = supervisor.worker
+        self.reactor.spawnErrors = [OSError(errno.EMFILE, "Too many open files")]
+        self.reactor.advance(STANDBY_DELAY)
+        self.assertIsNone(supervisor.standby)
+        self.assertIs(supervisor.worker, serving)
+        self.reactor.advance(STANDBY_DELAY * 2)
+        self.assertIsNotNone(supervisor.standby)
+
+    def test_neverGivesUpByDefault(self) -> None:
+        """
+        With the default policy, many quick deaths in a row never stop it:
+        it starts another after at most 30 s, each time.
+        """
+        supervisor = Supervisor(
+            reactor=self.reactor,
+            optionsClass="tests.supervise.dummy.Options",
+            buildProxy="tests.supervise.dummy.buildProxy",
+            argv=["--x"],
+            logPath=None,
+            listeners=[],
+            onGiveUp=self.gaveUp.append,
+            standby=False,
+            hangTimeout=0,
+        )
+        supervisor.startService()
+        for _ in range(20):
+            before = len(self.reactor.processes)
+            self.reactor.processes[-1].die()
+            self.reactor.advance(30.0)
+            self.assertEqual(len(self.reactor.processes), before + 1)
+        self.assertEqual(self.gaveUp, [])
+        self.assertIsNone(supervisor.exitCode)
 
     def test_stopTermThenKill(self) -> None:
         """

@@ -166,10 +166,11 @@ class SupervisedTests(SynchronousTestCase):
 
     def test_givesUp(self) -> None:
         """
-        A worker that dies at once every time is started again with growing
-        delays, then the supervisor gives up and twistd exits non-zero.
+        With --give-up-after 6, a worker that dies at once every time is
+        started again with growing delays, then the supervisor gives up and
+        twistd exits non-zero.
         """
-        twistd = self.start("--die-at-start")
+        twistd = self.start("--die-at-start", "--give-up-after", "6")
         self.assertEqual(twistd.wait(timeout=60), EXIT_GAVE_UP)
         text = twistd.text()
         self.assertIn("starting another at once", text)

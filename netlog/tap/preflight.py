@@ -1,0 +1,345 @@
+"""
+What the taps check before anything is bound or opened, so that each mistake
+on a proxy's command line ends twistd with one line naming the option, the
+value and what to do, instead of a traceback from the privileged step.
+
+Two kinds of check: L{checkListen} reads an endpoint description and needs
+nothing but the text (the options call it, in the worker too); L{preflight}
+tries the machine (a listener's address and port, the log's path) and runs
+only in the twistd process, before its privileged step.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import os
+import pwd
+import socket
+import sys
+from typing import Any
+
+from twisted.internet.endpoints import serverFromString
+from twisted.python import usage
+
+from netlog.log.writer import UnsafeLogPath, checkLogPath
+
+#: The option that gave a proxy's listener of each role.
+OPTION_OF_ROLE = {"forward": "--listen", "https-route": "--https-route", "http-route": "--http-route"}
+#: The highest TCP port.
+MAX_PORT = 65535
+#: An example to show with a mistake in a TCP description.
+EXAMPLE = "tcp:3128:interface=127.0.0.1"
+
+
+class Mistake(Exception):
+    """
+    A mistake on the command line, found by trying: the message is the one
+    line to print (the option, the value, what to do).
+    """
+
+
+def _split(description: str) -> list[str]:
+    """
+    An endpoint description's parts, split at the colons not escaped with
+    a backslash, unescaped.
+    """
+    parts = [""]
+    escaped = False
+    for char in description:
+        if escaped:
+            parts[-1] += char
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ":":
+            parts.append("")
+        else:
+            parts[-1] += char
+    return parts
+
+
+#: The order of a TCP description's positional arguments after the port, as
+#: Twisted reads them (they differ).
+_POSITIONAL = {"tcp": ("interface", "backlog"), "tcp6": ("backlog", "interface")}
+
+
+def _tcpParts(description: str) -> tuple[str, dict[str, str]] | None:
+    """
+    A TCP description's kind (C{tcp} or C{tcp6}) and its arguments by name;
+    None for another kind of endpoint.
+
+    @raise ValueError: an argument Twisted doesn't take, or too many.
+    """
+    parts = _split(description.strip())
+    kind = parts[0].lower()
+    if kind.isdigit():
+        kind, parts = "tcp", ["tcp", *parts]
+    if kind not in _POSITIONAL:
+        return None
+    names = ("port", *_POSITIONAL[kind])
+    positional = [p for p in parts[1:] if "=" not in p]
+    if len(positional) > len(names):
+        raise ValueError("too many arguments")
+    arguments = dict(zip(names, positional))
+    for part in parts[1:]:
+        if "=" in part:
+            key, value = part.split("=", 1)
+            if key not in names or key in arguments:
+                raise ValueError(f"{key}= is not an argument of it, or is given twice")
+            arguments[key] = value
+    return kind, arguments
+
+
+def tcpAddress(description: str) -> tuple[int, str, int] | None:
+    """
+    The address family, interface and port a TCP description listens on,
+    or None for another kind of endpoint. Call L{checkListen} first.
+    """
+    parsed = _tcpParts(description)
+    if parsed is None:
+        return None
+    kind, arguments = parsed
+    family = socket.AF_INET if kind == "tcp" else socket.AF_INET6
+    interface = arguments.get("interface") or ("0.0.0.0" if kind == "tcp" else "::")
+    return family, interface, int(arguments["port"])
+
+
+def checkListen(option: str, description: str) -> None:
+    """
+    Check a listener's endpoint description as text: a TCP one must name a
+    port from 0 to 65535 and, if any, an interface that is an IP address of
+    its family; any other must be a description Twisted reads.
+
+    @raise usage.UsageError: a line naming C{option}, the value and the fix.
+    """
+    where = f"{option} {description}"
+    try:
+        parsed = _tcpParts(description)
+    except ValueError as e:
+        if "interface=" in description and "::" in description:
+            raise usage.UsageError(
+                f"{where}: write each colon of an IPv6 address as \\:, as in "
+                f"tcp6:3128:interface=\\:\\:1"
+            ) from None
+        raise usage.UsageError(
+            f"{where}: {e}; a TCP description has a port, then interface= and "
+            f"backlog=, as in {EXAMPLE}"
+        ) from None
+    if parsed is None:
+        try:
+            serverFromString(None, description)
+        except Exception as e:
+            raise usage.UsageError(
+                f"{where}: not an endpoint description Twisted reads ({e}); write one "
+                f"such as {EXAMPLE}"
+            ) from None
+        return
+    kind, arguments = parsed
+    port = arguments.get("port", "")
+    if not (port.isdigit() and port.isascii() and int(port) <= MAX_PORT):
+        raise usage.UsageError(
+            f"{where}: the port must be a number from 0 to {MAX_PORT} (0 picks a "
+            f"free one), got {port!r}; write it as in {EXAMPLE}"
+        )
+    interface = arguments.get("interface")
+    if interface is not None:
+        version = 4 if kind == "tcp" else 6
+        try:
+            address: Any = ipaddress.ip_address(interface)
+        except ValueError:
+            address = None
+        if address is None or address.version != version:
+            sample = "127.0.0.1" if version == 4 else "\\:\\:1"
+            raise usage.UsageError(
+                f"{where}: interface= wants an IPv{version} address of this "
+                f"machine, such as {sample}, got {interface!r}"
+            )
+    backlog = arguments.get("backlog", "1")
+    if not (backlog.isdigit() and backlog.isascii() and int(backlog) > 0):
+        raise usage.UsageError(f"{where}: backlog= wants a positive number, got {backlog!r}")
+
+
+def _tryBinding(option: str, description: str, held: list[socket.socket]) -> None:
+    """
+    Bind, and keep in C{held}, a socket where C{description} will listen,
+    so that a port in use (or given twice) or an address this machine hasn't
+    shows now, in one line.
+    """
+    address = tcpAddress(description)
+    if address is None:
+        return
+    family, host, port = address
+    s = socket.socket(family, socket.SOCK_STREAM)
+    held.append(s)
+    try:
+        # As Twisted's listening ports do: a port left in TIME_WAIT is free.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+        s.listen(1)
+    except OSError as e:
+        where = f"{option} {description}"
+        if e.errno == errno.EADDRINUSE:
+            raise Mistake(
+                f"{where}: port {port} on {host} is in use already (by another "
+                f"program, or given twice); stop that or choose another port"
+            ) from None
+        if e.errno == errno.EADDRNOTAVAIL:
+            raise Mistake(
+                f"{where}: {host} is not an address of this machine; use one it "
+                f"has (ip address lists them), such as 127.0.0.1"
+            ) from None
+        if e.errno == errno.EACCES:
+            raise Mistake(
+                f"{where}: port {port} is below 1024 and needs root; start as root "
+                f"(with --uid to drop privileges) or choose a port above 1023"
+            ) from None
+        raise Mistake(f"{where}: can't listen there: {e.strerror or e}") from None
+
+
+def checkListeners(listeners: list[tuple[str, str]]) -> None:
+    """
+    Try each C{(option, description)} as L{_tryBinding} does, all held at
+    once, then let them go.
+
+    @raise Mistake: the first that can't be bound.
+    """
+    held: list[socket.socket] = []
+    try:
+        for option, description in listeners:
+            _tryBinding(option, description, held)
+    finally:
+        for s in held:
+            s.close()
+
+
+def _unusableBy(uid: int, gid: int, executable: str | None, folders: list[str]) -> str | None:
+    """
+    The first of C{executable} (to run) and C{folders} (to read) that user
+    C{uid} can't use, found in a child process that drops to that user; None
+    when it can use them all.
+    """
+    try:
+        name: str | None = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = None
+    readEnd, writeEnd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        answer = b""
+        try:
+            os.close(readEnd)
+            if name is not None:
+                os.initgroups(name, gid)
+            else:
+                os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            if executable is not None and not os.access(executable, os.X_OK):
+                answer = b"run " + os.fsencode(executable)
+            else:
+                for folder in folders:
+                    if not os.access(folder, os.R_OK | os.X_OK):
+                        answer = b"read " + os.fsencode(folder)
+                        break
+            os.write(writeEnd, answer or b"ok")
+        finally:
+            os._exit(0)
+    os.close(writeEnd)
+    try:
+        answer = os.read(readEnd, 65536)
+    finally:
+        os.close(readEnd)
+        os.waitpid(pid, 0)
+    if answer == b"ok":
+        return None
+    return os.fsdecode(answer) or "run netlog"
+
+
+def importFolders(names: list[str]) -> list[str]:
+    """
+    The folders on C{sys.path} that the modules C{names} were imported from.
+    """
+    folders = []
+    for name in names:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        root = os.path.dirname(os.path.abspath(path))
+        for _ in range(name.count(".") + (1 if path.endswith("__init__.py") else 0)):
+            root = os.path.dirname(root)
+        if root not in folders:
+            folders.append(root)
+    return folders
+
+
+def checkDropUser(uid: int | None, gid: int | None, supervised: bool) -> None:
+    """
+    When twistd will drop from root to C{--uid}, check that this user can
+    run this Python (the worker is started with it) and read the packages
+    netlog runs from (modules are imported after the drop): a virtual
+    environment in root's home, or made from a Python there, can't be.
+
+    @raise Mistake: it can't.
+    """
+    if uid is None or os.geteuid() != 0 or uid == 0:
+        return
+    try:
+        entry = pwd.getpwuid(uid)
+        name, primary = entry.pw_name, entry.pw_gid
+    except KeyError:
+        name, primary = str(uid), uid
+    folders = importFolders(["netlog", "twisted", "zope.interface"])
+    what = _unusableBy(uid, primary if gid is None else gid, sys.executable if supervised else None, folders)
+    if what is None:
+        return
+    raise Mistake(
+        f"--uid {name}: {name} can't {what}, and netlog runs as {name} after the "
+        f"drop; install netlog where {name} can read it, from a Python outside "
+        f"root's home (for example /usr/bin/python3 -m venv /opt/netlog; "
+        f"/opt/netlog/bin/pip install netlog), and start /opt/netlog/bin/twistd"
+    )
+
+
+def preflight(
+    config: Any,
+    listeners: list[tuple[str, str]],
+    uid: int | None,
+    gid: int | None,
+    supervised: bool = True,
+) -> None:
+    """
+    Try what twistd's privileged step will do (bind C{listeners}, given as
+    C{(role, description)}, and the API; open the log), and what the user
+    of C{--uid} will need, and end the process with one line if it would
+    fail.
+
+    @raise SystemExit: with that line.
+    """
+    tried = [(OPTION_OF_ROLE.get(role, "--listen"), description) for role, description in listeners]
+    if config.get("api"):
+        tried.append(("--api", config["api"]))
+    try:
+        checkDropUser(uid, gid, supervised)
+        checkListeners(tried)
+        log = config.get("log")
+        if log is not None:
+            try:
+                checkLogPath(log, uid, gid)
+            except UnsafeLogPath as e:
+                raise Mistake(f"--log {log}: {e}") from None
+            except OSError as e:
+                raise Mistake(f"--log {log}: can't be used: {e.strerror or e}; choose another --log") from None
+    except Mistake as e:
+        raise SystemExit(f"{commandName(config)}: {e}") from None
+
+
+def commandName(config: Any) -> str:
+    """
+    How the user started the proxy (C{twistd netlog-standin}), to begin a
+    line about a mistake with.
+    """
+    parent = getattr(config, "parent", None)
+    sub = getattr(parent, "subCommand", None) if parent is not None else None
+    return f"twistd {sub}" if sub else "twistd"
