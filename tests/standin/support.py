@@ -366,7 +366,8 @@ class Standin:
                 data = f.read()
         except FileNotFoundError:
             return []
-        return [json.loads(line) for line in data.split(b"\n") if line]
+        # Only whole lines: the last one may still be being written.
+        return [json.loads(line) for line in data.split(b"\n")[:-1] if line]
 
     def entries(self) -> dict[int, tuple[dict[str, Any], dict[str, Any] | None]]:
         """
