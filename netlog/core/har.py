@@ -31,7 +31,9 @@ Two ways to join them:
 
 So this module offers L{LineIndex} (fed C{(offset, line)} pairs, or blocks
 of lines, in file order), L{joinEntries} (given the index and a
-C{readAt(offset, length)} function, yields entries in start order), L{buildEntry}
+C{readAt(offset, length)} function, yields entries in start order: that is
+L{joinLines} over L{exchangeLines}, which an export in parallel cuts into
+stretches), L{buildEntry}
 (one open line and its end line, parsed, to one HAR entry) and
 L{harHead}/L{harTail} (the bytes around the entries). The shell (L{netlog.har.export}) owns the file.
 
@@ -460,28 +462,20 @@ class JoinStats:
         self.unreadable = 0
 
 
-def joinEntries(
-    index: LineIndex,
-    readAt: Callable[[int, int], bytes],
-    stats: JoinStats | None = None,
-    positions: Iterable[int] | None = None,
-) -> Iterator[dict[str, Any]]:
-    """
-    The HAR entries, in the order the exchanges started.
+#: Where an exchange's lines lie: its open line's C{(offset, length)}, and
+#: its end lines' (none while it is open; more than one only in a damaged
+#: log, tried in turn).
+ExchangeLines = tuple[int, int, tuple[tuple[int, int], ...]]
 
-    @param readAt: C{readAt(offset, length)} returns the log's bytes there.
-    @param stats: counts the lines found unusable on the way.
-    @param positions: the open lines to join (positions in L{LineIndex.openIds}),
-        in the order to join them: a stretch of L{LineIndex.startOrder}, for
-        an export that builds stretches in parallel; all of it by default.
+
+def exchangeLines(index: LineIndex) -> Iterator[ExchangeLines]:
     """
-    stats = stats if stats is not None else JoinStats()
+    Where each exchange's lines lie, in the order the exchanges started.
+    """
     extraEnds = index.extraEnds
     openIds, openOffsets, openLengths = index.openIds, index.openOffsets, index.openLengths
-    for i in index.startOrder() if positions is None else positions:
+    for i in index.startOrder():
         exchangeId = openIds[i]
-        openOffset = openOffsets[i]
-        openLength = openLengths[i]
         end = index.endOf(exchangeId)
         if end is None:
             ends: tuple[tuple[int, int], ...] = ()
@@ -489,6 +483,33 @@ def joinEntries(
             ends = (end, *extraEnds[exchangeId])
         else:
             ends = (end,)
+        yield openOffsets[i], openLengths[i], ends
+
+
+def joinEntries(
+    index: LineIndex, readAt: Callable[[int, int], bytes], stats: JoinStats | None = None
+) -> Iterator[dict[str, Any]]:
+    """
+    The HAR entries, in the order the exchanges started.
+
+    @param readAt: C{readAt(offset, length)} returns the log's bytes there.
+    @param stats: counts the lines found unusable on the way.
+    """
+    return joinLines(exchangeLines(index), readAt, stats)
+
+
+def joinLines(
+    exchanges: Iterable[ExchangeLines], readAt: Callable[[int, int], bytes], stats: JoinStats | None = None
+) -> Iterator[dict[str, Any]]:
+    """
+    The HAR entries of exchanges whose lines lie where L{exchangeLines} says:
+    the second pass, on all of them or (an export in parallel) a stretch.
+
+    @param readAt: C{readAt(offset, length)} returns the log's bytes there.
+    @param stats: counts the lines found unusable on the way.
+    """
+    stats = stats if stats is not None else JoinStats()
+    for openOffset, openLength, ends in exchanges:
         opened = _parse(readAt(openOffset, openLength))
         if opened is None:
             stats.unreadable += 1 + len(ends)

@@ -9,10 +9,11 @@ With C{workers} above 1 (C{netlog har} asks for one per CPU on a large
 log), the entries are built and encoded in that many forked processes, a
 stretch of exchanges (L{BATCH_BYTES} of log lines) at a time, and written
 here in order: the bytes are the same as from one process. Each worker reads
-the log itself, through the index it inherited; at most L{BATCHES_AHEAD}
-stretches per worker are in flight, so memory stays bounded whatever the
-log's size. Forking is only safe in a process with no other threads, so
-the HTTP API keeps to one.
+the log itself, through the index it inherited, and hands its stretch back
+through a slot of shared memory; at most L{BATCHES_AHEAD} stretches per
+worker are in flight, so memory stays bounded whatever the log's size.
+Forking is only safe in a process with no other threads, so the HTTP API
+keeps to one.
 """
 
 from __future__ import annotations
@@ -22,13 +23,22 @@ import multiprocessing
 import os
 from bisect import bisect_left, bisect_right
 from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import nullcontext
 from itertools import islice
-from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator, Sequence
+from typing import BinaryIO, Callable, Generator, Iterator, Sequence
 
-from netlog.core.har import JoinStats, LineIndex, encodeEntry, harHead, harTail, joinEntries
-
-if TYPE_CHECKING:
-    from multiprocessing.pool import AsyncResult
+from netlog.core.har import (
+    ExchangeLines,
+    JoinStats,
+    LineIndex,
+    encodeEntry,
+    exchangeLines,
+    harHead,
+    harTail,
+    joinEntries,
+    joinLines,
+)
 
 #: Bytes read from the log at a time: the first pass's chunks, and at most
 #: the second pass's blocks (see L{_Reader}).
@@ -159,25 +169,33 @@ def writeHar(
     fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         size = os.fstat(fd).st_size
-        index = indexLog(fd, size, progress)
-        total = len(index)
-        if workers > 1 and total > 1:
-            built = _inParallel(fd, index, workers)
-        else:
-            built = _inOrder(fd, index)
-        count = 0
-        unreadable = index.unreadable
-        pending = _Pending(out)
-        pending.add(harHead())
-        for encoded, entries, lost in built:
-            unreadable += lost
-            if not entries:
-                continue
-            if count:
-                pending.add(b",")
-            count += entries
-            if pending.add(encoded) and progress is not None:
-                progress(size, count, size, total)
+        with _Workers(fd, workers) if workers > 1 else nullcontext() as pool:
+            # forked first, so that they start while this process indexes,
+            # and hold none of the index
+            index = indexLog(fd, size, progress)
+            total = len(index)
+            if pool is not None and total > 1:
+                built = pool.build(index)
+            else:
+                built = _inOrder(fd, index)
+            count = 0
+            unreadable = index.unreadable
+            pending = _Pending(out)
+            pending.add(harHead())
+            try:
+                for encoded, entries, lost in built:
+                    unreadable += lost
+                    if not entries:
+                        continue
+                    if count:
+                        pending.add(b",")
+                    count += entries
+                    if pending.add(encoded) and progress is not None:
+                        progress(size, count, size, total)
+            finally:
+                # stop the workers now if writing failed, not when the
+                # traceback goes
+                built.close()
         pending.add(harTail(unreadable))
         pending.flush()
         if progress is not None:
@@ -229,7 +247,7 @@ class _Pending:
 Built = tuple[bytes | memoryview, int, int]
 
 
-def _inOrder(fd: int, index: LineIndex) -> Iterator[Built]:
+def _inOrder(fd: int, index: LineIndex) -> Generator[Built, None, None]:
     """
     Every entry, one at a time, in this process.
     """
@@ -242,58 +260,46 @@ def _inOrder(fd: int, index: LineIndex) -> Iterator[Built]:
 
 class _Batch:
     """
-    A stretch of exchanges for a worker: their positions in the index (a
-    C{range} when the stretch is in the log's order, the usual case, so
-    that it travels in a few bytes), and the stretch of the log that holds
-    their lines but for far ones (a tunnel's end, long after), read in one
-    go.
+    A stretch of exchanges for a worker: where their lines lie, in start
+    order, and the stretch of the log that holds them but for far ones (a
+    tunnel's end, long after), read in one go.
     """
 
-    __slots__ = ("positions", "start", "end")
+    __slots__ = ("exchanges", "start", "end")
 
-    def __init__(self, positions: Sequence[int], start: int, end: int) -> None:
-        self.positions = positions
+    def __init__(self, exchanges: list[ExchangeLines], start: int, end: int) -> None:
+        self.exchanges = exchanges
         self.start = start
         self.end = end
 
 
 def _batches(index: LineIndex) -> Iterator[_Batch]:
     """
-    L{LineIndex.startOrder} cut into stretches of about L{BATCH_BYTES} of
-    log lines.
+    L{exchangeLines} cut into stretches of about L{BATCH_BYTES} of log
+    lines.
     """
-    openOffsets, openLengths, openIds = index.openOffsets, index.openLengths, index.openIds
-    batch: list[int] = []
-    lines: list[tuple[int, int]] = []
+    batch: list[ExchangeLines] = []
     size = 0
-    for i in index.startOrder():
-        batch.append(i)
-        lines.append((openOffsets[i], openLengths[i]))
-        size += openLengths[i]
-        end = index.endOf(openIds[i])
-        if end is not None:
-            lines.append(end)
-            size += end[1]
+    for exchange in exchangeLines(index):
+        batch.append(exchange)
+        size += exchange[1] + sum(length for _, length in exchange[2])
         if size >= BATCH_BYTES or len(batch) >= BATCH_ENTRIES:
-            yield _batch(batch, lines, index)
+            yield _batch(batch)
             batch = []
-            lines = []
             size = 0
     if batch:
-        yield _batch(batch, lines, index)
+        yield _batch(batch)
 
 
-def _batch(batch: list[int], lines: list[tuple[int, int]], index: LineIndex) -> _Batch:
-    first, last = batch[0], batch[-1]
-    positions: Sequence[int] = batch
-    if last - first + 1 == len(batch) and batch == list(range(first, last + 1)):
-        positions = range(first, last + 1)
-    start = min(index.openOffsets[i] for i in batch)
+def _batch(exchanges: list[ExchangeLines]) -> _Batch:
+    start = min(offset for offset, _, _ in exchanges)
     end = start
-    for offset, length in lines:
-        if offset >= start and offset + length - start <= SPAN_LIMIT and offset + length > end:
-            end = offset + length
-    return _Batch(positions, start, end)
+    for offset, length, ends in exchanges:
+        for lineOffset, lineLength in ((offset, length), *ends):
+            lineEnd = lineOffset + lineLength
+            if lineOffset >= start and lineEnd - start <= SPAN_LIMIT and lineEnd > end:
+                end = lineEnd
+    return _Batch(exchanges, start, end)
 
 
 class _SpanReader:
@@ -322,13 +328,12 @@ class _SpanReader:
 
 class _Worker:
     """
-    What a worker inherits when it is forked: the log, its index, and the
-    slots its stretches go back through.
+    What a worker inherits when it is forked: the log, and the slots its
+    stretches go back through.
     """
 
-    def __init__(self, fd: int, index: LineIndex, slots: mmap.mmap) -> None:
+    def __init__(self, fd: int, slots: mmap.mmap) -> None:
         self.fd = fd
-        self.index = index
         self.slots = slots
         #: each stretch's span of the log is read into it
         self.buffer = bytearray(SPAN_LIMIT)
@@ -377,14 +382,13 @@ def _buildBatch(batch: _Batch, slot: int) -> tuple[int | bytes, int, int]:
     and the lines it could not use.
     """
     assert _worker is not None
-    index = _worker.index
     stats = JoinStats()
     reader = _SpanReader(_worker.fd, batch.start, batch.end, _worker.buffer)
     count = 0
     at = 0
     overflow: list[bytes] | None = None
     with memoryview(_worker.slots) as slots, slots[slot * SLOT_SIZE : (slot + 1) * SLOT_SIZE] as view:
-        for entry in joinEntries(index, reader.readAt, stats, batch.positions):
+        for entry in joinLines(batch.exchanges, reader.readAt, stats):
             piece = encodeEntry(entry)
             if overflow is None and at + 1 + len(piece) <= SLOT_SIZE:
                 if count:
@@ -403,32 +407,52 @@ def _buildBatch(batch: _Batch, slot: int) -> tuple[int | bytes, int, int]:
     return at, count, stats.unreadable
 
 
-def _inParallel(fd: int, index: LineIndex, workers: int) -> Iterator[Built]:
+class _Workers:
     """
-    Every entry, a stretch at a time, built by C{workers} forked processes
-    and given back in order, through slots of memory shared with them (a
-    stretch of megabytes through a pipe costs more than building it); at
-    most L{BATCHES_AHEAD} stretches per worker in flight, one slot each.
+    The forked processes that build stretches of entries, and the shared
+    memory their stretches come back through, one slot per stretch in
+    flight (a stretch of megabytes through a pipe costs more than building
+    it).
     """
-    limit = workers * BATCHES_AHEAD
-    slots = mmap.mmap(-1, limit * SLOT_SIZE)
-    context = multiprocessing.get_context("fork")
-    try:
-        with context.Pool(workers, initializer=_startWorker, initargs=(_Worker(fd, index, slots),)) as pool:
-            inFlight: deque[tuple[int, AsyncResult[tuple[int | bytes, int, int]]]] = deque()
-            batches = _batches(index)
-            for slot, batch in enumerate(islice(batches, limit)):
-                inFlight.append((slot, pool.apply_async(_buildBatch, (batch, slot))))
-            while inFlight:
-                slot, result = inFlight.popleft()
-                built, entries, lost = result.get()
-                if isinstance(built, bytes):
-                    yield built, entries, lost
-                else:
-                    # the caller writes or copies it before asking for the next
-                    with memoryview(slots) as view, view[slot * SLOT_SIZE : slot * SLOT_SIZE + built] as stretch:
-                        yield stretch, entries, lost
-                for batch in islice(batches, 1):
-                    inFlight.append((slot, pool.apply_async(_buildBatch, (batch, slot))))
-    finally:
-        slots.close()
+
+    def __init__(self, fd: int, workers: int) -> None:
+        self._workers = workers
+        self._limit = workers * BATCHES_AHEAD
+        self._slots = mmap.mmap(-1, self._limit * SLOT_SIZE)
+        self._pool = ProcessPoolExecutor(
+            workers, multiprocessing.get_context("fork"), initializer=_startWorker,
+            initargs=(_Worker(fd, self._slots),),
+        )
+
+    def __enter__(self) -> _Workers:
+        # forking processes start all of theirs at the first task
+        self._pool.submit(int).result()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._slots.close()
+
+    def build(self, index: LineIndex) -> Generator[Built, None, None]:
+        """
+        Every entry, a stretch at a time, given back in order; at most
+        L{BATCHES_AHEAD} stretches per worker in flight.
+        """
+        pool, slots = self._pool, self._slots
+        inFlight: deque[tuple[int, Future[tuple[int | bytes, int, int]]]] = deque()
+        batches = _batches(index)
+        for slot, batch in enumerate(islice(batches, self._limit)):
+            inFlight.append((slot, pool.submit(_buildBatch, batch, slot)))
+        while inFlight:
+            slot, result = inFlight.popleft()
+            # a worker that died (killed, out of memory) fails the export
+            # with BrokenProcessPool rather than leave it waiting
+            built, entries, lost = result.result()
+            if isinstance(built, bytes):
+                yield built, entries, lost
+            else:
+                # the caller writes or copies it before asking for the next
+                with memoryview(slots) as view, view[slot * SLOT_SIZE : slot * SLOT_SIZE + built] as stretch:
+                    yield stretch, entries, lost
+            for batch in islice(batches, 1):
+                inFlight.append((slot, pool.submit(_buildBatch, batch, slot)))

@@ -15,6 +15,7 @@ import os
 import random
 import subprocess
 import tempfile
+from concurrent.futures.process import BrokenProcessPool
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -98,6 +99,13 @@ def variedLog(seed: int, exchanges: int = 300) -> bytes:
     return b"".join(lines)
 
 
+def _dying(batch: object, slot: int) -> None:
+    """
+    In a worker: die as a process killed does.
+    """
+    os._exit(9)
+
+
 class ParallelExportTests(SynchronousTestCase):
     """
     writeHar with workers: the same bytes and counts as with none.
@@ -160,6 +168,17 @@ class ParallelExportTests(SynchronousTestCase):
         log = Log()
         log.end(log.open())
         self.assertEqual(*self.exportBoth(log.bytes()))
+
+    def test_workerDies(self) -> None:
+        """
+        A worker that dies fails the export (BrokenProcessPool) instead of
+        leaving it waiting for the stretch that worker had.
+        """
+        self.patch(export, "BATCH_BYTES", 4000)
+        self.patch(export, "_buildBatch", _dying)
+        with open(self.path, "wb") as f:
+            f.write(variedLog(5, 100))
+        self.assertRaises(BrokenProcessPool, writeHar, self.path, io.BytesIO(), workers=2)
 
     def test_commandLine(self) -> None:
         """
