@@ -585,6 +585,15 @@ def encodeEntry(entry: dict[str, Any]) -> bytes:
 
 
 def _floatsAgree(entry: dict[str, Any]) -> bool:
+    try:
+        return _entryFloatsAgree(entry)
+    except RecursionError:
+        # an _id nested deeper than Python recurses: the json module
+        # (which recurses in C) writes it, as it did
+        return False
+
+
+def _entryFloatsAgree(entry: dict[str, Any]) -> bool:
     """
     Whether orjson writes every float of an entry as C{json} does. An
     entry's floats are where L{buildEntry} puts them (C{time}, C{timings})

@@ -5,15 +5,16 @@ L{netlog.core.har}.
 L{writeHar} does blocking file I/O and holds no reactor state, so the HTTP
 API can run it in a thread (C{deferToThread(writeHar, path, out)}).
 
-With C{workers} above 1 (C{netlog har} asks for one per CPU on a large
-log), the entries are built and encoded in that many forked processes, a
-stretch of exchanges (L{BATCH_BYTES} of log lines) at a time, and written
-here in order: the bytes are the same as from one process. Each worker reads
-the log itself, through the index it inherited, and hands its stretch back
-through a slot of shared memory; at most L{BATCHES_AHEAD} stretches per
-worker are in flight, so memory stays bounded whatever the log's size.
-Forking is only safe in a process with no other threads, so the HTTP API
-keeps to one.
+With C{workers} above 1 (C{netlog har} asks for one per idle CPU on a
+large log), the entries are built and encoded in that many forked
+processes, a stretch of exchanges (L{BATCH_BYTES} of log lines) at a time,
+and written here in order: the bytes are the same as from one process. The
+workers are forked before the index is made; each stretch tells its worker
+where its lines lie, the worker reads them from the log itself and hands
+the stretch's HAR back through a slot of shared memory. At most
+L{BATCHES_AHEAD} stretches per worker are in flight, so memory stays
+bounded whatever the log's size. Forking is only safe in a process with no
+other threads, so the HTTP API keeps to one.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import nullcontext
 from itertools import islice
-from typing import BinaryIO, Callable, Generator, Iterator, Sequence
+from typing import BinaryIO, Callable, Generator, Iterator
 
 from netlog.core.har import (
     ExchangeLines,
