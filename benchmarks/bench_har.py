@@ -12,26 +12,35 @@ Makes two logs in a temporary folder (deleted after):
     tunnel left open at the start, so an exporter that holds entries until
     everything before them ended would hold all of them.
 
-Each export runs in a child process (netlog's streaming L{writeHar}, and the
-naive one: read every line, C{json.loads} them all, join in memory, build
-every entry with this tree's L{buildEntry}, C{json.dump} the whole HAR) writing to a file; the child's peak
-RSS comes from C{os.wait4}. With C{--against REV}, netlog's export as it was
-at a git revision runs too (from C{git archive}), so that a change is
-measured against what it changed in the same run. The exporters run in
-interleaved rounds (C{--rounds}; the order turns each round), and each line
-gives the median of the rounds (CPU time is what to compare on a busy
-machine; the best round in brackets). Prints entries/s, seconds and peak
-RSS, and the ratios of the medians.
+Each export runs in a child process writing to a file: C{netlog har LOG -o
+OUT -j N} as a user runs it, N the CPUs (a process each), netlog's
+L{writeHar} in one process, and the naive one (read every line,
+C{json.loads} them all, join in memory, build every entry with this tree's
+L{buildEntry}, C{json.dump} the whole HAR). CPU time counts the child and
+its workers (C{os.wait4}); peak memory is the most the child and its
+workers held together, sampled every 20 ms: their C{Pss} summed (each
+page once, however many of them share it: what they cost the machine), and
+in brackets their C{Rss} summed (a page the workers share with the parent
+counted in each). With C{--against REV},
+netlog's export as it was at a git revision runs too (from C{git archive}),
+so that a change is measured against what it changed in the same run, and
+every netlog export's HAR is checked to be the same bytes (SHA-256). The
+exporters run in interleaved rounds (C{--rounds}; the order turns each
+round), and each line gives the median of the rounds (CPU time is what to
+compare on a busy machine; the best round in brackets). Prints entries/s,
+seconds and peak memory, and the ratios of the medians; for the large log,
+the goal of issue 16 (C{netlog har} under 3 s, under 100 MB).
 
 Usage: .venv/bin/python benchmarks/bench_har.py [--small N] [--late F]
        [--large-mb M] [--large-entries N] [--rounds R] [--against REV]
-       [--no-baseline]
+       [--no-baseline] [--no-serial]
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
 import os
 import random
@@ -40,6 +49,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,6 +58,21 @@ sys.path.insert(0, REPO)
 from netlog.core.logline import encodeLine  # noqa: E402
 
 T0 = 1767225600.0
+#: Seconds between samples of an exporter's memory.
+SAMPLE_INTERVAL = 0.02
+#: Issue 16's goal for C{netlog har} on the large log: wall seconds, and MB.
+GOAL_SECONDS = 3.0
+GOAL_MB = 100
+
+#: C{netlog har LOG -o OUT -j N}, as a user runs it (it prints nothing when
+#: every line was used: the table takes the count from the log it made). The
+#: jobs are given: by default the command leaves out CPUs the load average
+#: says are busy, and here that load is mostly the previous export's.
+COMMAND = """
+import sys
+from netlog.cli import main
+sys.exit(main(["har", sys.argv[1], "-o", sys.argv[2], "-j", "%d"]))
+"""
 
 STREAMING = """
 import sys
@@ -181,22 +206,86 @@ def writeLarge(path: str, megabytes: int, count: int) -> int:
     return count
 
 
-def measure(code: str, logPath: str, outPath: str, path: str = REPO) -> tuple[float, float, float, int]:
+def _tree(pid: int) -> list[int]:
+    """
+    A process and its descendants (Linux C{/proc/PID/task/*/children}).
+    """
+    found = [pid]
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                for child in f.read().split():
+                    found += _tree(int(child))
+    except OSError:
+        pass
+    return found
+
+
+def _memory(pid: int) -> tuple[int, int]:
+    """
+    A process's resident memory and its proportional share of it (C{Rss}
+    and C{Pss} of C{/proc/PID/smaps_rollup}: a page shared by N processes
+    counts 1/N in each one's C{Pss}), in bytes.
+    """
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return rss, pss
+
+
+def measure(code: str, logPath: str, outPath: str, path: str = REPO,
+            entries: int | None = None) -> tuple[float, float, float, int, float]:
     """
     Run an exporter in a child process, with C{path} first on its
-    C{sys.path}: (wall seconds, CPU seconds, peak RSS in MB, entries).
+    C{sys.path}: (wall seconds, CPU seconds of it and its workers, peak
+    memory of it and its workers together in MB (their C{Pss} summed),
+    entries, and their peak C{Rss} summed in MB (pages they share counted
+    in each)).
     """
     env = dict(os.environ, PYTHONPATH=path)
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code, logPath, outPath], stdout=subprocess.PIPE, env=env, cwd=path)
+    argv = [sys.executable, "-c", code, logPath, outPath]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env, cwd=path)
     assert proc.stdout is not None
+    peakRss = peakPss = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peakRss, peakPss
+        while not done.is_set():
+            both = [_memory(p) for p in _tree(proc.pid)]
+            peakRss = max(peakRss, sum(rss for rss, _ in both))
+            peakPss = max(peakPss, sum(pss for _, pss in both))
+            done.wait(SAMPLE_INTERVAL)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     output = proc.stdout.read()
+    done.set()
+    sampler.join()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"exporter failed with {proc.returncode}")
-    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, int(output.strip() or 0)
+    count = int(output.strip() or 0) if entries is None else entries
+    return (seconds, usage.ru_utime + usage.ru_stime, (peakPss or usage.ru_maxrss * 1024) / (1 << 20), count,
+            max(peakRss / (1 << 20), usage.ru_maxrss / 1024))
+
+
+def _digest(path: str) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            sha.update(block)
+    return sha.hexdigest()
 
 
 class Exporter:
@@ -204,16 +293,23 @@ class Exporter:
     One exporter under test and its rounds.
     """
 
-    def __init__(self, name: str, code: str, path: str = REPO) -> None:
+    def __init__(self, name: str, code: str, path: str = REPO, netlog: bool = True, command: bool = False) -> None:
         self.name = name
         self.code = code
         self.path = path
-        self.rounds: list[tuple[float, float, float, int]] = []
+        #: netlog's export (whose bytes every netlog export must share)
+        self.netlog = netlog
+        #: the command (which prints no count of entries)
+        self.command = command
+        self.rounds: list[tuple[float, float, float, int, float]] = []
+        self.digest: str | None = None
 
-    def run(self, logPath: str) -> None:
+    def run(self, logPath: str, entries: int | None = None, digest: bool = False) -> None:
         outPath = logPath + ".har"
-        self.rounds.append(measure(self.code, logPath, outPath, self.path))
+        self.rounds.append(measure(self.code, logPath, outPath, self.path, entries if self.command else None))
         self.harSize = os.path.getsize(outPath)
+        if digest and self.netlog and self.digest is None:
+            self.digest = _digest(outPath)
         os.unlink(outPath)
 
     def median(self, i: int) -> float:
@@ -221,21 +317,23 @@ class Exporter:
 
     def line(self) -> str:
         entries = self.rounds[0][3]
-        wall, cpu, rss = self.median(0), self.median(1), self.median(2)
+        wall, cpu, pss, rss = self.median(0), self.median(1), self.median(2), self.median(4)
         bestWall = min(r[0] for r in self.rounds)
         bestCpu = min(r[1] for r in self.rounds)
         return (
             f"  {self.name + ':':<22} {wall:7.2f} s wall {entries / wall:7.0f} entries/s [{entries / bestWall:6.0f}]"
-            f" | {cpu:7.2f} s CPU {entries / cpu:7.0f} entries/CPU-s [{entries / bestCpu:6.0f}] | peak RSS {rss:5.0f} MB"
+            f" | {cpu:7.2f} s CPU {entries / cpu:7.0f} entries/CPU-s [{entries / bestCpu:6.0f}]"
+            f" | peak memory {pss:4.0f} MB (RSS {rss:4.0f} MB)"
         )
 
 
-def report(name: str, logPath: str, exporters: list[Exporter], rounds: int) -> None:
+def report(name: str, logPath: str, exporters: list[Exporter], rounds: int, entries: int,
+           digest: bool = False, goal: bool = False) -> None:
     size = os.path.getsize(logPath) / (1 << 20)
     for r in range(rounds):
         turn = r % len(exporters)
         for exporter in exporters[turn:] + exporters[:turn]:
-            exporter.run(logPath)
+            exporter.run(logPath, entries, digest)
     assert len({r[3] for e in exporters for r in e.rounds}) == 1, "the exporters disagree on the entries"
     ours = exporters[0]
     print(f"{name}: {ours.rounds[0][3]} entries, log {size:.0f} MB, HAR {ours.harSize / (1 << 20):.0f} MB, "
@@ -244,9 +342,20 @@ def report(name: str, logPath: str, exporters: list[Exporter], rounds: int) -> N
         print(exporter.line())
     for other in exporters[1:]:
         print(f"  ratio to {other.name}: {other.median(1) / ours.median(1):.2f}x its speed (CPU), "
-              f"{other.median(0) / ours.median(0):.2f}x (wall), {ours.median(2) / other.median(2):.3f}x its peak RSS")
+              f"{other.median(0) / ours.median(0):.2f}x (wall), {ours.median(2) / other.median(2):.3f}x its peak memory")
+    if digest:
+        digests = {e.name: e.digest for e in exporters if e.netlog}
+        same = len(set(digests.values())) == 1
+        print(f"  HAR bytes of {', '.join(digests)}: {'identical' if same else 'DIFFERENT'}"
+              + ("" if same else f" {digests}"))
+    if goal:
+        wall, best, memory = ours.median(0), min(r[0] for r in ours.rounds), ours.median(2)
+        verdict = "meets" if wall < GOAL_SECONDS and memory < GOAL_MB else "misses"
+        print(f"  goal (issue 16): {ours.name} under {GOAL_SECONDS:.0f} s and {GOAL_MB} MB: median {wall:.2f} s "
+              f"(best {best:.2f} s), {memory:.0f} MB: {verdict} it (wall time depends on what else runs)")
     for exporter in exporters:
         exporter.rounds = []
+        exporter.digest = None
 
 
 def checkout(rev: str, folder: str) -> str:
@@ -268,25 +377,29 @@ def main() -> None:
     parser.add_argument("--large-mb", type=int, default=1024, help="size of the large log in MB (0: skip it)")
     parser.add_argument("--large-entries", type=int, default=10_000, help="exchanges in the large log")
     parser.add_argument("--no-baseline", action="store_true", help="skip the naive exporter")
+    parser.add_argument("--no-serial", action="store_true", help="skip writeHar in one process")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of each export (default 3)")
     parser.add_argument("--against", metavar="REV", help="also run netlog's export as it was at this git revision")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="netlog-bench-har-")
     try:
-        exporters = [Exporter("netlog (streaming)", STREAMING)]
+        jobs = len(os.sched_getaffinity(0))
+        exporters = [Exporter(f"netlog har -j {jobs}", COMMAND % jobs, command=True)]
+        if not args.no_serial:
+            exporters.append(Exporter("writeHar, 1 process", STREAMING))
         if args.against:
             exporters.append(Exporter(f"netlog at {args.against}", STREAMING, checkout(args.against, folder)))
         if not args.no_baseline:
-            exporters.append(Exporter("naive (in memory)", NAIVE))
+            exporters.append(Exporter("naive (in memory)", NAIVE, netlog=False))
         if args.small:
             path = os.path.join(folder, "small.jsonl")
-            writeSmall(path, args.small, args.late)
-            report("small", path, exporters, args.rounds)
+            count = writeSmall(path, args.small, args.late)
+            report("small", path, exporters, args.rounds, count, digest=bool(args.against))
             os.unlink(path)
         if args.large_mb:
             path = os.path.join(folder, "large.jsonl")
-            writeLarge(path, args.large_mb, args.large_entries)
-            report("large", path, exporters, args.rounds)
+            count = writeLarge(path, args.large_mb, args.large_entries)
+            report("large", path, exporters, args.rounds, count, digest=bool(args.against), goal=True)
             os.unlink(path)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -36,6 +36,8 @@ MIB = 1024 * 1024
 BIG = 100 * MIB
 #: Rounds by default (each scenario once per target per round).
 DEFAULT_ROUNDS = 3
+#: The real peer the CPU table compares netlog with, when it ran.
+PEER = "squid"
 STARTUP_TIMEOUT = 20.0
 
 
@@ -114,6 +116,13 @@ class Environment:
     sslContext: ssl.SSLContext
 
 
+class TargetUnavailable(Exception):
+    """
+    A target could not start (a peer that isn't installed or won't run
+    here): the run goes on without it, and says why.
+    """
+
+
 @dataclass
 class Target:
     """
@@ -123,6 +132,8 @@ class Target:
 
     name: str
     proxyPort: int | None = None
+    #: a line for under the table (a peer's version, say)
+    note: str = ""
 
     def start(self, env: Environment) -> None:
         pass
@@ -169,30 +180,59 @@ def baselineTarget() -> ProcessTarget:
     )
 
 
+def processTree(pid: int) -> list[int]:
+    """
+    A process and its descendants (Linux C{/proc/PID/task/*/children}): a
+    proxy that runs helpers (squid's log writer) is its whole tree.
+    """
+    found = [pid]
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children = f.read().split()
+        except OSError:
+            continue
+        for child in children:
+            found += processTree(int(child))
+    return found
+
+
 def peakRSS(pid: int | None) -> int | None:
     """
-    A process's peak resident set size in bytes (C{VmHWM}).
+    A process tree's peak resident set size in bytes: each process's
+    C{VmHWM}, summed.
     """
     if pid is None:
         return None
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return None
+    total = 0
+    for each in processTree(pid):
+        try:
+            with open(f"/proc/{each}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except OSError:
+            pass
+    return total or None
 
 
 def resetPeakRSS(pid: int | None) -> None:
     """
-    Start measuring a process's peak RSS afresh (Linux C{clear_refs} 5).
+    Start measuring a process tree's peak RSS afresh (Linux C{clear_refs} 5).
     """
     if pid is None:
         return
-    try:
-        with open(f"/proc/{pid}/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
+    for each in processTree(pid):
+        try:
+            with open(f"/proc/{each}/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
 
 
 # -- the clients ----------------------------------------------------------------
@@ -380,16 +420,25 @@ REQUESTS = {
 
 def cpuSeconds(pid: int | None) -> float | None:
     """
-    User and system CPU time of a process so far (Linux C{/proc/PID/stat}).
+    User and system CPU time of a process tree so far (Linux
+    C{/proc/PID/stat}): each process's own, and its children's that have
+    ended and been waited for.
     """
     if pid is None:
         return None
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
+    total = 0
+    seen = False
+    for each in processTree(pid):
+        try:
+            with open(f"/proc/{each}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        seen = True
+        total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+    if not seen:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 # -- running ------------------------------------------------------------------------
@@ -401,7 +450,11 @@ class Results:
     #: CPU seconds the target's process spent in each run of a scenario.
     cpu: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     rss: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: each target's peak RSS over the whole run (its tree's, summed)
+    peak: dict[str, int] = field(default_factory=dict)
     errors: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: targets that could not start, and why
+    unavailable: dict[str, str] = field(default_factory=dict)
 
 
 def startOrigin(directory: str) -> tuple[Environment, subprocess.Popen[bytes]]:
@@ -429,8 +482,14 @@ def run(targets: list[Target], scenarios: dict[str, Scenario], rounds: int,
     results = Results()
     started: list[Target] = []
     try:
-        for target in targets:
-            target.start(env)
+        for target in list(targets):
+            try:
+                target.start(env)
+            except TargetUnavailable as e:
+                results.unavailable[target.name] = str(e)
+                progress(f"{target.name}: {e}; running without it")
+                targets.remove(target)
+                continue
             started.append(target)
         loop = asyncio.new_event_loop()
         for target in targets:
@@ -443,6 +502,7 @@ def run(targets: list[Target], scenarios: dict[str, Scenario], rounds: int,
                     if key in results.errors:
                         continue
                     if name in MEMORY_SCENARIOS:
+                        _notePeak(results, target)
                         resetPeakRSS(target.pid)
                     begin = time.perf_counter()
                     cpuBefore = cpuSeconds(target.pid)
@@ -462,6 +522,8 @@ def run(targets: list[Target], scenarios: dict[str, Scenario], rounds: int,
                         if peak is not None:
                             results.rss[key] = max(results.rss.get(key, 0), peak)
             progress(f"round {r + 1}/{rounds} done")
+        for target in targets:
+            _notePeak(results, target)
         loop.close()
     finally:
         for target in started:
@@ -469,6 +531,12 @@ def run(targets: list[Target], scenarios: dict[str, Scenario], rounds: int,
         stopProcess(origin)
         shutil.rmtree(directory, ignore_errors=True)
     return results
+
+
+def _notePeak(results: Results, target: Target) -> None:
+    peak = peakRSS(target.pid)
+    if peak is not None:
+        results.peak[target.name] = max(results.peak.get(target.name, 0), peak)
 
 
 def _cell(times: list[float] | None) -> str:
@@ -509,9 +577,17 @@ def table(results: Results, targets: list[Target], scenarios: list[str], rounds:
         out += "\nPeak RSS (VmHWM, reset before each big transfer):\n\n| scenario | process | peak RSS |\n|---|---|---|\n"
         for s, n, v in rss:
             out += f"| {s} | {n} | {v / MIB:.1f} MiB |\n"
+    if results.peak:
+        out += "\nPeak RSS over the whole run (VmHWM, a process tree's summed): " + ", ".join(
+            f"{n} {results.peak[n] / MIB:.1f} MiB" for n in names if n in results.peak) + "\n"
     out += cpuTable(results, [n for n in names if n != "direct"], scenarios)
     for (s, n), error in sorted(results.errors.items()):
         out += f"\n- {s} / {n} failed: {error}"
+    for n, why in results.unavailable.items():
+        out += f"\n- {n} did not run: {why}"
+    for t in targets:
+        if t.note:
+            out += f"\n- {t.name}: {t.note}"
     out += (
         f"\n\n{rounds} interleaved rounds; medians with min–max of wall time per scenario; "
         f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; "
@@ -530,7 +606,10 @@ def cpuTable(results: Results, names: list[str], scenarios: list[str]) -> str:
     if not rows:
         return ""
     proxies = [n for n in names if n != "baseline"]
-    header = ["scenario"] + names + [f"{p} / baseline" for p in proxies]
+    # netlog's against the peer's, as issue 16 sets its goals
+    againstPeer = [n for n in proxies if n != PEER] if PEER in names else []
+    header = (["scenario"] + names + [f"{p} / baseline" for p in proxies]
+              + [f"{p} / {PEER}" for p in againstPeer])
     lines = ["", "Process CPU (user + system, median over rounds) per request:", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for scenario in rows:
@@ -545,6 +624,8 @@ def cpuTable(results: Results, names: list[str], scenarios: list[str]) -> str:
             cells.append(f"{per * 1000:.3f} ms" if count > 1 else f"{per:.2f} s")
         for p in proxies:
             cells.append(_ratio(results.cpu.get((scenario, p)), results.cpu.get((scenario, "baseline"))))
+        for p in againstPeer:
+            cells.append(_ratio(results.cpu.get((scenario, p)), results.cpu.get((scenario, PEER))))
         lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -559,10 +640,14 @@ def main(proxies: list[Target], argv: list[str] | None = None, title: str = "net
     parser.add_argument("--out", default=None, help="the markdown file to write (default: results-NAME.md here)")
     parser.add_argument("--only", action="append", default=[],
                         help="run only scenarios whose name contains this (repeatable)")
+    parser.add_argument("--no-squid", action="store_true", help=f"leave out the peer ({PEER}) even if installed")
     args = parser.parse_args(argv)
     chosen = {n: s for n, s in SCENARIOS.items()
               if not args.only or any(o.lower() in n.lower() for o in args.only)}
-    targets: list[Target] = [Target("direct"), baselineTarget()] + proxies
+    from benchmarks.squid import squidTargets
+
+    peers = [] if args.no_squid else squidTargets()
+    targets: list[Target] = [Target("direct"), baselineTarget()] + peers + proxies
     results = run(targets, chosen, args.rounds)
     text = f"# {title}: benchmark\n\n" + table(results, targets, list(chosen), args.rounds)
     print(text)

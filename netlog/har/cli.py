@@ -14,6 +14,9 @@ from netlog.har.export import writeHar
 
 #: A log at least this large gets a progress bar (when stderr is a terminal).
 PROGRESS_MIN_BYTES = 32 * 1024 * 1024
+#: A log at least this large is exported by a process per CPU (below it,
+#: starting them costs more than they save).
+PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 #: Seconds between progress bar redraws.
 PROGRESS_INTERVAL = 0.2
 _BAR_WIDTH = 30
@@ -23,6 +26,14 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("log", metavar="LOG", help="the network log (JSON lines)")
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="where to write the HAR (default: standard output)"
+    )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        metavar="N",
+        type=int,
+        default=None,
+        help="processes to build the entries in (default: one per idle CPU for a log of 16 MB or more, else 1)",
     )
     parser.add_argument(
         "--progress",
@@ -73,15 +84,17 @@ def run(args: argparse.Namespace) -> int:
         args.progress == "auto" and size >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
     )
     bar = _Bar(sys.stderr) if show else None
+    workers = args.jobs if args.jobs is not None else (_idleCpus() if size >= PARALLEL_MIN_BYTES else 1)
+    workers = max(1, workers)
     out: BinaryIO
     try:
         if args.output:
             tmp = args.output + ".partial"
             with open(tmp, "wb") as out:
-                result = writeHar(args.log, out, bar)
+                result = writeHar(args.log, out, bar, workers)
             os.replace(tmp, args.output)
         else:
-            result = writeHar(args.log, sys.stdout.buffer, bar)
+            result = writeHar(args.log, sys.stdout.buffer, bar, workers)
             sys.stdout.buffer.flush()
     except OSError as e:
         if bar:
@@ -97,3 +110,21 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _idleCpus() -> int:
+    """
+    The CPUs this process may run on, less those the load average says are
+    busy (at least 1). Workers on CPUs that are busy only cost more: two
+    workers on one free CPU take as long as one process, and spend a
+    third more CPU time (measured on the 1 GB log).
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        busy = 0.0
+    return max(1, min(cpus, round(cpus - busy)))

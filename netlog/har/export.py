@@ -4,21 +4,62 @@ L{netlog.core.har}.
 
 L{writeHar} does blocking file I/O and holds no reactor state, so the HTTP
 API can run it in a thread (C{deferToThread(writeHar, path, out)}).
+
+With C{workers} above 1 (C{netlog har} asks for one per idle CPU on a
+large log), the entries are built and encoded in that many forked
+processes, a stretch of exchanges (L{BATCH_BYTES} of log lines) at a time,
+and written here in order: the bytes are the same as from one process. The
+workers are forked before the index is made; each stretch tells its worker
+where its lines lie, the worker reads them from the log itself and hands
+the stretch's HAR back through a slot of shared memory. At most
+L{BATCHES_AHEAD} stretches per worker are in flight, so memory stays
+bounded whatever the log's size. Forking is only safe in a process with no
+other threads, so the HTTP API keeps to one.
 """
 
 from __future__ import annotations
 
+import mmap
+import multiprocessing
 import os
 from bisect import bisect_left, bisect_right
-from typing import BinaryIO, Callable
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import nullcontext
+from itertools import islice
+from typing import BinaryIO, Callable, Generator, Iterator
 
-from netlog.core.har import JoinStats, LineIndex, encodeEntry, harHead, harTail, joinEntries
+from netlog.core.har import (
+    ExchangeLines,
+    JoinStats,
+    LineIndex,
+    encodeEntry,
+    exchangeLines,
+    harHead,
+    harTail,
+    joinEntries,
+    joinLines,
+)
 
 #: Bytes read from the log at a time: the first pass's chunks, and at most
 #: the second pass's blocks (see L{_Reader}).
 READ_SIZE = 1024 * 1024
 #: Bytes of HAR gathered before a write to C{out}.
 WRITE_SIZE = 256 * 1024
+#: Bytes of log lines (open and end) in one worker's stretch of exchanges.
+BATCH_BYTES = 1024 * 1024
+#: Bytes of shared memory a stretch's HAR comes back through (a stretch's
+#: HAR is smaller than its lines, whose bodies are base64, but for text
+#: JSON escapes a lot; one that doesn't fit comes back through the pool's
+#: pipe).
+SLOT_SIZE = 2 * BATCH_BYTES
+#: The most of the log a worker reads in one go for a stretch: its lines
+#: and those between them (a line further on is read alone).
+SPAN_LIMIT = 2 * BATCH_BYTES
+#: The most exchanges in one stretch (many small ones add up slowly).
+BATCH_ENTRIES = 2048
+#: Stretches in flight per worker: one being built, one waiting to be.
+BATCHES_AHEAD = 2
 
 #: C{progress(bytesIndexed, entriesWritten, logSize, totalEntries)}.
 Progress = Callable[[int, int, int, int], None]
@@ -74,20 +115,25 @@ class _Reader:
     rather than moving the block back over what was just read. Whatever the
     order, each read returns the log's bytes there; the order only decides
     how often the log is read.
+
+    The block is read into the same buffer each time: memory the process
+    already has costs nothing to fill, where a new megabyte costs a page
+    fault per page (on a virtual machine, more than the copy).
     """
 
-    def __init__(self, fd: int, index: LineIndex) -> None:
+    def __init__(self, fd: int, index: LineIndex, buffer: bytearray | None = None) -> None:
         self._fd = fd
         self._offsets = index.openOffsets
         self._lengths = index.openLengths
-        self._block = b""
+        self._buffer = buffer if buffer is not None else bytearray(READ_SIZE)
+        self._block = memoryview(self._buffer)[:0]
         self._start = 0
         self._end = 0
 
     def readAt(self, offset: int, length: int) -> bytes:
         if self._start <= offset and offset + length <= self._end:
             start = offset - self._start
-            return self._block[start : start + length]
+            return self._block[start : start + length].tobytes()
         if offset < self._end:
             # behind the block's end: a line written before the block's
             # first, or one running past its end
@@ -100,47 +146,314 @@ class _Reader:
             while j > i and offsets[j] + self._lengths[j] > offset + READ_SIZE:
                 j -= 1
             if j > i:
-                self._block = b""  # free the old block before reading the next
-                self._block = os.pread(self._fd, offsets[j] + self._lengths[j] - offset, offset)
+                self._block = memoryview(self._buffer)[: offsets[j] + self._lengths[j] - offset]
+                got = os.preadv(self._fd, [self._block], offset)
+                self._block = self._block[:got]
                 self._start = offset
-                self._end = offset + len(self._block)
-                return self._block[:length]
+                self._end = offset + got
+                return self._block[:length].tobytes()
         return os.pread(self._fd, length, offset)
 
 
-def writeHar(logPath: str, out: BinaryIO, progress: Progress | None = None) -> ExportResult:
+def writeHar(
+    logPath: str, out: BinaryIO, progress: Progress | None = None, workers: int = 1
+) -> ExportResult:
     """
     Write the HAR of the log at C{logPath} to C{out} (binary, UTF-8 JSON, no
     BOM). Memory: the largest entry, plus about 48 bytes per exchange for the
-    index (see L{netlog.core.har}).
+    index (see L{netlog.core.har}); with C{workers}, that in each process,
+    and the stretches in flight.
+
+    @param workers: processes to build the entries in (forked: call it with
+        more than 1 only from a process that runs no other thread).
     """
     fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         size = os.fstat(fd).st_size
-        index = indexLog(fd, size, progress)
-        stats = JoinStats()
-        total = len(index)
-        pending: list[bytes] = [harHead()]
-        pendingSize = 0
-        count = 0
-        for entry in joinEntries(index, _Reader(fd, index).readAt, stats):
-            encoded = encodeEntry(entry)
-            if count:
-                pending.append(b",")
-            pending.append(encoded)
-            pendingSize += len(encoded)
-            count += 1
-            if pendingSize >= WRITE_SIZE:
-                out.write(b"".join(pending))
-                pending = []
-                pendingSize = 0
-                if progress is not None:
-                    progress(size, count, size, total)
-        unreadable = index.unreadable + stats.unreadable
-        pending.append(harTail(unreadable))
-        out.write(b"".join(pending))
+        with _Workers(fd, workers) if workers > 1 else nullcontext() as pool:
+            # forked first, so that they start while this process indexes,
+            # and hold none of the index
+            index = indexLog(fd, size, progress)
+            total = len(index)
+            if pool is not None and total > 1:
+                built = pool.build(index)
+            else:
+                built = _inOrder(fd, index)
+            count = 0
+            unreadable = index.unreadable
+            pending = _Pending(out)
+            pending.add(harHead())
+            try:
+                for encoded, entries, lost in built:
+                    unreadable += lost
+                    if not entries:
+                        continue
+                    if count:
+                        pending.add(b",")
+                    count += entries
+                    if pending.add(encoded) and progress is not None:
+                        progress(size, count, size, total)
+            finally:
+                # stop the workers now if writing failed, not when the
+                # traceback goes
+                built.close()
+        pending.add(harTail(unreadable))
+        pending.flush()
         if progress is not None:
             progress(size, count, size, total)
         return ExportResult(count, unreadable)
     finally:
         os.close(fd)
+
+
+class _Pending:
+    """
+    The HAR's bytes gathered for C{out}, in a buffer of L{WRITE_SIZE} filled
+    in place (so that its pages are touched once, not once a write), and
+    written when the next piece doesn't fit; a piece larger than the buffer
+    is written as it is.
+    """
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self._buffer = memoryview(bytearray(WRITE_SIZE))
+        self._size = 0
+
+    def add(self, piece: bytes | memoryview) -> bool:
+        """
+        Add C{piece}; whether anything was written to C{out}.
+        """
+        size = self._size
+        length = len(piece)
+        if size + length <= WRITE_SIZE:
+            self._buffer[size : size + length] = piece
+            self._size = size + length
+            return False
+        self.flush()
+        if length >= WRITE_SIZE:
+            self._out.write(piece)
+        else:
+            self._buffer[:length] = piece
+            self._size = length
+        return True
+
+    def flush(self) -> None:
+        if self._size:
+            self._out.write(self._buffer[: self._size])
+            self._size = 0
+
+
+#: What building a stretch gives: its entries encoded and joined by commas,
+#: how many, and how many lines it could not use.
+Built = tuple[bytes | memoryview, int, int]
+
+
+def _inOrder(fd: int, index: LineIndex) -> Generator[Built, None, None]:
+    """
+    Every entry, one at a time, in this process.
+    """
+    stats = JoinStats()
+    for entry in joinEntries(index, _Reader(fd, index).readAt, stats):
+        lost, stats.unreadable = stats.unreadable, 0
+        yield encodeEntry(entry), 1, lost
+    yield b"", 0, stats.unreadable
+
+
+class _Batch:
+    """
+    A stretch of exchanges for a worker: where their lines lie, in start
+    order, and the stretch of the log that holds them but for far ones (a
+    tunnel's end, long after), read in one go.
+    """
+
+    __slots__ = ("exchanges", "start", "end")
+
+    def __init__(self, exchanges: list[ExchangeLines], start: int, end: int) -> None:
+        self.exchanges = exchanges
+        self.start = start
+        self.end = end
+
+
+def _batches(index: LineIndex) -> Iterator[_Batch]:
+    """
+    L{exchangeLines} cut into stretches of about L{BATCH_BYTES} of log
+    lines.
+    """
+    batch: list[ExchangeLines] = []
+    size = 0
+    for exchange in exchangeLines(index):
+        batch.append(exchange)
+        size += exchange[1] + sum(length for _, length in exchange[2])
+        if size >= BATCH_BYTES or len(batch) >= BATCH_ENTRIES:
+            yield _batch(batch)
+            batch = []
+            size = 0
+    if batch:
+        yield _batch(batch)
+
+
+def _batch(exchanges: list[ExchangeLines]) -> _Batch:
+    start = min(offset for offset, _, _ in exchanges)
+    end = start
+    for offset, length, ends in exchanges:
+        for lineOffset, lineLength in ((offset, length), *ends):
+            lineEnd = lineOffset + lineLength
+            if lineOffset >= start and lineEnd - start <= SPAN_LIMIT and lineEnd > end:
+                end = lineEnd
+    return _Batch(exchanges, start, end)
+
+
+class _SpanReader:
+    """
+    C{readAt} for a worker's stretch: its span of the log, read in one go
+    into the worker's buffer; a line outside it is read alone.
+    """
+
+    def __init__(self, fd: int, start: int, end: int, buffer: bytearray) -> None:
+        self._fd = fd
+        self._start = start
+        with memoryview(buffer) as whole:
+            got = os.preadv(fd, [whole[: end - start]], start)
+        self._span = memoryview(buffer)[:got]
+        self._end = start + got
+
+    def readAt(self, offset: int, length: int) -> bytes:
+        if self._start <= offset and offset + length <= self._end:
+            start = offset - self._start
+            return self._span[start : start + length].tobytes()
+        return os.pread(self._fd, length, offset)
+
+    def close(self) -> None:
+        self._span.release()
+
+
+class _Worker:
+    """
+    What a worker inherits when it is forked: the log, and the slots its
+    stretches go back through.
+    """
+
+    def __init__(self, fd: int, slots: mmap.mmap) -> None:
+        self.fd = fd
+        self.slots = slots
+        #: each stretch's span of the log is read into it
+        self.buffer = bytearray(SPAN_LIMIT)
+
+
+_worker: _Worker | None = None
+
+
+def _startWorker(worker: _Worker) -> None:
+    global _worker
+    _worker = worker
+    _keepFreedMemory()
+
+
+#: glibc's C{mallopt} parameters (malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+#: What a worker's allocator keeps rather than gives back to the kernel.
+_KEEP_FREED = 32 * 1024 * 1024
+
+
+def _keepFreedMemory() -> None:
+    """
+    Have glibc's allocator keep what a worker frees (up to L{_KEEP_FREED})
+    for its next entry. Its defaults give back any 128 KB free at the top
+    of the heap, and an entry of 100 KB bodies frees about that much: the
+    next one then faults the same pages in again, tens of thousands of
+    faults a gigabyte (measured), which cost a worker more system time than
+    its reads. A no-op where there is no glibc.
+    """
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_TRIM_THRESHOLD, _KEEP_FREED)
+    mallopt(_M_MMAP_THRESHOLD, _KEEP_FREED // 2)
+
+
+def _buildBatch(batch: _Batch, slot: int) -> tuple[int | bytes, int, int]:
+    """
+    In a worker: a stretch of entries, encoded and joined by commas, put in
+    its slot of the shared memory as each is made (the bytes themselves,
+    rarely, when they don't fit): the stretch's length there, its entries,
+    and the lines it could not use.
+    """
+    assert _worker is not None
+    stats = JoinStats()
+    reader = _SpanReader(_worker.fd, batch.start, batch.end, _worker.buffer)
+    count = 0
+    at = 0
+    overflow: list[bytes] | None = None
+    with memoryview(_worker.slots) as slots, slots[slot * SLOT_SIZE : (slot + 1) * SLOT_SIZE] as view:
+        for entry in joinLines(batch.exchanges, reader.readAt, stats):
+            piece = encodeEntry(entry)
+            if overflow is None and at + 1 + len(piece) <= SLOT_SIZE:
+                if count:
+                    view[at : at + 1] = b","
+                    at += 1
+                view[at : at + len(piece)] = piece
+                at += len(piece)
+            else:
+                if overflow is None:
+                    overflow = [view[:at].tobytes()] if count else []
+                overflow.append(piece)
+            count += 1
+    reader.close()
+    if overflow is not None:
+        return b",".join(overflow), count, stats.unreadable
+    return at, count, stats.unreadable
+
+
+class _Workers:
+    """
+    The forked processes that build stretches of entries, and the shared
+    memory their stretches come back through, one slot per stretch in
+    flight (a stretch of megabytes through a pipe costs more than building
+    it).
+    """
+
+    def __init__(self, fd: int, workers: int) -> None:
+        self._workers = workers
+        self._limit = workers * BATCHES_AHEAD
+        self._slots = mmap.mmap(-1, self._limit * SLOT_SIZE)
+        self._pool = ProcessPoolExecutor(
+            workers, multiprocessing.get_context("fork"), initializer=_startWorker,
+            initargs=(_Worker(fd, self._slots),),
+        )
+
+    def __enter__(self) -> _Workers:
+        # forking processes start all of theirs at the first task
+        self._pool.submit(int).result()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._slots.close()
+
+    def build(self, index: LineIndex) -> Generator[Built, None, None]:
+        """
+        Every entry, a stretch at a time, given back in order; at most
+        L{BATCHES_AHEAD} stretches per worker in flight.
+        """
+        pool, slots = self._pool, self._slots
+        inFlight: deque[tuple[int, Future[tuple[int | bytes, int, int]]]] = deque()
+        batches = _batches(index)
+        for slot, batch in enumerate(islice(batches, self._limit)):
+            inFlight.append((slot, pool.submit(_buildBatch, batch, slot)))
+        while inFlight:
+            slot, result = inFlight.popleft()
+            # a worker that died (killed, out of memory) fails the export
+            # with BrokenProcessPool rather than leave it waiting
+            built, entries, lost = result.result()
+            if isinstance(built, bytes):
+                yield built, entries, lost
+            else:
+                # the caller writes or copies it before asking for the next
+                with memoryview(slots) as view, view[slot * SLOT_SIZE : slot * SLOT_SIZE + built] as stretch:
+                    yield stretch, entries, lost
+            for batch in islice(batches, 1):
+                inFlight.append((slot, pool.submit(_buildBatch, batch, slot)))
