@@ -54,7 +54,7 @@ import math
 import re
 from array import array
 from bisect import bisect_left
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Iterator
@@ -62,16 +62,12 @@ from urllib.parse import parse_qsl, quote, unquote_plus, urljoin, urlsplit
 
 import netlog
 
-# Compiled, and only for speed: without them the export writes the same
-# bytes, slower (see encodeEntry and _b64).
+# Compiled, and only for speed: without it the export writes the same bytes,
+# slower (see encodeEntry).
 try:
     import orjson
 except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
-try:
-    import pybase64
-except ImportError:  # pragma: no cover
-    pybase64 = None  # type: ignore[assignment]
 
 from netlog.core.decoding import (
     REQUEST_LIMIT,
@@ -371,10 +367,6 @@ def _parse(line: bytes) -> dict[str, Any] | None:
         except (ValueError, RecursionError):
             return None
         return record if isinstance(record, dict) else None
-    if pybase64 is not None and len(line) >= _SPLICE_MIN:
-        spliced = _parseSpliced(line)
-        if spliced is not None:
-            return spliced
     return _parseText(line)
 
 
@@ -387,71 +379,6 @@ def _parseText(line: bytes) -> dict[str, Any] | None:
     if end != len(text) and text[end:].strip(_JSON_SPACE):
         return None  # more after the object
     return record if isinstance(record, dict) else None
-
-
-#: How a body's base64 begins in an end line (see L{netlog.core.capture}).
-_BODY_DATA = b'"data":"'
-#: Base64 shorter than this is parsed with the rest of its line.
-_SPLICE_MIN = 4096
-#: What a spliced-out body's base64 is replaced with: a JSON escape that
-#: the rest of the line is checked not to hold.
-_PLACEHOLDER = b"\\u0000"
-
-
-def _parseSpliced(line: bytes) -> dict[str, Any] | None:
-    """
-    What L{_parseText} gives for an end line with large bodies, parsed
-    without scanning their base64 character by character (the json module
-    does that at some 1 GB/s; pybase64 checks it ten times faster).
-
-    Each C{"data":"} value of L{_SPLICE_MIN} or more that is pure base64
-    (so no quote, backslash or control character: a string's content
-    whatever came before it) is cut out, the rest parsed with
-    C{\\u0000N} in its place, and the base64 put back where the parse put
-    C{"\\x00N"}: a request's or an answer's C{body}. L{None} (parse the
-    whole line) unless every placeholder came back there, once.
-    """
-    at = line.find(_BODY_DATA)
-    if at < 0:
-        return None
-    pieces: list[bytes] = []
-    values: list[str] = []
-    start = 0
-    while at >= 0:
-        valueStart = at + len(_BODY_DATA)
-        valueEnd = line.find(b'"', valueStart)
-        if valueEnd < 0:
-            break
-        if valueEnd - valueStart >= _SPLICE_MIN:
-            value = line[valueStart:valueEnd]
-            try:
-                pybase64.b64decode(value, validate=True)
-            except ValueError:
-                return None
-            pieces.append(line[start:valueStart])
-            values.append(value.decode("ascii"))
-            start = valueEnd
-        at = line.find(_BODY_DATA, valueEnd)
-    if not values:
-        return None
-    pieces.append(line[start:])
-    if any(_PLACEHOLDER in piece for piece in pieces):
-        return None
-    skeleton = pieces[0] + b"".join(_PLACEHOLDER + b"%d" % i + piece for i, piece in enumerate(pieces[1:]))
-    record = _parseText(skeleton)
-    if record is None:
-        return None
-    putBack: set[int] = set()
-    response = record.get("response")
-    for holder in (response.get("body") if isinstance(response, dict) else None, record.get("request_body")):
-        if isinstance(holder, dict):
-            data = holder.get("data")
-            if type(data) is str and data[:1] == "\x00" and data[1:].isdigit():
-                i = int(data[1:])
-                if i < len(values) and i not in putBack:
-                    holder["data"] = values[i]
-                    putBack.add(i)
-    return record if len(putBack) == len(values) else None
 
 
 class JoinStats:
@@ -978,14 +905,6 @@ _NO_TIMINGS = {"blocked": -1, "dns": -1, "connect": -1, "send": 0, "wait": 0, "r
 def _b64(data: object) -> bytes:
     if not isinstance(data, str):
         return b""
-    if pybase64 is not None:
-        # base64 as netlog writes it (padded, no other character) reads the
-        # same whichever decodes it; pybase64 does it some 30 times faster
-        # than binascii, which reads the rest (skipping what isn't base64)
-        try:
-            return pybase64.b64decode(data, validate=True)
-        except ValueError:
-            pass
     try:
         # what base64.b64decode(data) does, without its checks in Python
         return binascii.a2b_base64(data)

@@ -1,16 +1,13 @@
 """
 The export's fast paths give the bytes of the plain one: entries built in
-worker processes and written in order, orjson in place of the json module,
-pybase64 in place of binascii.
+worker processes and written in order, orjson in place of the json module.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import gzip
 import io
-import json
 import os
 import random
 import subprocess
@@ -217,68 +214,3 @@ class FastPathTests(SynchronousTestCase):
                 expected = core._entryEncoder.encode(entry).encode("utf-8", "replace")
                 self.assertEqual(encodeEntry(entry), expected)
 
-    def test_base64(self) -> None:
-        """
-        A body's base64 reads as binascii reads it, whether as netlog writes
-        it or not (unpadded, with spaces, newlines or other characters).
-        """
-        if core.pybase64 is None:
-            raise self.skipTest("pybase64 is not installed: bodies are read by binascii")
-        rng = random.Random(5)
-        samples = ["", "QQ==", "QR==", "QQ", "Q", "QUJD\nREVG", "QUJD REVG", "QUJD====", "QUJDRA==QUJD", "!!!!", "é", "===="]
-        for _ in range(300):
-            raw = base64.b64encode(bytes(rng.randrange(256) for _ in range(rng.randrange(40)))).decode()
-            at = rng.randrange(len(raw) + 1)
-            samples.append(raw)
-            samples.append(raw[:at] + rng.choice(["\n", " ", "=", "*", "-", "_", "\x00"]) + raw[at:])
-        for sample in samples:
-            try:
-                expected = binascii.a2b_base64(sample)
-            except (binascii.Error, ValueError):
-                expected = b""
-            self.assertEqual(core._b64(sample), expected, repr(sample))
-
-    def test_largeBodiesParse(self) -> None:
-        """
-        An end line with large bodies parses as json.loads parses it,
-        whatever its shape: bodies where netlog puts them (in either order),
-        a body's key twice, C{"data"} elsewhere, base64 that isn't pure (an
-        escape in it), an escape elsewhere in the line, what looks like a
-        body inside a string, broken JSON around a body.
-        """
-        if core.pybase64 is None:
-            raise self.skipTest("pybase64 is not installed: lines are parsed whole")
-        rng = random.Random(6)
-
-        def big(size: int = 6000) -> str:
-            return base64.b64encode(bytes(rng.randrange(256) for _ in range(size))).decode()
-
-        a, b = big(), big()
-        edge = [big(3069), big(3072)]  # base64 of 4092 and 4096 characters
-        lines = [
-            encodeLine(2, "end", 1, 1, T0, {"response": {"status": 200, "body": {"size": 1, "data": a}},
-                                            "request_body": {"size": 1, "data": b}}),
-            encodeLine(2, "end", 1, 1, T0, {"request_body": {"size": 1, "data": b},
-                                            "response": {"body": {"data": a, "size": 1}}}),
-            encodeLine(2, "end", 1, 1, T0, {"response": {"body": {"data": edge[0]}}, "request_body": {"data": edge[1]}}),
-            encodeLine(2, "end", 1, 1, T0, {"response": {"headers": [["X", "\x00 \" é"]], "body": {"data": a}}}),
-            encodeLine(2, "end", 1, 1, T0, {"_failed": {"data": a}, "response": {"body": {"data": b}}}),
-            encodeLine(2, "end", 1, 1, T0, {"response": {"body": {"data": a, "more": {"data": b}}}}),
-            encodeLine(2, "end", 1, 1, T0, {"response": {"body": {"data": a[:5000] + "\n" + a[5000:]}}}),
-            encodeLine(2, "end", 1, 1, T0, {"response": "none", "request_body": {"data": a}}),
-            encodeLine(2, "end", 1, 1, T0, {"response": {"body": {"data": "\x00" + "0"}}, "request_body": {"data": a}}),
-            ('{"n":2,"type":"end","id":1,"response":{"body":{"data":"%s","data":"%s"}}}\n' % (a, b)).encode(),
-            ('{"n":2,"type":"end","id":1,"response":{"body":{"data":"%s"}}}} \n' % a).encode(),
-            ('{"n":2,"type":"end","id":1,"response":{"body":{"data":"%s"}}\n' % a).encode(),
-            ('{"n":2,"type":"end","id":1,"h":"\\"data":"%s"}\n' % a).encode(),
-            ('{"n":2,"type":"end","id":1,"h":"x\\"data\\":\\"%s\\"","response":{"body":{"data":"%s"}}}\n' % (a, b)).encode(),
-            ('{"n":2,"type":"end","id":1,"response":{"body":{"data":"%s"}},"x":"\\u0000"}\n' % a).encode(),
-            ('{"n":2,"type":"end","id":1,"response":{"body":{"data":"%s",}}}\n' % a).encode(),
-            ('{"n":2,"type":"end","id":1,"response":{"body":{"data":"%s' % a).encode(),
-        ]
-        for line in lines:
-            try:
-                expected = json.loads(line)
-            except (ValueError, RecursionError):
-                expected = None
-            self.assertEqual(core._parse(line), expected, line[:80] + b"..." + line[-80:])
