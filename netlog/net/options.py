@@ -41,6 +41,26 @@ LISTEN_BACKLOG = 1024
 _BACKLOG_KINDS = frozenset({"tcp", "tcp6", "unix"})
 
 
+def splitDescription(description: str) -> list[str]:
+    """
+    An endpoint description's parts, split at the colons not escaped with
+    a backslash (as C{tcp6:8080:interface=\\:\\:1} escapes them), unescaped.
+    """
+    parts = [""]
+    escaped = False
+    for char in description:
+        if escaped:
+            parts[-1] += char
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ":":
+            parts.append("")
+        else:
+            parts[-1] += char
+    return parts
+
+
 def withBacklog(description: str) -> str:
     """
     C{description} with C{backlog=LISTEN_BACKLOG} added when it is a TCP or

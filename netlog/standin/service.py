@@ -5,22 +5,12 @@ L{StandinMode}, as L{netlog.tap.common.makeProxyService} wires it.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from netlog.log.writer import LogWriter
-from netlog.net.options import DEFAULT_LISTEN, buildDestinations
+from netlog.net.options import DEFAULT_LISTEN, buildDestinations, splitDescription
 from netlog.proxy.service import ProxyService
 from netlog.standin.mode import DEFAULT_CONNECT_PORTS, StandinMode
-
-
-def _split(description: str) -> list[str]:
-    """
-    The parts of an endpoint description, split at colons not escaped by a
-    backslash, escapes undone.
-    """
-    parts = re.split(r"(?<!\\):", description)
-    return [part.replace("\\:", ":") for part in parts]
 
 
 def listenerAddress(description: str) -> tuple[str, int] | None:
@@ -29,7 +19,7 @@ def listenerAddress(description: str) -> tuple[str, int] | None:
     destination policy knows the proxy's own listeners before any connection
     comes (a port 0 is learnt from the connections themselves).
     """
-    parts = _split(description)
+    parts = splitDescription(description)
     if parts[0] not in ("tcp", "tcp6") or len(parts) < 2:
         return None
     host = "0.0.0.0" if parts[0] == "tcp" else "::"

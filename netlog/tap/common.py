@@ -42,7 +42,7 @@ from twisted.logger import Logger
 from twisted.python import usage
 
 from netlog.log.writer import LogWriter
-from netlog.net.options import DEFAULT_LISTEN, withBacklog
+from netlog.net.options import DEFAULT_LISTEN, splitDescription, withBacklog
 from netlog.supervise.adopt import NotAdoptable, checkAdoptable
 from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFileLimit
@@ -66,26 +66,6 @@ def defaultLogPath(name: str) -> str:
     return os.path.join(state, "netlog", f"{name}.jsonl")
 
 
-def _splitDescription(description: str) -> list[str]:
-    """
-    An endpoint description's parts, split at the colons not escaped with
-    a backslash (as C{tcp6:8080:interface=\\:\\:1} escapes them), unescaped.
-    """
-    parts = [""]
-    escaped = False
-    for char in description:
-        if escaped:
-            parts[-1] += char
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == ":":
-            parts.append("")
-        else:
-            parts[-1] += char
-    return parts
-
-
 def apiDescription(value: str) -> str:
     """
     Check an C{--api} endpoint description and make it loopback unless it
@@ -97,7 +77,7 @@ def apiDescription(value: str) -> str:
     value = value.strip()
     if value.isdigit():
         value = "tcp:" + value
-    parts = _splitDescription(value)
+    parts = splitDescription(value)
     if parts[0].lower() not in ("tcp", "tcp6") or len(parts) < 2 or not parts[1].isdigit():
         raise usage.UsageError(
             f"--api {value}: it wants a TCP endpoint description with a port, such as "
@@ -139,7 +119,7 @@ def apiAddress(description: str) -> tuple[str, int]:
     The C{(host, port)} an C{--api} description (as L{apiDescription} left
     it) listens on.
     """
-    parts = _splitDescription(description)
+    parts = splitDescription(description)
     host = API_INTERFACE
     for part in parts[2:]:
         if part.startswith("interface="):

@@ -23,6 +23,7 @@ from twisted.internet.endpoints import serverFromString
 from twisted.python import usage
 
 from netlog.log.writer import UnsafeLogPath, checkLogPath
+from netlog.net.options import splitDescription
 
 #: The option that gave a proxy's listener of each role.
 OPTION_OF_ROLE = {"forward": "--listen", "https-route": "--https-route", "http-route": "--http-route"}
@@ -39,26 +40,6 @@ class Mistake(Exception):
     """
 
 
-def _split(description: str) -> list[str]:
-    """
-    An endpoint description's parts, split at the colons not escaped with
-    a backslash, unescaped.
-    """
-    parts = [""]
-    escaped = False
-    for char in description:
-        if escaped:
-            parts[-1] += char
-            escaped = False
-        elif char == "\\":
-            escaped = True
-        elif char == ":":
-            parts.append("")
-        else:
-            parts[-1] += char
-    return parts
-
-
 #: The order of a TCP description's positional arguments after the port, as
 #: Twisted reads them (they differ).
 _POSITIONAL = {"tcp": ("interface", "backlog"), "tcp6": ("backlog", "interface")}
@@ -71,7 +52,7 @@ def _tcpParts(description: str) -> tuple[str, dict[str, str]] | None:
 
     @raise ValueError: an argument Twisted doesn't take, or too many.
     """
-    parts = _split(description.strip())
+    parts = splitDescription(description.strip())
     kind = parts[0].lower()
     if kind.isdigit():
         kind, parts = "tcp", ["tcp", *parts]
