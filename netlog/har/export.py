@@ -108,15 +108,22 @@ class _Reader:
         return os.pread(self._fd, length, offset)
 
 
-def writeHar(logPath: str, out: BinaryIO, progress: Progress | None = None) -> ExportResult:
+def writeHar(
+    logPath: str, out: BinaryIO, progress: Progress | None = None, upTo: Callable[[int, int], int] | None = None
+) -> ExportResult:
     """
     Write the HAR of the log at C{logPath} to C{out} (binary, UTF-8 JSON, no
     BOM). Memory: the largest entry, plus about 48 bytes per exchange for the
     index (see L{netlog.core.har}).
+
+    @param upTo: C{upTo(fd, size)} gives how many of the log's first bytes
+        to export (the log as it was at a reader's cursor); default all.
     """
     fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         size = os.fstat(fd).st_size
+        if upTo is not None:
+            size = min(size, upTo(fd, size))
         index = indexLog(fd, size, progress)
         stats = JoinStats()
         total = len(index)
