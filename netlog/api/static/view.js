@@ -83,10 +83,12 @@
     const tunnel = line.kind === "tunnel";
     const url = typeof request.url === "string" ? request.url : "";
     const parts = URL_PARTS.exec(url);
+    // The host the browser addressed (a site's backend may be elsewhere).
     let host = typeof server.host === "string" ? server.host : "";
     let path = "";
     if (parts) {
-      if (!host) host = parts[1].replace(/:\d+$/, "");
+      const named = parts[1].replace(/^[^@]*@/, "").replace(/:\d+$/, "").toLowerCase();
+      if (named) host = named;
       path = tunnel ? parts[1] : (parts[2] || "/");
     } else {
       path = url;
@@ -98,6 +100,7 @@
       url: url || (tunnel ? "https://" + host + "/" : ""), host: host, path: path, lower: null,
       tunnel: tunnel, ws: /^wss?:/i.test(url), dest: (header(request.headers, "sec-fetch-dest") || "").toLowerCase(),
       status: null, reason: "", state: "open", why: "", size: null, type: "other",
+      seenOpen: Date.now(), seenEnd: 0,
     };
     row.type = classify(row, null);
     let i = rows.length;
@@ -115,6 +118,7 @@
     if (!row || row.state !== "open") return;
     openCount--;
     row.endN = line.n;
+    row.seenEnd = Date.now();
     row.ended = num(line.ended) ?? num(line.time) ?? row.started;
     if (row.ended > lastTime) lastTime = row.ended;
     const response = line.response && typeof line.response === "object" ? line.response : null;
@@ -534,6 +538,7 @@
     const token = ++detailToken;
     const pane = $("detail");
     pane.hidden = false;
+    document.querySelector("main").classList.add("with-detail");
     $("detail-title").textContent = row.method + " " + row.url;
     const body = $("detail-body");
     let d;
@@ -563,6 +568,7 @@
     selected = null;
     detailToken++;
     $("detail").hidden = true;
+    document.querySelector("main").classList.remove("with-detail");
     $("detail-body").textContent = "";
     schedule();
   }
@@ -621,6 +627,8 @@
     cursor: () => cursor,
     rows: () => rows.length,
     shown: () => shown.map((row) => row.id),
+    // [id, ms when its open line was read, end line's n, ms when that was read]
+    seen: () => rows.map((row) => [row.id, row.seenOpen, row.endN, row.seenEnd]),
   };
   schedule();
   poll();
