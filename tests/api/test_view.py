@@ -11,7 +11,9 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 from typing import Any
@@ -251,6 +253,31 @@ class ViewServerTests(SynchronousTestCase):
 
 
 class ViewCommandTests(SynchronousTestCase):
+    def test_packageData(self) -> None:
+        """
+        A plain build of the package (what C{pip install .} copies) carries
+        the page's files.
+        """
+        # In a copy of the tree: a build writes its egg-info beside setup.cfg.
+        tree = os.path.abspath(self.mktemp())
+        os.makedirs(tree)
+        for name in ("setup.cfg", "pyproject.toml", "README.rst"):
+            shutil.copy(os.path.join(REPO, name), tree)
+        for name in ("netlog", "twisted"):
+            shutil.copytree(
+                os.path.join(REPO, name), os.path.join(tree, name),
+                ignore=shutil.ignore_patterns("__pycache__", "dropin.cache"),
+            )
+        out = os.path.join(tree, "out")
+        done = subprocess.run(
+            [sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py", "-d", out],
+            cwd=tree, capture_output=True, timeout=START_WAIT,
+        )
+        self.assertEqual(done.returncode, 0, done.stderr.decode("utf-8", "replace"))
+        for name, _ in VIEW_FILES.values():
+            with open(os.path.join(out, "netlog", "api", "static", name), "rb") as f:
+                self.assertEqual(f.read(), viewFile(name), name)
+
     def test_noLog(self) -> None:
         """
         C{netlog view} on a path with no log says so and exits 1, serving
