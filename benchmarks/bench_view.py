@@ -7,11 +7,15 @@ Measures, in one run (figures, not assertions):
 
   - time to first rows: from asking for the page to the first row drawn;
   - time to every row: until the page's cursor reaches the log's last line;
-  - scrolling: 300 frames scrolled 40 rows each, then 100 jumps to random
-    places, each to its next drawn frame (median, 95th percentile, worst);
+  - scrolling: 300 frames scrolled 40 rows each (and how long the page's
+    own rendering took in each), then 100 jumps to random places, each to
+    its next drawn frame (median, 95th percentile, worst);
   - a text filter over every row, to its counts shown;
   - a detail opened from the middle of the log, to its first section;
-  - the page's JS heap once every row is in (C{--enable-precise-memory-info}).
+  - the page's JS heap once every row is in (C{--enable-precise-memory-info});
+  - following: exchanges appended at 1,000 a second for 10 s (C{--rate},
+    C{--seconds}) while the page follows; each line's lag from being
+    written (its C{time}) to being read by the page.
 
 Usage: .venv/bin/python -m benchmarks.bench_view [--exchanges N] [--keep LOG]
 """
@@ -29,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -97,6 +102,41 @@ def makeLog(path: str, exchanges: int) -> int:
     return n
 
 
+def appendExchanges(path: str, first: int, rate: int, seconds: float) -> int:
+    """
+    Append finished exchanges to the log at C{rate} a second for C{seconds},
+    in batches every 10 ms, each line stamped when written; the last line's
+    number.
+    """
+    n = first
+    start = time.monotonic()
+    done = 0
+    total = int(rate * seconds)
+    with open(path, "ab", buffering=0) as f:
+        while done < total:
+            due = min(total, int((time.monotonic() - start) * rate))
+            batch = []
+            now = time.time()
+            while done < due:
+                n += 1
+                exchangeId = n
+                batch.append(encodeLine(n, OPEN, exchangeId, exchangeId, now, {
+                    "proxy": "site", "kind": "exchange", "started": now,
+                    "request": {"method": "GET", "url": f"https://live.test/follow/{done}", "headers": []},
+                    "server": {"host": "live.test", "port": 443, "address": "127.0.0.1"},
+                }))
+                n += 1
+                batch.append(encodeLine(n, END, exchangeId, n + 1, now, {
+                    "ended": now, "response": {"status": 200, "reason": "OK", "headers": [], "body": {"size": 2}},
+                    "bytes": {"up": 50, "down": 60},
+                }))
+                done += 1
+            for line in batch:
+                f.write(line)
+            time.sleep(0.01)
+    return n
+
+
 def spread(values: list[float]) -> str:
     values = sorted(values)
     p95 = values[min(len(values) - 1, int(len(values) * 0.95))]
@@ -139,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--exchanges", type=int, default=100_000)
     parser.add_argument("--keep", metavar="LOG", help="write the log here and keep it")
+    parser.add_argument("--rate", type=int, default=1000, help="exchanges a second appended while following")
+    parser.add_argument("--seconds", type=float, default=10.0, help="how long to append them")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -160,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             if match is None:
                 raise SystemExit(f"netlog view said: {line!r}")
             url = match.group(1)
-            results = measure(sync_playwright, url, last, args.exchanges)
+            results = measure(sync_playwright, url, logPath, last, args)
         finally:
             view.terminate()
             view.wait(30)
@@ -171,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def measure(sync_playwright: Any, url: str, last: int, exchanges: int) -> list[tuple[str, str]]:
+def measure(sync_playwright: Any, url: str, logPath: str, last: int, args: Any) -> list[tuple[str, str]]:
     results: list[tuple[str, str]] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(
@@ -190,13 +232,16 @@ def measure(sync_playwright: Any, url: str, last: int, exchanges: int) -> list[t
             page.wait_for_timeout(500)
             heap = page.evaluate("() => performance.memory.usedJSHeapSize")
             results.append(("JS heap with every row", f"{heap / 1e6:.0f} MB"))
+            page.evaluate("() => window.netlogView.renderTimes()")
             gaps = page.evaluate(SCROLL, [SCROLL_FRAMES, SCROLL_ROWS])
             results.append((f"scrolling {SCROLL_ROWS} rows a frame, frame to frame", spread(gaps)))
+            results.append(("  of which the page's own rendering", spread(
+                page.evaluate("() => window.netlogView.renderTimes()"))))
             jumps = page.evaluate(JUMP, JUMPS)
             results.append(("jump to a random place, to its frame drawn", spread(jumps)))
             t = time.monotonic()
             page.fill("#filter-text", "/items/99")
-            expected = f"{sum(1 for i in range(exchanges) if str(i).startswith('99')):,} "
+            expected = f"{sum(1 for i in range(args.exchanges) if str(i).startswith('99')):,} "
             page.wait_for_function("(s) => document.getElementById('counts').textContent.startsWith(s)",
                                    arg=expected, polling="raf")
             results.append(("text filter over every row, to the counts", f"{(time.monotonic() - t) * 1000:.0f} ms"))
@@ -209,6 +254,31 @@ def measure(sync_playwright: Any, url: str, last: int, exchanges: int) -> list[t
             page.wait_for_selector("#detail-body h3")
             results.append(("a detail from the middle, to its first section",
                             f"{(time.monotonic() - t) * 1000:.0f} ms"))
+            page.click("#detail-close")
+            page.evaluate("() => { const s = document.getElementById('scroller'); s.scrollTop = s.scrollHeight; }")
+            ends: list[int] = []
+            writer = threading.Thread(
+                target=lambda: ends.append(appendExchanges(logPath, last, args.rate, args.seconds))
+            )
+            writer.start()
+            writer.join()
+            page.wait_for_function("(n) => window.netlogView.cursor() >= n", arg=ends[0], timeout=LOAD_TIMEOUT_MS)
+            times = {}
+            with open(logPath, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - int(args.rate * args.seconds) * 800))
+                for raw in f.read().split(b"\n")[1:]:
+                    if raw:
+                        record = json.loads(raw)
+                        if record["n"] > last:
+                            times[record["n"]] = record["time"]
+            lags = []
+            for exchangeId, openedAt, endN, endedAt in page.evaluate("() => window.netlogView.seen()"):
+                if exchangeId > last:
+                    lags.append(openedAt - times[exchangeId] * 1000)
+                    lags.append(endedAt - times[endN] * 1000)
+            results.append((f"following {args.rate:,} exchanges/s for {args.seconds:g} s, line written to read "
+                            f"({len(lags):,} lines)", spread(lags)))
         finally:
             browser.close()
     return results

@@ -389,7 +389,8 @@ def _exchangeDetail(logPath: str, exchangeId: int, endLine: int | None) -> bytes
         opened, ended = findExchange(_readerAt(fd), size, exchangeId, endLine)
     finally:
         os.close(fd)
-    return json.dumps(exchangeDetail(opened, ended), ensure_ascii=False).encode("utf-8") + b"\n"
+    # ASCII escapes: a lone surrogate a body decoded to survives as JSON.
+    return json.dumps(exchangeDetail(opened, ended)).encode("ascii") + b"\n"
 
 
 class ExchangeResource(_JSONResource):

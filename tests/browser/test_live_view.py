@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
+from netlog.core.logline import END, OPEN, encodeLine
 from tests.browser import browser, procs
+from tests.support import netlogArgv
 
 BASE = "https://shop.test"
 #: Seconds a line may take from the log to the page's list.
@@ -231,5 +235,84 @@ class LiveViewTests(SynchronousTestCase):
                 self.walk(viewer.new_page(), shopper.new_page())
                 viewer.close()
                 shopper.close()
+            finally:
+                chromium.close()
+
+
+@pytest.mark.slow
+class LogFileTests(SynchronousTestCase):
+    def setUp(self) -> None:
+        from tests.api.test_view import writeViewLog
+
+        self.tmp = tempfile.mkdtemp(prefix="netlog-browser-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.log = os.path.join(self.tmp, "network.jsonl")
+        writeViewLog(self.log)
+        self.proc = procs.start(
+            netlogArgv() + ["view", self.log, "--listen", "tcp:0:interface=127.0.0.1"],
+            self.addCleanup,
+            os.path.join(self.tmp, "view.out"),
+        )
+        self.url = self.waitForURL(os.path.join(self.tmp, "view.out"))
+
+    def waitForURL(self, out: str) -> str:
+        deadline = time.monotonic() + procs.START_TIMEOUT
+        while time.monotonic() < deadline:
+            with open(out, encoding="utf-8", errors="replace") as f:
+                match = re.search(r"serving .* on (http://\S+)", f.read())
+            if match:
+                return match.group(1)
+            time.sleep(0.05)
+        raise AssertionError(f"netlog view printed no URL: {procs.readTail(out)}")
+
+    def rowText(self, view: Any, exchangeId: int) -> str:
+        text: str = view.inner_text(f'.rows .row[data-id="{exchangeId}"] .c-status')
+        return text
+
+    def test_followsTheFile(self) -> None:
+        """
+        Over C{netlog view}: an open row turns into its answer when its end
+        line is appended; a log replaced by another starts the list again
+        from the new log, with a notice.
+        """
+        from playwright.sync_api import sync_playwright
+
+        lines = logLines(self.log)
+        tunnel = lines[-1]
+        self.assertEqual(tunnel["type"], "open")
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=browser.CHROMIUM, headless=True, args=browser.chromiumArgs())
+            try:
+                view = chromium.new_page(viewport=VIEWPORT)
+                view.set_default_timeout(browser.ACTION_TIMEOUT_MS)
+                view.goto(self.url)
+                view.wait_for_function("(n) => window.netlogView.cursor() >= n", arg=tunnel["n"])
+                view.wait_for_timeout(100)
+                self.assertEqual(self.rowText(view, tunnel["id"]), "open (tunnel)")
+                self.assertTrue(view.locator("#notice").is_hidden())
+
+                with open(self.log, "ab") as f:
+                    f.write(encodeLine(tunnel["n"] + 1, END, tunnel["id"], tunnel["n"] + 2, time.time(), {
+                        "ended": tunnel["started"] + 3, "bytes": {"up": 10, "down": 20}, "closed_by": "client",
+                    }))
+                view.wait_for_function("(n) => window.netlogView.cursor() >= n", arg=tunnel["n"] + 1)
+                view.wait_for_timeout(100)
+                self.assertEqual(self.rowText(view, tunnel["id"]), "200")
+
+                replacement = os.path.join(self.tmp, "new.jsonl")
+                with open(replacement, "wb") as f:
+                    f.write(encodeLine(1, OPEN, 1, 1, time.time(), {
+                        "proxy": "site", "kind": "exchange", "started": time.time(),
+                        "request": {"method": "GET", "url": "https://again.test/fresh", "headers": []},
+                        "server": {"host": "again.test", "port": 443, "address": "127.0.0.1"},
+                    }))
+                os.replace(replacement, self.log)
+                view.wait_for_selector("#notice:not([hidden])")
+                self.assertIn("begun again", view.inner_text("#notice"))
+                view.wait_for_function("() => window.netlogView.rows() === 1")
+                view.wait_for_timeout(100)
+                self.assertEqual(view.evaluate("() => window.netlogView.shown()"), [1])
+                self.assertEqual(view.inner_text('.rows .row[data-id="1"] .c-path'), "/fresh")
+                self.assertEqual(self.rowText(view, 1), "open")
             finally:
                 chromium.close()

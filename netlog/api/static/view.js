@@ -5,8 +5,10 @@
 "use strict";
 
 (function () {
-  // Bytes of lines asked for per page of /network.
+  // Bytes of lines asked for per page of /network; the first page is
+  // smaller, so the first rows come quickly on a large log.
   const PAGE_LIMIT = 4 << 20;
+  const FIRST_PAGE_LIMIT = 256 << 10;
   // Milliseconds between polls when the log has nothing new.
   const POLL_IDLE_MS = 250;
   // Milliseconds before asking again after the API could not be reached.
@@ -174,7 +176,8 @@
     for (;;) {
       let page;
       try {
-        const answer = await fetch("network?after=" + cursor + "&limit=" + PAGE_LIMIT, { cache: "no-store" });
+        const limit = rows.length ? PAGE_LIMIT : FIRST_PAGE_LIMIT;
+        const answer = await fetch("network?after=" + cursor + "&limit=" + limit, { cache: "no-store" });
         if (!answer.ok) throw new Error("the API answered " + answer.status);
         page = await answer.json();
       } catch (e) {
@@ -303,7 +306,9 @@
     return element;
   }
 
+  let renderMs = [];      // how long each render took, for the benchmark
   function render() {
+    const began = performance.now();
     scheduled = false;
     if (hostsChanged) refreshHosts();
     if (dirty) {
@@ -357,6 +362,7 @@
       bar.style.left = ((row.started - start) / span) * 100 + "%";
       bar.style.width = (Math.max(0, stop - row.started) / span) * 100 + "%";
     }
+    if (renderMs.length < 1000) renderMs.push(performance.now() - began);
     if (openCount && !ticking) {
       // open rows' bars grow with time
       ticking = true;
@@ -627,6 +633,8 @@
     cursor: () => cursor,
     rows: () => rows.length,
     shown: () => shown.map((row) => row.id),
+    // the milliseconds the last renders took (up to 1,000 of them), emptied
+    renderTimes: () => renderMs.splice(0),
     // [id, ms when its open line was read, end line's n, ms when that was read]
     seen: () => rows.map((row) => [row.id, row.seenOpen, row.endN, row.seenEnd]),
   };
