@@ -4,7 +4,11 @@ The loopback HTTP API's resources: the log's pages, its HAR, the CA.
   - C{GET /network?after=N&limit=BYTES}: the reader's envelope
     C{{"lines": [...], "next": N, "begun_again": false}};
   - C{GET /network.har}: the HAR export, built in a thread and streamed;
-  - C{GET /ca.pem}: the site proxy's CA certificate.
+  - C{GET /ca.pem}: the site proxy's CA certificate;
+  - C{GET /exchange?id=N&end=M}: one exchange's records and HAR entry, for
+    the live view's detail pane;
+  - C{GET /}: the live view, a page (with its script and style, served
+    from the package) that follows C{/network}.
 
 Only a request whose C{Host} names this machine's loopback (C{127.0.0.1},
 C{[::1]}, C{localhost}), the address it was sent to, or a name given with
@@ -22,8 +26,10 @@ loop (which, in the supervisor, also watches the worker).
 
 from __future__ import annotations
 
+import importlib.resources
 import ipaddress
 import json
+import os
 import threading
 from typing import Any, Callable
 from urllib.parse import parse_qsl
@@ -52,6 +58,21 @@ CHUNKS_IN_FLIGHT = 4
 HAR_EXPORTS_AT_ONCE = 2
 
 JSON_TYPE = b"application/json"
+
+#: The live view's files (package data in C{netlog/api/static}), by the
+#: name they are served under, with their types.
+VIEW_FILES = {
+    b"": ("view.html", b"text/html; charset=utf-8"),
+    b"view.js": ("view.js", b"text/javascript; charset=utf-8"),
+    b"view.css": ("view.css", b"text/css; charset=utf-8"),
+}
+#: The live view runs only its own script and style, fetches only from the
+#: API, and can't be framed: a log holds what any site sent, and the page
+#: shows it as text only.
+VIEW_POLICY = (
+    b"default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    b"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 
 #: The names the API answers to whatever C{--api-host} says.
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -266,9 +287,36 @@ class _ThreadStream:
         pass
 
 
+class _NoSuchLine(Exception):
+    """
+    C{upto} names a line the log doesn't have.
+    """
+
+
+def _readerAt(fd: int) -> Callable[[int, int], bytes]:
+    return lambda offset, size: os.pread(fd, size, offset)
+
+
+def _sizeThrough(upto: int) -> Callable[[int, int], int]:
+    """
+    For L{writeHar}: the log's bytes through line C{upto}.
+    """
+    from netlog.core.exchange import sizeThrough
+
+    def upTo(fd: int, size: int) -> int:
+        through = sizeThrough(_readerAt(fd), size, upto)
+        if through is None:
+            raise _NoSuchLine(upto)
+        return through
+
+    return upTo
+
+
 class HarResource(_JSONResource):
     """
-    C{GET /network.har}: the HAR export of the whole log, streamed.
+    C{GET /network.har[?upto=N]}: the HAR export of the whole log, or of the
+    log as it was when it ended at line C{N} (what a reader whose cursor is
+    C{N} has seen), streamed.
     """
 
     def __init__(self, reactor: Any, threadpool: Any, logPath: str | None) -> None:
@@ -278,7 +326,7 @@ class HarResource(_JSONResource):
         self._logPath = logPath
 
     def renderGET(self, request: Request) -> Any:
-        parseQuery(_query(request), {})
+        upto = parseQuery(_query(request), {"upto": (-1, 0, 2**63 - 1)})["upto"]
         if self._logPath is None:
             return _sendJSON(request, 404, {"error": "this proxy keeps no log (--no-log)"})
         from netlog.har.export import writeHar
@@ -290,7 +338,8 @@ class HarResource(_JSONResource):
             return b""
         stream = _ThreadStream(self._reactor, request)
         out: Any = stream
-        d = deferToThreadPool(self._reactor, self._threadpool, writeHar, self._logPath, out)
+        upTo = _sizeThrough(upto) if upto >= 0 else None
+        d = deferToThreadPool(self._reactor, self._threadpool, writeHar, self._logPath, out, None, upTo=upTo)
 
         def done(result: Any) -> None:
             if stream.gone:
@@ -307,7 +356,14 @@ class HarResource(_JSONResource):
                 _log.failure("exporting the HAR failed midway", failure)
                 request.channel.transport.abortConnection()  # type: ignore[union-attr]
                 return
-            if isinstance(failure.value, FileNotFoundError):
+            if failure.check(_NoSuchLine):
+                request.setHeader(b"content-disposition", b"inline")
+                body = _sendJSON(
+                    request,
+                    400,
+                    {"error": "bad parameter", "parameter": "upto", "reason": f"the log has no line {upto}"},
+                )
+            elif isinstance(failure.value, FileNotFoundError):
                 body = _sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
             else:
                 _log.failure("exporting the HAR failed", failure)
@@ -318,6 +374,110 @@ class HarResource(_JSONResource):
         d.addCallbacks(done, failed)
         d.addErrback(lambda f: None)
         return NOT_DONE_YET
+
+
+def _exchangeDetail(logPath: str, exchangeId: int, endLine: int | None) -> bytes:
+    """
+    In a thread: the JSON of L{netlog.core.exchange.exchangeDetail}.
+    """
+    from netlog.core.exchange import exchangeDetail, findExchange
+    from netlog.log.reader import _openForReading
+
+    fd = _openForReading(logPath)
+    try:
+        size = os.fstat(fd).st_size
+        opened, ended = findExchange(_readerAt(fd), size, exchangeId, endLine)
+    finally:
+        os.close(fd)
+    # ASCII escapes: a lone surrogate a body decoded to survives as JSON.
+    return json.dumps(exchangeDetail(opened, ended)).encode("ascii") + b"\n"
+
+
+class ExchangeResource(_JSONResource):
+    """
+    C{GET /exchange?id=N[&end=M]}: the exchange whose open line is C{N}
+    (and whose end line is C{M}, when the caller knows it) as
+    C{{"id", "open", "end", "entry"}}: its records without their bodies'
+    base64, and its HAR entry. The live view fetches it when a row is
+    opened, so the page never holds every body.
+    """
+
+    def __init__(self, reactor: Any, threadpool: Any, logPath: str | None) -> None:
+        Resource.__init__(self)
+        self._reactor = reactor
+        self._threadpool = threadpool
+        self._logPath = logPath
+
+    def renderGET(self, request: Request) -> Any:
+        params = parseQuery(_query(request), {"id": (0, 1, 2**63 - 1), "end": (0, 1, 2**63 - 1)})
+        if params["id"] == 0:
+            raise BadParameter("id", "is required: the n of the exchange's open line")
+        if self._logPath is None:
+            return _sendJSON(request, 404, {"error": "this proxy keeps no log (--no-log)"})
+        d = deferToThreadPool(
+            self._reactor,
+            self._threadpool,
+            _exchangeDetail,
+            self._logPath,
+            params["id"],
+            params["end"] or None,
+        )
+
+        def done(body: bytes) -> None:
+            request.setHeader(b"content-type", JSON_TYPE)
+            request.setHeader(b"cache-control", b"no-store")
+            request.setHeader(b"content-length", str(len(body)).encode("ascii"))
+            if request.method != b"HEAD":
+                request.write(body)
+            request.finish()
+
+        def failed(failure: Failure) -> None:
+            from netlog.core.exchange import NoSuchExchange
+            from netlog.log.reader import LogUnreadable
+
+            if failure.check(NoSuchExchange):
+                body = _sendJSON(request, 404, {"error": "no such exchange", "reason": str(failure.value)})
+            elif failure.check(LogUnreadable):
+                body = _sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
+            else:
+                _log.failure("reading exchange {id}", failure, id=params["id"])
+                body = _sendJSON(request, 500, {"error": "reading the exchange failed; see the proxy's log"})
+            request.write(body)
+            request.finish()
+
+        d.addCallbacks(done, failed)
+        d.addErrback(lambda f: None)  # the client went away
+        return NOT_DONE_YET
+
+
+def viewFile(name: str) -> bytes:
+    """
+    One of the live view's files, from the package.
+    """
+    return importlib.resources.files("netlog.api").joinpath("static", name).read_bytes()
+
+
+class ViewResource(_JSONResource):
+    """
+    One of the live view's files (L{VIEW_FILES}), read from the package once.
+    """
+
+    def __init__(self, name: str, contentType: bytes) -> None:
+        Resource.__init__(self)
+        self._name = name
+        self._contentType = contentType
+        self._data: bytes | None = None
+
+    def renderGET(self, request: Request) -> Any:
+        parseQuery(_query(request), {})
+        if self._data is None:
+            self._data = viewFile(self._name)
+        request.setHeader(b"content-type", self._contentType)
+        request.setHeader(b"cache-control", b"no-cache")
+        request.setHeader(b"x-content-type-options", b"nosniff")
+        request.setHeader(b"content-security-policy", VIEW_POLICY)
+        request.setHeader(b"referrer-policy", b"no-referrer")
+        return self._data
 
 
 class FileResource(_JSONResource):
@@ -468,7 +628,10 @@ def makeApiRoot(
     children: dict[bytes, Any] = {
         b"network": NetworkResource(reactor, threadpool, logPath),
         b"network.har": HarResource(reactor, harThreadpool or threadpool, logPath),
+        b"exchange": ExchangeResource(reactor, threadpool, logPath),
     }
+    for path, (fileName, contentType) in VIEW_FILES.items():
+        children[path] = ViewResource(fileName, contentType)
     if caPath is not None:
         children[b"ca.pem"] = FileResource(caPath, b"application/x-pem-file", "there is no CA certificate")
     for name, child in children.items():

@@ -156,7 +156,8 @@ class _Reader:
 
 
 def writeHar(
-    logPath: str, out: BinaryIO, progress: Progress | None = None, workers: int = 1
+    logPath: str, out: BinaryIO, progress: Progress | None = None, workers: int = 1,
+    upTo: Callable[[int, int], int] | None = None,
 ) -> ExportResult:
     """
     Write the HAR of the log at C{logPath} to C{out} (binary, UTF-8 JSON, no
@@ -166,10 +167,14 @@ def writeHar(
 
     @param workers: processes to build the entries in (forked: call it with
         more than 1 only from a process that runs no other thread).
+    @param upTo: C{upTo(fd, size)} gives how many of the log's first bytes
+        to export (the log as it was at a reader's cursor); default all.
     """
     fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         size = os.fstat(fd).st_size
+        if upTo is not None:
+            size = min(size, upTo(fd, size))
         with _Workers(fd, workers) if workers > 1 else nullcontext() as pool:
             # forked first, so that they start while this process indexes,
             # and hold none of the index

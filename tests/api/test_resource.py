@@ -163,9 +163,10 @@ class ApiTests(TestCase):
     @defer.inlineCallbacks
     def test_notFoundAndMethod(self) -> None:
         """
-        Unknown paths get 404 JSON; anything but GET gets 405.
+        Unknown paths get 404 JSON; anything but GET gets 405. (C{/} is the
+        live view's page.)
         """
-        for path in ["/", "/nothing", "/network/extra"]:
+        for path in ["/nothing", "/network/extra", "/view.html", "/view.js/extra"]:
             code, kind, body = yield self.get(path)
             self.assertEqual((code, kind), (404, b"application/json"), path)
             self.assertIn("error", json.loads(body))
