@@ -1,5 +1,5 @@
 """
-C{netlog read|har|ca}: the command line.
+C{netlog read|har|ca|session}: the command line.
 
 Each subcommand lives with the code it drives; this only dispatches.
 """
@@ -16,6 +16,7 @@ _COMMANDS = {
     "read": ("netlog.log.readcli", "print the log's lines after a number"),
     "har": ("netlog.har.cli", "export the log as HAR 1.2"),
     "ca": ("netlog.site.cacli", "print the site proxy's CA certificate and its SPKI hash"),
+    "session": ("netlog.session.cli", "make, list, export and stop a proxy's sessions over its API"),
 }
 
 

@@ -17,7 +17,7 @@ import os
 import resource
 import signal
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from twisted.application.service import MultiService
 from twisted.internet.defer import Deferred, gatherResults, succeed
@@ -292,8 +292,13 @@ class Supervisor(MultiService):
         onGiveUp: Callable[[int], None] = exitWhenDone,
         standby: bool = True,
         hangTimeout: float = HANG_TIMEOUT,
+        sessions: Sequence[tuple[str, str, str]] = (),
     ) -> None:
         MultiService.__init__(self)
+        #: C{(name, description, log path)} of each session fixed at start.
+        self._sessionSpecs = list(sessions)
+        #: name -> (log fd, listener) of each, once opened and bound.
+        self.sessions: dict[str, tuple[int, BoundListener]] = {}
         self._reactor = reactor
         self._optionsClass = optionsClass
         self._buildProxy = buildProxy
@@ -350,7 +355,26 @@ class Supervisor(MultiService):
                 description=description,
                 address=bound.getHost(),
             )
+        for name, description, logPath in self._sessionSpecs:
+            fd = openLogFile(logPath, self._uid, self._gid)
+            try:
+                bound = bindListener(self._reactor, "session", description)
+            except BaseException:
+                os.close(fd)
+                raise
+            self.sessions[name] = (fd, bound)
+            _log.info(
+                "session {name} listens on {address}, logs to {log}",
+                name=name, address=bound.getHost(), log=logPath,
+            )
         MultiService.privilegedStartService(self)
+
+    def heldSessions(self) -> dict[str, tuple[str, BoundListener]]:
+        """
+        The sessions fixed at start: name -> (log path, listener).
+        """
+        paths = {name: logPath for name, _, logPath in self._sessionSpecs}
+        return {name: (paths[name], bound) for name, (_, bound) in self.sessions.items()}
 
     def startService(self) -> None:
         # Without twistd's privileged step (plain twist, tests), do it now.
@@ -406,20 +430,25 @@ class Supervisor(MultiService):
         killed after the grace period, or one that crashed while stopping)
         with "the proxy stopped", numbering on, as a worker's LogWriter would.
         """
-        fd = self.logFd
-        if fd is None:
-            return
+        paths = {name: logPath for name, _, logPath in self._sessionSpecs}
+        logs = [(self.logPath, self.logFd)] + [(paths[name], fd) for name, (fd, _) in self.sessions.items()]
+        for path, fd in logs:
+            if fd is not None:
+                self._endLeftOpenIn(path, fd)
+
+    def _endLeftOpenIn(self, path: str | None, fd: int) -> None:
         found = recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size)
         if not found.unended and not found.cut:
             return
-        writer = LogWriter(self.logPath, fd=os.dup(fd), recoveryReason=REASON_STOPPED)
+        writer = LogWriter(path, fd=os.dup(fd), recoveryReason=REASON_STOPPED)
         try:
             writer.startService()
         finally:
             writer.stopService()
         _log.info(
-            "ended {count} exchanges the workers left open: the proxy stopped",
+            "ended {count} exchanges the workers left open in {path}: the proxy stopped",
             count=len(found.unended),
+            path=path,
         )
 
     def _release(self) -> None:
@@ -432,6 +461,10 @@ class Supervisor(MultiService):
         for fd in self.privilegedFiles.values():
             os.close(fd)
         self.privilegedFiles = {}
+        for fd, bound in self.sessions.values():
+            bound.close()
+            os.close(fd)
+        self.sessions = {}
 
     # -- workers ------------------------------------------------------------
 
@@ -458,6 +491,16 @@ class Supervisor(MultiService):
             childFDs[nextFd] = fd
             files[path] = nextFd
             nextFd += 1
+        sessions = []
+        paths = {name: logPath for name, _, logPath in self._sessionSpecs}
+        for name, (fd, bound) in self.sessions.items():
+            childFDs[nextFd] = fd
+            childFDs[nextFd + 1] = bound.fd
+            sessions.append({
+                "name": name, "log": {"path": paths[name], "fd": nextFd},
+                "fd": nextFd + 1, "family": bound.family, "port": bound.getHost().port,
+            })
+            nextFd += 2
         spec = workerSpec(
             optionsClass=self._optionsClass,
             buildProxy=self._buildProxy,
@@ -468,6 +511,7 @@ class Supervisor(MultiService):
             apiAddress=self._apiAddress(),
             files=files,
             standby=standby,
+            sessions=sessions,
         )
         worker = WorkerProtocol(self, self._reactor.seconds(), standby)
         self._reactor.spawnProcess(

@@ -59,6 +59,7 @@ def workerSpec(
     apiAddress: tuple[str, int] | None,
     files: dict[str, int] | None = None,
     standby: bool = False,
+    sessions: list[dict[str, Any]] | None = None,
 ) -> str:
     """
     The JSON argument of a worker.
@@ -70,6 +71,8 @@ def workerSpec(
         listener, in the order C{buildProxy}'s C{listeners} lists them.
     @param files: the proxy's C{privilegedFiles}, opened by the supervisor:
         path -> the worker's descriptor.
+    @param sessions: one C{{"name", "log": {"path", "fd"}, "fd", "family",
+        "port"}} per session fixed at start: its log and its listener.
     """
     return json.dumps(
         {
@@ -81,6 +84,7 @@ def workerSpec(
             "api": list(apiAddress) if apiAddress else None,
             "files": files or {},
             "standby": standby,
+            "sessions": sessions or [],
         }
     )
 
@@ -165,6 +169,16 @@ def main(argv: list[str]) -> int:
             [(h["fd"], getattr(socket, h["family"]), factory) for h, (_, _, factory) in zip(handed, listeners)],
         )
         adopted.setServiceParent(top)
+        if spec.get("sessions"):
+            from netlog.session.manager import adoptedSession
+
+            sessions = MultiService()
+            sessions.setServiceParent(top)
+            for held in spec["sessions"]:
+                adoptedSession(
+                    proxy, reactor, held["name"], held["log"]["path"], held["log"]["fd"],
+                    held["fd"], getattr(socket, held["family"]), held["port"],
+                ).setServiceParent(sessions)
     except Exception:
         log.failure("the worker could not set up the proxy")
         return EXIT_SETUP_FAILED
