@@ -94,3 +94,50 @@ class TwoBrowsersTests(SynchronousTestCase):
             self.assertEqual(searched, seen[who])
             self.assertFalse([u for u in urls if f"q={other}" in u], urls)
         self.assertEqual(os.path.getsize(self.mainLog), 0)
+
+    def test_contextPerSession(self) -> None:
+        """
+        As C{docs/sessions.rst} shows it: one Chromium, a browser context per
+        session (the launch proxy a placeholder each context overrides), the
+        contexts' pages open at once; each session's HAR holds its own
+        context's requests only.
+        """
+        from playwright.sync_api import sync_playwright
+
+        base = f"http://127.0.0.1:{self.apiPort}"
+        sessions = {}
+        for who in ("carol", "dave"):
+            status, made = api("POST", base + "/sessions", {"name": who})
+            self.assertEqual(status, 201, made)
+            sessions[who] = made
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(
+                executable_path=browser.CHROMIUM, headless=True,
+                args=browser.chromiumArgs(), proxy={"server": "http://per-context"},
+            )
+            try:
+                pages = {}
+                for who, made in sessions.items():
+                    context = chromium.new_context(proxy={"server": "http://" + made["proxy"]})
+                    context.set_default_timeout(browser.ACTION_TIMEOUT_MS)
+                    pages[who] = context.new_page()
+                for i in range(SEARCHES):
+                    for who, page in pages.items():
+                        page.goto(f"http://shop.test:{self.site.http}/search?q={who}-{i}")
+                for page in pages.values():
+                    page.context.close()
+            finally:
+                chromium.close()
+        for who, other in (("carol", "dave"), ("dave", "carol")):
+            procs.waitForEnds(sessions[who]["log"])
+            status, deleted = api("DELETE", sessions[who]["urls"]["session"])
+            self.assertEqual(status, 200, deleted)
+            with open(sessions[who]["log"], "rb") as f:
+                lines = [json.loads(line) for line in f]
+            urls = [line["request"]["url"] for line in lines if line["type"] == "open"]
+            self.assertEqual(
+                [u for u in urls if "/search?" in u],
+                [f"http://shop.test:{self.site.http}/search?q={who}-{i}" for i in range(SEARCHES)],
+            )
+            self.assertFalse([u for u in urls if f"q={other}" in u], urls)
+            self.assertEqual([line["n"] for line in lines], list(range(1, deleted["last"] + 1)))
