@@ -284,3 +284,32 @@ def deferLater(seconds: float) -> defer.Deferred[None]:
     from twisted.internet import reactor, task
 
     return task.deferLater(reactor, seconds, lambda: None)
+
+
+@pytest.mark.slow
+class StartTests(unittest.SynchronousTestCase):
+    def test_sessionPortInUse(self) -> None:
+        """
+        A C{--session} whose port is taken ends the start with one line
+        naming the option and the port, supervised or not, before anything
+        is bound or opened.
+        """
+        from tests.support import twistdArgv
+
+        directory = tempDirectory(self)
+        taken = socket.socket()
+        self.addCleanup(taken.close)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        for extra in ([], ["--no-supervise"]):
+            done = subprocess.run(
+                [*twistdArgv(), "-n", "--pidfile=", "--logfile", os.path.join(directory, "twistd.log"),
+                 "netlog-standin", *extra, "--listen", "tcp:0:interface=127.0.0.1",
+                 "--log", os.path.join(directory, "network.jsonl"), "--session", f"task-1={port}"],
+                env=sourceEnv(), capture_output=True, timeout=60, cwd=directory,
+            )
+            self.assertEqual(done.returncode, 1, extra)
+            self.assertIn(f"--session task-1={port}".encode(), done.stderr)
+            self.assertIn(b"in use already", done.stderr)
+            self.assertFalse(os.path.exists(os.path.join(directory, "network.task-1.jsonl")))
