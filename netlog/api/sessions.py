@@ -13,8 +13,7 @@ The API's sessions (see L{netlog.session.manager}):
     last line number.
 
 Errors are JSON: C{400} a bad name, port or body, C{404} no such session,
-C{409} a name in use or a port taken, C{501} making or deleting one in a
-supervised proxy (it serves the sessions given at start with C{--session}).
+C{409} a name in use or a port taken, C{503} a log that can't be opened.
 """
 
 from __future__ import annotations
@@ -181,10 +180,6 @@ class _Error(Resource):
 
 def unsupportedSessions() -> Resource:
     """
-    C{/sessions} of a supervised proxy: a clear error for now.
+    C{/sessions} of an API built without sessions (a bare L{makeApiRoot}).
     """
-    return _Error(
-        501,
-        "sessions are served by a proxy run with --no-supervise in this version; "
-        "a supervised proxy has none",
-    )
+    return _Error(404, "this API serves no sessions")

@@ -14,6 +14,7 @@ resolver and the rules are shared.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from twisted.application.service import MultiService
@@ -56,24 +57,66 @@ def sessionProxy(main: Any, writer: LogWriter, reactor: Any, port: int) -> Proxy
     )
 
 
-def adoptedSession(main: Any, reactor: Any, name: str, logPath: str, logFd: int,
-                   listenFd: int, family: int, port: int) -> MultiService:
+class AdoptedSession(MultiService):
     """
     A supervised worker's session: its log and its listener inherited from
     the supervisor, which holds both across workers (so its port and its
     numbering outlive a worker killed with C{kill -9}).
     """
-    from netlog.supervise.adopt import AdoptedListeners
 
-    writer = LogWriter(logPath, reactor=reactor, fd=logFd)
-    proxy = sessionProxy(main, writer, reactor, port)
-    main.policy.addListener(SESSION_INTERFACE, port)
-    session = MultiService()
-    session.setName(name)
-    writer.setServiceParent(session)
-    proxy.setServiceParent(session)
-    AdoptedListeners(reactor, [(listenFd, family, proxy.listeners[0][2])]).setServiceParent(session)
-    return session
+    def __init__(self, main: Any, reactor: Any, name: str, logPath: str, logFd: int,
+                 listenFd: int, family: int, port: int) -> None:
+        from netlog.supervise.adopt import AdoptedListeners
+
+        MultiService.__init__(self)
+        self.setName(name)
+        self._reactor = reactor
+        self._fds = (logFd, listenFd)
+        self.writer = LogWriter(logPath, reactor=reactor, fd=logFd)
+        proxy = sessionProxy(main, self.writer, reactor, port)
+        main.policy.addListener(SESSION_INTERFACE, port)
+        self.writer.setServiceParent(self)
+        proxy.setServiceParent(self)
+        self.listening = AdoptedListeners(reactor, [(listenFd, family, proxy.listeners[0][2])])
+        self.listening.setServiceParent(self)
+        self._started = False
+
+    def startService(self) -> None:
+        self._started = True
+        MultiService.startService(self)
+
+    def stop(self, timeout: float) -> defer.Deferred[None]:
+        """
+        Stop serving it: no new connection at once, then its open exchanges
+        have C{timeout} seconds to end before they are ended as stopped. A
+        session never started (in a standby) only lets its descriptors go.
+        """
+        if not self._started:
+            for fd in self._fds:
+                os.close(fd)
+            self.disownServiceParent()
+            return defer.succeed(None)
+        d = defer.maybeDeferred(self.listening.stopService)
+        d.addCallback(lambda _: waitQuiet(self._reactor, self.writer, timeout))
+        d.addCallback(lambda _: self.disownServiceParent())
+        return d.addCallback(lambda _: None)
+
+
+def waitQuiet(reactor: Any, writer: LogWriter, timeout: float) -> defer.Deferred[None]:
+    """
+    Fires when C{writer}'s log has no open exchange, or after C{timeout}.
+    """
+    done: defer.Deferred[None] = defer.Deferred()
+    deadline = reactor.seconds() + timeout
+
+    def look() -> None:
+        if not writer.openIds or reactor.seconds() >= deadline:
+            done.callback(None)
+        else:
+            reactor.callLater(STOP_POLL, look)
+
+    look()
+    return done
 
 
 class SessionError(Exception):
@@ -123,8 +166,8 @@ class Session(MultiService):
 
 class HeldSession:
     """
-    A session fixed at start as the supervisor holds it: its listener and
-    its log's path (the worker serves it).
+    A session as the supervisor holds it: its listener and its log's path
+    (the worker serves it).
     """
 
     def __init__(self, name: str, logPath: str, listener: Any) -> None:
@@ -140,13 +183,15 @@ class HeldSession:
 class HeldSessions:
     """
     The sessions of a supervised proxy, for its API (served by the
-    supervisor): those fixed at start, listed and read; none can be made or
-    deleted while it runs in this version (the worker would have to be
-    handed a new socket and file).
+    supervisor): the supervisor holds each one's listener and log, as it
+    holds the main ones, and hands them to every worker (see
+    L{netlog.supervise.control}).
     """
 
-    def __init__(self, supervisor: Any) -> None:
+    def __init__(self, supervisor: Any, logPath: str | None, stopTimeout: float = STOP_TIMEOUT) -> None:
         self._supervisor = supervisor
+        self._logPath = logPath
+        self._stopTimeout = stopTimeout
 
     def _held(self) -> dict[str, HeldSession]:
         return {
@@ -164,18 +209,39 @@ class HeldSessions:
         held = self._held()
         return [held[name].describe() for name in sorted(held)]
 
-    def create(self, name: str | None = None, port: int = 0) -> Any:
-        raise SessionError(
-            501, "a supervised proxy has only the sessions given at start (--session NAME=PORT); "
-            "run it with --no-supervise to make sessions over the API"
-        )
+    def create(self, name: str | None = None, port: int = 0) -> HeldSession:
+        """
+        @raise SessionError: as L{SessionManager.create}.
+        """
+        taken = set(self._supervisor.heldSessions()) | set(self._supervisor._deleting)
+        try:
+            name = autoName(taken) if name is None else checkName(name)
+            port = checkPort(port)
+        except BadSession as e:
+            raise SessionError(400, str(e)) from None
+        if name in taken:
+            raise SessionError(409, f"the session {name!r} exists already, or is being deleted")
+        if self._logPath is None:
+            raise SessionError(409, "this proxy keeps no log (--no-log): a session would have none either")
+        if len(taken) >= MAX_SESSIONS:
+            raise SessionError(409, f"this proxy holds {MAX_SESSIONS} sessions already")
+        logPath = sessionLogPath(self._logPath, name)
+        try:
+            listener = self._supervisor.addSession(name, f"tcp:{port}:interface={SESSION_INTERFACE}", logPath)
+        except error.CannotListenError as e:
+            raise SessionError(409, f"port {port} can't be listened on: {e.socketError}") from None
+        except UnsafeLogPath as e:
+            raise SessionError(503, f"the session's log: {e}") from None
+        except OSError as e:
+            raise SessionError(503, f"the session's log {logPath} can't be opened: {e.strerror or e}") from None
+        return HeldSession(name, logPath, listener)
 
-    def delete(self, name: str, timeout: float | None = None) -> Any:
+    def delete(self, name: str, timeout: float | None = None) -> defer.Deferred[dict[str, Any]]:
+        """
+        @raise SessionError: (404) there is no session C{name}.
+        """
         self.get(name)
-        raise SessionError(
-            501, "a supervised proxy keeps the sessions given at start (--session) until it stops; "
-            "run it with --no-supervise to delete sessions over the API"
-        )
+        return self._supervisor.deleteSession(name, self._stopTimeout if timeout is None else timeout)  # type: ignore[no-any-return]
 
 
 class SessionManager(MultiService):
@@ -317,7 +383,7 @@ class SessionManager(MultiService):
         del self.sessions[name]
         self._stopping.add(name)
         d = defer.maybeDeferred(session.port.stopListening)
-        d.addCallback(lambda _: self._waitQuiet(session, self._stopTimeout if timeout is None else timeout))
+        d.addCallback(lambda _: waitQuiet(self._reactor, session.writer, self._stopTimeout if timeout is None else timeout))
         d.addCallback(lambda _: session.disownServiceParent())
 
         def stopped(_: object) -> dict[str, Any]:
@@ -333,18 +399,3 @@ class SessionManager(MultiService):
         d.addBoth(done)
         return d
 
-    def _waitQuiet(self, session: Session, timeout: float) -> defer.Deferred[None]:
-        """
-        Fires when C{session} has no open exchange, or after the stop timeout.
-        """
-        done: defer.Deferred[None] = defer.Deferred()
-        deadline = self._reactor.seconds() + timeout
-
-        def look() -> None:
-            if not session.writer.openIds or self._reactor.seconds() >= deadline:
-                done.callback(None)
-            else:
-                self._reactor.callLater(STOP_POLL, look)
-
-        look()
-        return done

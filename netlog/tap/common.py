@@ -298,7 +298,7 @@ def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: Any = None) -
         top = makeSupervised(config, buildProxy, reactor)
         from netlog.session.manager import HeldSessions
 
-        sessions = HeldSessions(top)
+        sessions = HeldSessions(top, config["log"])
     if config.get("api"):
         from netlog.api.service import makeApiService
 

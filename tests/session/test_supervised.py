@@ -1,7 +1,7 @@
 """
-Sessions under the supervisor: sixteen sessions fixed at start with
-C{--session}, their listeners and logs held by the supervisor, a worker killed
-with C{kill -9} mid-way.
+Sessions under the supervisor: sixteen sessions, half fixed at start with
+C{--session}, half made over the API, their listeners and logs held by the
+supervisor, a worker killed with C{kill -9} mid-way.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.session.test_sessions import PLAIN_REQUESTS, api, drive, entries, get
 from tests.standin.support import inThread, listenOrigin, tempDirectory
 from tests.supervise.running import Twistd, alive, checkLog, readLog, waitFor
 
-#: Sessions fixed at start.
+#: Sessions in all; the first half fixed at start, the rest made over the API.
 SESSIONS = 16
 
 
@@ -35,14 +35,16 @@ class SupervisedSessionTests(unittest.TestCase):
     @defer.inlineCallbacks
     def test_sessionsSurviveWorkerKill(self) -> Any:
         """
-        Each of sixteen sessions is driven by its own client before and
-        after the worker is killed with C{kill -9} while a request of one
-        session is still open: every session keeps its port, its log holds
-        exactly its own exchanges numbered 1..N with no gap, every open
-        ended (the killed one as "the proxy restarted"), and its HAR from the
-        API passes the HAR schema and WebArena-Verified's loader. The main
-        log holds nothing; making or deleting a session over a supervised
-        API is a JSON 501.
+        Each of sixteen sessions (eight given at start, eight made over the
+        API) is driven by its own client before and after the worker is
+        killed with C{kill -9} while a request of one session is still open:
+        every session keeps its port, its log holds exactly its own
+        exchanges numbered 1..N with no gap, every open ended (the killed
+        one as "the proxy restarted"), and its HAR from the API passes the
+        HAR schema and WebArena-Verified's loader. The main log holds
+        nothing. A session made while the worker restarts serves once the
+        next worker does; deleting one answers its last line, a second
+        delete 404, a name in use 409.
         """
         origin, originPort = listenOrigin(self)
         folder = tempDirectory(self)
@@ -51,11 +53,17 @@ class SupervisedSessionTests(unittest.TestCase):
                 "--resolve-only", "--resolve", "origin.test=127.0.0.1",
                 "--connect-ports", f"443,{originPort}"]
         for i in range(SESSIONS):
-            args += ["--resolve", f"t{i}.test=127.0.0.1", "--session", f"task-{i}=0"]
+            args += ["--resolve", f"t{i}.test=127.0.0.1"]
+        args += ["--resolve", "late.test=127.0.0.1"]
+        for i in range(SESSIONS // 2):
+            args += ["--session", f"task-{i}=0"]
         twistd = Twistd(folder, "netlog-standin", args)
         self.addCleanup(twistd.stop)
         first = yield inThread(twistd.waitServing, 1)
         apiBase = f"http://127.0.0.1:{twistd.apiPort()}"
+        for i in range(SESSIONS // 2, SESSIONS):
+            status, made = yield inThread(api, "POST", apiBase + "/sessions", {"name": f"task-{i}"})
+            self.assertEqual(status, 201, made)
         status, listed = yield inThread(api, "GET", apiBase + "/sessions")
         self.assertEqual(status, 200, listed)
         sessions = {s["name"]: s for s in listed["sessions"]}
@@ -80,17 +88,32 @@ class SupervisedSessionTests(unittest.TestCase):
         yield inThread(waitFor, lambda: len(readLog(sessions["task-0"]["log"])) == 2 * (PLAIN_REQUESTS + 1) + 1,
                        "the open line of the silent request")
         os.kill(first, signal.SIGKILL)
+        # While the supervisor replaces the worker: a new session.
+        status, late = yield inThread(api, "POST", apiBase + "/sessions", {"name": "late"})
+        self.assertEqual(status, 201, late)
         yield inThread(waitFor, lambda: not alive(first), "the worker to die")
         # Straight after the kill: these connections wait for the next worker.
         results = yield driveAll()
         self.assertEqual(results, [[200] * (PLAIN_REQUESTS + 2)] * SESSIONS)
         self.assertGreaterEqual(twistd.servingCount(), 2)
+        statuses = yield inThread(drive, late["port"], "late", originPort, "late.test")
+        self.assertEqual(statuses, [200] * (PLAIN_REQUESTS + 2))
 
-        status, answer = yield inThread(api, "POST", apiBase + "/sessions", {"name": "late"})
-        self.assertEqual(status, 501, answer)
-        status, answer = yield inThread(api, "DELETE", apiBase + "/sessions/task-1")
-        self.assertEqual(status, 501, answer)
-        status, answer = yield inThread(api, "DELETE", apiBase + "/sessions/nobody")
+        status, answer = yield inThread(api, "POST", apiBase + "/sessions", {"name": "task-3"})
+        self.assertEqual(status, 409, answer)
+        status, answer = yield inThread(api, "POST", apiBase + "/sessions", {"name": "bad/name"})
+        self.assertEqual(status, 400, answer)
+        status, answer = yield inThread(api, "POST", apiBase + "/sessions",
+                                        {"name": "taken", "port": sessions["task-0"]["port"]})
+        self.assertEqual(status, 409, answer)
+        self.assertFalse(os.path.exists(os.path.join(folder, "network.taken.jsonl")))
+        status, deleted = yield inThread(api, "DELETE", late["urls"]["session"])
+        self.assertEqual(status, 200, deleted)
+        records = readLog(late["log"])
+        checkLog(self, records)
+        self.assertEqual(deleted["last"], len(records))
+        self.assertEqual(len(entries(records)), PLAIN_REQUESTS + 1)
+        status, answer = yield inThread(api, "DELETE", late["urls"]["session"])
         self.assertEqual(status, 404, answer)
 
         for i in range(SESSIONS):
