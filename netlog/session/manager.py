@@ -1,7 +1,9 @@
 """
-The sessions of a proxy run in one process (C{--no-supervise}): each one a
-forward listener on loopback and a log of its own, served by an engine of its
-own over the main proxy's mode, resolver and destination rules.
+Sessions: each one a forward listener on loopback and a log of its own,
+served by an engine of its own over the main proxy's mode, resolver and
+destination rules. L{SessionManager} keeps them in a proxy run in one process
+(C{--no-supervise}); L{HeldSessions} is the API's view of those a supervisor
+holds, and L{AdoptedSession} one as its worker serves it.
 
 Why an engine per session rather than one engine with a writer per listener:
 the engine's connections, their ids and its pool then belong to one session,
@@ -213,7 +215,7 @@ class HeldSessions:
         """
         @raise SessionError: as L{SessionManager.create}.
         """
-        taken = set(self._supervisor.heldSessions()) | set(self._supervisor._deleting)
+        taken = self._supervisor.sessionNames()
         try:
             name = autoName(taken) if name is None else checkName(name)
             port = checkPort(port)

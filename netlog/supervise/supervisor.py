@@ -387,6 +387,12 @@ class Supervisor(MultiService):
         """
         return {name: (self._sessionPaths[name], bound) for name, (_, bound) in self.sessions.items()}
 
+    def sessionNames(self) -> set[str]:
+        """
+        The names of the sessions it holds or is deleting: not free.
+        """
+        return set(self.sessions) | self._deleting
+
     def _liveWorkers(self) -> list[WorkerProtocol]:
         return [w for w in (self.worker, self.standby) if w is not None and w.control is not None]
 
