@@ -1,5 +1,5 @@
 """
-C{netlog read|har|ca|view}: the command line.
+C{netlog read|har|ca|view|session}: the command line.
 
 Each subcommand lives with the code it drives; this only dispatches.
 """
@@ -17,6 +17,7 @@ _COMMANDS = {
     "har": ("netlog.har.cli", "export the log as HAR 1.2"),
     "ca": ("netlog.site.cacli", "print the site proxy's CA certificate and its SPKI hash"),
     "view": ("netlog.api.viewcli", "serve the live view of a log file on loopback and print its URL"),
+    "session": ("netlog.session.cli", "make, list, export and stop a proxy's sessions over its API"),
 }
 
 

@@ -612,6 +612,7 @@ def makeApiRoot(
     caPath: Callable[[], str | None] | None = None,
     harThreadpool: Any = None,
     hosts: frozenset[str] = frozenset(),
+    sessions: Any = None,
 ) -> ApiRoot:
     """
     The API's resource tree.
@@ -623,7 +624,12 @@ def makeApiRoot(
         holding up C{/network}.
     @param hosts: names (lowercase) the API answers to besides loopback and
         its own address (C{--api-host}).
+    @param sessions: the proxy's L{netlog.session.manager.SessionManager},
+        or None for a proxy that serves no sessions (C{/sessions} then says
+        so).
     """
+    from netlog.api.sessions import SessionsResource, unsupportedSessions
+
     root = ApiRoot(hosts)
     children: dict[bytes, Any] = {
         b"network": NetworkResource(reactor, threadpool, logPath),
@@ -634,6 +640,10 @@ def makeApiRoot(
         children[path] = ViewResource(fileName, contentType)
     if caPath is not None:
         children[b"ca.pem"] = FileResource(caPath, b"application/x-pem-file", "there is no CA certificate")
+    if sessions is not None:
+        children[b"sessions"] = SessionsResource(sessions, reactor, threadpool, harThreadpool or threadpool)
+    else:
+        children[b"sessions"] = unsupportedSessions()
     for name, child in children.items():
         root.putChild(name, child)
     return root

@@ -84,10 +84,13 @@ class ApiService(StreamServerEndpointService):
         return port
 
 
-def makeApiService(config: Any, reactor: Any) -> ApiService:
+def makeApiService(config: Any, reactor: Any, sessions: Any = None) -> ApiService:
     """
     The API listener for a proxy's C{config} (its C{api}, C{api-host},
     C{log}, and, for the site proxy, C{state}).
+
+    @param sessions: the in-process proxy's
+        L{netlog.session.manager.SessionManager}, if it serves sessions.
     """
     state = config.get("state") if "state" in config else None
     caPath = (lambda: os.path.join(state, CA_CERT_FILE)) if state else None
@@ -95,7 +98,7 @@ def makeApiService(config: Any, reactor: Any) -> ApiService:
     reactor.callWhenRunning(harPool.start)
     reactor.addSystemEventTrigger("during", "shutdown", harPool.stop)
     hosts = frozenset(config.get("api-host") or ())
-    root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool, hosts)
+    root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool, hosts, sessions)
     site = Site(root, timeout=API_IDLE_TIMEOUT)
     site.displayTracebacks = False
     # A poller asks many times a second: no access log line for each.

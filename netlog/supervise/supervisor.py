@@ -17,7 +17,7 @@ import os
 import resource
 import signal
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from twisted.application.service import MultiService
 from twisted.internet.defer import Deferred, gatherResults, succeed
@@ -31,6 +31,7 @@ from netlog.core.logline import REASON_STOPPED
 from netlog.core.recovery import recover
 from netlog.log.writer import LogWriter, openLogFile
 from netlog.supervise.adopt import BoundListener, bindListener
+from netlog.supervise.control import SupervisorSide, connectSupervisorSide
 from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.worker import ALIVE, GO, READY, STANDING_BY, STATUS_FD, workerSpec
 
@@ -38,6 +39,9 @@ _log = Logger(namespace="netlog.supervisor")
 
 #: Seconds a worker has to stop after C{SIGTERM} before it gets C{SIGKILL}.
 GRACE = 10.0
+#: Seconds past a session's stop timeout the supervisor waits for a worker
+#: to say it stopped serving it, before it ends the session itself.
+DELETE_MARGIN = 5.0
 #: The supervisor's exit code when it gave up on a worker that keeps dying.
 EXIT_GAVE_UP = 70  # EX_SOFTWARE
 #: Where the log and the listeners start among the worker's descriptors.
@@ -180,6 +184,8 @@ class WorkerProtocol(ProcessProtocol):
         self.readyAt: float | None = None
         self.lastAlive: float | None = None
         self.hungKilled = False
+        #: Its end of the control channel (L{netlog.supervise.control}).
+        self.control: SupervisorSide | None = None
         #: Fires (with None) once the process has ended; C{endReason} says how.
         self.ended: Deferred[None] = Deferred()
         self.endReason: Failure | None = None
@@ -243,6 +249,8 @@ class WorkerProtocol(ProcessProtocol):
     def processEnded(self, reason: Failure) -> None:
         for stream in self._streams.values():
             stream.close()
+        if self.control is not None and self.control.transport is not None:
+            self.control.transport.loseConnection()
         self.endReason = reason
         self.supervisor.workerEnded(self, reason)
         self.ended.callback(None)
@@ -292,8 +300,17 @@ class Supervisor(MultiService):
         onGiveUp: Callable[[int], None] = exitWhenDone,
         standby: bool = True,
         hangTimeout: float = HANG_TIMEOUT,
+        sessions: Sequence[tuple[str, str, str]] = (),
     ) -> None:
         MultiService.__init__(self)
+        #: C{(name, description, log path)} of each session fixed at start.
+        self._sessionSpecs = list(sessions)
+        #: name -> (log fd, listener) of each, once opened and bound, and
+        #: of those made over the API.
+        self.sessions: dict[str, tuple[int, BoundListener]] = {}
+        self._sessionPaths = {name: logPath for name, _, logPath in self._sessionSpecs}
+        #: Sessions being deleted: not handed to new workers, names not free.
+        self._deleting: set[str] = set()
         self._reactor = reactor
         self._optionsClass = optionsClass
         self._buildProxy = buildProxy
@@ -350,7 +367,95 @@ class Supervisor(MultiService):
                 description=description,
                 address=bound.getHost(),
             )
+        for name, description, logPath in self._sessionSpecs:
+            fd = openLogFile(logPath, self._uid, self._gid)
+            try:
+                bound = bindListener(self._reactor, "session", description)
+            except BaseException:
+                os.close(fd)
+                raise
+            self.sessions[name] = (fd, bound)
+            _log.info(
+                "session {name} listens on {address}, logs to {log}",
+                name=name, address=bound.getHost(), log=logPath,
+            )
         MultiService.privilegedStartService(self)
+
+    def heldSessions(self) -> dict[str, tuple[str, BoundListener]]:
+        """
+        The sessions it holds: name -> (log path, listener).
+        """
+        return {name: (self._sessionPaths[name], bound) for name, (_, bound) in self.sessions.items()}
+
+    def sessionNames(self) -> set[str]:
+        """
+        The names of the sessions it holds or is deleting: not free.
+        """
+        return set(self.sessions) | self._deleting
+
+    def _liveWorkers(self) -> list[WorkerProtocol]:
+        return [w for w in (self.worker, self.standby) if w is not None and w.control is not None]
+
+    def addSession(self, name: str, description: str, logPath: str) -> BoundListener:
+        """
+        Hold a new session (made over the API): bind its listener, open its
+        log, and hand both to the workers running now; a worker started
+        later gets it in its SPEC. Connections that come before a worker
+        serves it wait in its backlog.
+
+        @raise KeyError: the name is taken or being deleted.
+        @raise Exception: what binding or opening raised.
+        """
+        if name in self.sessions or name in self._deleting:
+            raise KeyError(name)
+        bound = bindListener(self._reactor, "session", description)
+        try:
+            fd = openLogFile(logPath)
+        except BaseException:
+            bound.close()
+            raise
+        self.sessions[name] = (fd, bound)
+        self._sessionPaths[name] = logPath
+        for worker in self._liveWorkers():
+            assert worker.control is not None
+            worker.control.add(name, logPath, fd, bound.fd, bound.family, bound.getHost().port)
+        _log.info("session {name} listens on {address}, logs to {log}", name=name, address=bound.getHost(), log=logPath)
+        return bound
+
+    def deleteSession(self, name: str, timeout: float) -> Deferred[dict[str, Any]]:
+        """
+        Stop a session: the workers stop serving it (the serving one after
+        its open exchanges end, or C{timeout} seconds), then what is still
+        open is ended as stopped here, and its log and listener let go.
+
+        @raise KeyError: no such session.
+        """
+        fd, bound = self.sessions.pop(name)
+        logPath = self._sessionPaths[name]
+        self._deleting.add(name)
+        waits = [worker.control.delete(name, timeout) for worker in self._liveWorkers()]  # type: ignore[union-attr]
+        d: Deferred[Any] = gatherResults(waits) if waits else succeed(None)
+        # A worker that never answers (stuck) does not hold the answer forever.
+        def giveUpWaiting() -> None:
+            if not d.called:
+                d.cancel()
+
+        timer = self._reactor.callLater(timeout + DELETE_MARGIN, giveUpWaiting)
+        d.addErrback(lambda f: None)
+
+        def finish(_: object) -> dict[str, Any]:
+            if timer.active():
+                timer.cancel()
+            self._endLeftOpenIn(logPath, fd)
+            last = recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size).lastNumber
+            os.close(fd)
+            bound.close()
+            self._deleting.discard(name)
+            del self._sessionPaths[name]
+            _log.info("session {name} deleted; its log {log} ends at line {last}", name=name, log=logPath, last=last)
+            return {"name": name, "log": logPath, "last": last}
+
+        return d.addCallback(finish)
 
     def startService(self) -> None:
         # Without twistd's privileged step (plain twist, tests), do it now.
@@ -406,20 +511,25 @@ class Supervisor(MultiService):
         killed after the grace period, or one that crashed while stopping)
         with "the proxy stopped", numbering on, as a worker's LogWriter would.
         """
-        fd = self.logFd
-        if fd is None:
-            return
+        paths = self._sessionPaths
+        logs = [(self.logPath, self.logFd)] + [(paths[name], fd) for name, (fd, _) in self.sessions.items()]
+        for path, fd in logs:
+            if fd is not None:
+                self._endLeftOpenIn(path, fd)
+
+    def _endLeftOpenIn(self, path: str | None, fd: int) -> None:
         found = recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size)
         if not found.unended and not found.cut:
             return
-        writer = LogWriter(self.logPath, fd=os.dup(fd), recoveryReason=REASON_STOPPED)
+        writer = LogWriter(path, fd=os.dup(fd), recoveryReason=REASON_STOPPED)
         try:
             writer.startService()
         finally:
             writer.stopService()
         _log.info(
-            "ended {count} exchanges the workers left open: the proxy stopped",
+            "ended {count} exchanges the workers left open in {path}: the proxy stopped",
             count=len(found.unended),
+            path=path,
         )
 
     def _release(self) -> None:
@@ -432,6 +542,10 @@ class Supervisor(MultiService):
         for fd in self.privilegedFiles.values():
             os.close(fd)
         self.privilegedFiles = {}
+        for fd, bound in self.sessions.values():
+            bound.close()
+            os.close(fd)
+        self.sessions = {}
 
     # -- workers ------------------------------------------------------------
 
@@ -458,6 +572,16 @@ class Supervisor(MultiService):
             childFDs[nextFd] = fd
             files[path] = nextFd
             nextFd += 1
+        sessions = []
+        paths = self._sessionPaths
+        for name, (fd, bound) in self.sessions.items():
+            childFDs[nextFd] = fd
+            childFDs[nextFd + 1] = bound.fd
+            sessions.append({
+                "name": name, "log": {"path": paths[name], "fd": nextFd},
+                "fd": nextFd + 1, "family": bound.family, "port": bound.getHost().port,
+            })
+            nextFd += 2
         spec = workerSpec(
             optionsClass=self._optionsClass,
             buildProxy=self._buildProxy,
@@ -468,16 +592,28 @@ class Supervisor(MultiService):
             apiAddress=self._apiAddress(),
             files=files,
             standby=standby,
+            sessions=sessions,
+            control=nextFd,
         )
+        control, theirs = connectSupervisorSide(self._reactor)
+        childFDs[nextFd] = theirs.fileno()
         worker = WorkerProtocol(self, self._reactor.seconds(), standby)
-        self._reactor.spawnProcess(
-            worker,
-            self._executable,
-            # -P: nothing from the working folder is imported.
-            [self._executable, "-P", "-m", "netlog.supervise.worker", spec],
-            env=self._workerEnv(),
-            childFDs=childFDs,
-        )
+        worker.control = control
+        try:
+            self._reactor.spawnProcess(
+                worker,
+                self._executable,
+                # -P: nothing from the working folder is imported.
+                [self._executable, "-P", "-m", "netlog.supervise.worker", spec],
+                env=self._workerEnv(),
+                childFDs=childFDs,
+            )
+        except BaseException:
+            if control.transport is not None:
+                control.transport.loseConnection()
+            raise
+        finally:
+            theirs.close()
         _log.info("started worker {pid}{how}", pid=worker.pid, how=" to stand by" if standby else "")
         return worker
 

@@ -20,7 +20,9 @@ Its file descriptors, as the supervisor hands them over:
     supervisor logs at their level; 2: anything else it prints.
   - L{STATUS_FD}: the worker writes L{READY} there once it serves, then
     L{ALIVE} every second while its event loop turns.
-  - the log and the listeners at the numbers the SPEC names.
+  - the log and the listeners at the numbers the SPEC names, then each
+    session's log and listener, and the control channel
+    (L{netlog.supervise.control}).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def workerSpec(
     apiAddress: tuple[str, int] | None,
     files: dict[str, int] | None = None,
     standby: bool = False,
+    sessions: list[dict[str, Any]] | None = None,
+    control: int | None = None,
 ) -> str:
     """
     The JSON argument of a worker.
@@ -70,6 +74,11 @@ def workerSpec(
         listener, in the order C{buildProxy}'s C{listeners} lists them.
     @param files: the proxy's C{privilegedFiles}, opened by the supervisor:
         path -> the worker's descriptor.
+    @param sessions: one C{{"name", "log": {"path", "fd"}, "fd", "family",
+        "port"}} per session held by the supervisor: its log and its
+        listener.
+    @param control: the worker's end of the control channel (see
+        L{netlog.supervise.control}).
     """
     return json.dumps(
         {
@@ -81,6 +90,8 @@ def workerSpec(
             "api": list(apiAddress) if apiAddress else None,
             "files": files or {},
             "standby": standby,
+            "sessions": sessions or [],
+            "control": control,
         }
     )
 
@@ -112,6 +123,41 @@ def _startLogging() -> None:
             pass
 
     globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
+
+
+def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any) -> None:
+    """
+    Serve the supervisor's control channel on C{fd}: sessions made and
+    deleted over the API while this worker runs.
+    """
+    import os
+
+    from twisted.internet.protocol import Factory
+
+    from netlog.session.manager import AdoptedSession
+    from netlog.supervise.control import WorkerSide
+
+    def add(message: dict[str, Any], logFd: int, listenFd: int) -> None:
+        name = str(message["name"])
+        if name in sessions.namedServices:
+            os.close(logFd)
+            os.close(listenFd)
+            return
+        AdoptedSession(
+            proxy, reactor, name, str(message["log"]), logFd, listenFd,
+            getattr(socket, message["family"]), int(message["port"]),
+        ).setServiceParent(sessions)
+
+    def delete(message: dict[str, Any]) -> Any:
+        from twisted.internet.defer import succeed
+
+        session = sessions.namedServices.get(str(message.get("name")))
+        if session is None:
+            return succeed(None)
+        return session.stop(float(message.get("timeout", 0)))
+
+    reactor.adoptStreamConnection(fd, socket.AF_UNIX, Factory.forProtocol(lambda: WorkerSide(add, delete)))
+    os.close(fd)
 
 
 def main(argv: list[str]) -> int:
@@ -165,6 +211,17 @@ def main(argv: list[str]) -> int:
             [(h["fd"], getattr(socket, h["family"]), factory) for h, (_, _, factory) in zip(handed, listeners)],
         )
         adopted.setServiceParent(top)
+        from netlog.session.manager import AdoptedSession
+
+        sessions = MultiService()
+        sessions.setServiceParent(top)
+        for held in spec.get("sessions") or []:
+            AdoptedSession(
+                proxy, reactor, held["name"], held["log"]["path"], held["log"]["fd"],
+                held["fd"], getattr(socket, held["family"]), held["port"],
+            ).setServiceParent(sessions)
+        if spec.get("control") is not None:
+            _serveControl(reactor, spec["control"], proxy, sessions)
     except Exception:
         log.failure("the worker could not set up the proxy")
         return EXIT_SETUP_FAILED

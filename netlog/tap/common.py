@@ -182,6 +182,22 @@ class LogOptions(usage.Options):
         # at this machine (DNS rebinding) can't read the API.
         self.setdefault("api-host", []).append(apiHostName(name))
 
+    def opt_session(self, value: str) -> None:
+        """
+        NAME=PORT: a session fixed at start, its own forward port on
+        loopback and its own log (repeatable).
+        """
+        from netlog.session.names import BadSession, parseSessionOption
+
+        try:
+            session = parseSessionOption(value)
+        except BadSession as e:
+            raise usage.UsageError(str(e)) from None
+        sessions = self.setdefault("session", [])
+        if any(name == session[0] for name, _ in sessions):
+            raise usage.UsageError(f"--session {session[0]} is given twice")
+        sessions.append(session)
+
     def opt_listen(self, description: str) -> None:
         """
         The forward port (the browser's proxy setting), an endpoint
@@ -199,6 +215,9 @@ class LogOptions(usage.Options):
         elif not self.get("log"):
             self["log"] = defaultLogPath(self.logName)
         self.checkApi()
+        self.setdefault("session", [])
+        if self["session"] and self["no-log"]:
+            raise usage.UsageError("--session keeps a log of its own: it can't be used with --no-log")
 
     def checkApi(self) -> None:
         """
@@ -251,14 +270,19 @@ def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: Any = None) -
         config["api"] = apiDescription(config["api"])
         config["api-address"] = apiAddress(config["api"])
     config.setdefault("api-address", None)
+    sessions = None
     if config.get("no-supervise"):
         top = makeSingleProcess(config, buildProxy, reactor)
+        sessions = top.getServiceNamed("sessions")
     else:
         top = makeSupervised(config, buildProxy, reactor)
+        from netlog.session.manager import HeldSessions
+
+        sessions = HeldSessions(top, config["log"])
     if config.get("api"):
         from netlog.api.service import makeApiService
 
-        api: Any = makeApiService(config, reactor)
+        api: Any = makeApiService(config, reactor, sessions)
         api.setServiceParent(top)
     return top
 
@@ -297,7 +321,21 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         standby=not config.get("no-standby"),
         hangTimeout=config.get("hang-timeout", HANG_TIMEOUT),
         policy=RestartPolicy(maxQuickDeaths=config.get("give-up-after")),
+        sessions=_heldSessions(config),
     )
+
+
+def _heldSessions(config: Any) -> list[tuple[str, str, str]]:
+    """
+    The sessions fixed at start (C{--session}), as the supervisor holds them.
+    """
+    from netlog.session.manager import SESSION_INTERFACE
+    from netlog.session.names import sessionLogPath
+
+    return [
+        (name, f"tcp:{port}:interface={SESSION_INTERFACE}", sessionLogPath(config["log"], name))
+        for name, port in config.get("session") or []
+    ]
 
 
 def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiService:
@@ -320,6 +358,10 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> Mult
         listener = _Listener(role, description, endpoint, factory)
         listener.setName(role + ":" + description)
         listener.setServiceParent(top)
+    from netlog.session.manager import SessionManager
+
+    sessions = SessionManager(proxy, config["log"], reactor, config.get("session") or [], uid, gid)
+    sessions.setServiceParent(top)
     return top
 
 

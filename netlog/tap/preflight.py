@@ -301,6 +301,9 @@ def preflight(
     tried = [(OPTION_OF_ROLE.get(role, "--listen"), description) for role, description in listeners]
     if config.get("api"):
         tried.append(("--api", config["api"]))
+    for name, port in config.get("session") or []:
+        # A session's port (0: any) on loopback; said as the option gave it.
+        tried.append((f"--session {name}={port}, as", f"tcp:{port}:interface=127.0.0.1"))
     try:
         checkDropUser(uid, gid, supervised)
         checkListeners(tried)

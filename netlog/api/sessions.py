@@ -1,0 +1,185 @@
+"""
+The API's sessions (see L{netlog.session.manager}):
+
+  - C{POST /sessions} with C{{"name": ..., "port": ...}} (both optional):
+    C{201} and the session (its name, C{proxy} address, log, URLs);
+  - C{GET /sessions}: C{{"sessions": [...]}};
+  - C{GET /sessions/NAME}: one session;
+  - C{GET /sessions/NAME/network?after=N&limit=BYTES} and
+    C{GET /sessions/NAME/network.har}: its log, as C{/network} and
+    C{/network.har} serve the main one;
+  - C{DELETE /sessions/NAME?timeout=S}: stops it (its open exchanges have
+    S seconds to end, default 10, then are ended as stopped); answers its
+    last line number.
+
+Errors are JSON: C{400} a bad name, port or body, C{404} no such session,
+C{409} a name in use or a port taken, C{503} a log that can't be opened.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from twisted.logger import Logger
+from twisted.python.failure import Failure
+from twisted.web.resource import Resource
+from twisted.web.server import NOT_DONE_YET, Request
+
+from netlog.api.resource import BadParameter, HarResource, NetworkResource, _query, _sendJSON, parseQuery
+from netlog.session.manager import STOP_TIMEOUT, SessionError
+
+_log = Logger()
+
+#: The largest body C{POST /sessions} reads, in bytes.
+MAX_BODY = 4096
+#: The longest C{timeout} a C{DELETE} may ask for, in seconds.
+MAX_STOP_TIMEOUT = 300
+#: What C{POST /sessions} takes.
+_FIELDS = frozenset({"name", "port"})
+
+
+def _base(request: Request) -> str:
+    """
+    The API's origin as the client named it (its C{Host} was checked).
+    """
+    host = (request.getHeader(b"host") or b"127.0.0.1").decode("ascii", "replace")
+    return f"http://{host}"
+
+
+def _described(request: Request, info: dict[str, Any]) -> dict[str, Any]:
+    base = f"{_base(request)}/sessions/{info['name']}"
+    return dict(info, urls={"session": base, "network": base + "/network", "har": base + "/network.har"})
+
+
+class SessionsResource(Resource):
+    """
+    C{/sessions}: the list, and a new session.
+    """
+
+    def __init__(self, manager: Any, reactor: Any, threadpool: Any, harThreadpool: Any) -> None:
+        """
+        @param manager: a L{netlog.session.manager.SessionManager} (in
+            process) or L{netlog.session.manager.HeldSessions} (supervised).
+        """
+        Resource.__init__(self)
+        self._manager = manager
+        self._reactor = reactor
+        self._threadpool = threadpool
+        self._harThreadpool = harThreadpool
+        #: Per log path, its pages and its HAR: one reader per log keeps
+        #: the cursor rules (a log begun again) across requests.
+        self._logs: dict[str, tuple[NetworkResource, HarResource]] = {}
+
+    def getChild(self, path: bytes, request: Request) -> Resource:
+        if path == b"":
+            return self
+        return _SessionResource(self, path.decode("utf-8", "replace"))
+
+    def resourcesFor(self, logPath: str) -> tuple[NetworkResource, HarResource]:
+        if logPath not in self._logs:
+            self._logs[logPath] = (
+                NetworkResource(self._reactor, self._threadpool, logPath),
+                HarResource(self._reactor, self._harThreadpool, logPath),
+            )
+        return self._logs[logPath]
+
+    def render(self, request: Request) -> bytes:
+        if request.method in (b"GET", b"HEAD"):
+            return _sendJSON(request, 200, {"sessions": [_described(request, i) for i in self._manager.list()]})
+        if request.method != b"POST":
+            request.setHeader(b"allow", b"GET, HEAD, POST")
+            return _sendJSON(request, 405, {"error": "GET lists the sessions, POST makes one"})
+        raw = request.content.read(MAX_BODY + 1) if request.content is not None else b""
+        if len(raw) > MAX_BODY:
+            return _sendJSON(request, 400, {"error": f"the body is longer than {MAX_BODY} bytes"})
+        try:
+            body = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+        except (UnicodeDecodeError, ValueError):
+            return _sendJSON(request, 400, {"error": "the body is not JSON"})
+        if not isinstance(body, dict):
+            return _sendJSON(request, 400, {"error": 'the body is a JSON object, such as {"name": "task-17"}'})
+        unknown = sorted(set(body) - _FIELDS)
+        if unknown:
+            return _sendJSON(request, 400, {"error": f"unknown fields {unknown} (it takes name and port)"})
+        try:
+            session = self._manager.create(body.get("name"), body.get("port", 0))
+        except SessionError as e:
+            return _sendJSON(request, e.status, {"error": e.message})
+        return _sendJSON(request, 201, _described(request, session.describe()))
+
+
+class _SessionResource(Resource):
+    """
+    C{/sessions/NAME} and its log.
+    """
+
+    def __init__(self, parent: SessionsResource, name: str) -> None:
+        Resource.__init__(self)
+        self._parent = parent
+        self._name = name
+
+    def getChild(self, path: bytes, request: Request) -> Resource:
+        try:
+            session = self._parent._manager.get(self._name)
+        except SessionError as e:
+            return _Error(e.status, e.message)
+        network, har = self._parent.resourcesFor(session.logPath)
+        if path == b"network":
+            return network
+        if path == b"network.har":
+            return har
+        if path == b"":
+            return self
+        return _Error(404, "no such resource (a session has network and network.har)")
+
+    def render(self, request: Request) -> Any:
+        manager = self._parent._manager
+        if request.method in (b"GET", b"HEAD"):
+            try:
+                return _sendJSON(request, 200, _described(request, manager.get(self._name).describe()))
+            except SessionError as e:
+                return _sendJSON(request, e.status, {"error": e.message})
+        if request.method != b"DELETE":
+            request.setHeader(b"allow", b"GET, HEAD, DELETE")
+            return _sendJSON(request, 405, {"error": "GET describes a session, DELETE stops it"})
+        try:
+            params = parseQuery(_query(request), {"timeout": (int(STOP_TIMEOUT), 0, MAX_STOP_TIMEOUT)})
+        except BadParameter as e:
+            return _sendJSON(request, 400, {"error": "bad parameter", "parameter": e.name, "reason": e.reason})
+        try:
+            d = manager.delete(self._name, float(params["timeout"]))
+        except SessionError as e:
+            return _sendJSON(request, e.status, {"error": e.message})
+
+        def done(result: dict[str, Any]) -> None:
+            request.write(_sendJSON(request, 200, result))
+            request.finish()
+
+        def failed(failure: Failure) -> None:
+            _log.failure("stopping session {name}", failure, name=self._name)
+            request.write(_sendJSON(request, 500, {"error": "stopping the session failed; see the proxy's log"}))
+            request.finish()
+
+        d.addCallbacks(done, failed)
+        d.addErrback(lambda f: None)  # the client went away
+        return NOT_DONE_YET
+
+
+class _Error(Resource):
+    isLeaf = True
+
+    def __init__(self, status: int, message: str) -> None:
+        Resource.__init__(self)
+        self._status = status
+        self._message = message
+
+    def render(self, request: Request) -> bytes:
+        return _sendJSON(request, self._status, {"error": self._message})
+
+
+def unsupportedSessions() -> Resource:
+    """
+    C{/sessions} of an API built without sessions (a bare L{makeApiRoot}).
+    """
+    return _Error(404, "this API serves no sessions")

@@ -1,0 +1,157 @@
+"""
+The control channel between the supervisor and a worker: a UNIX socket pair
+over which the supervisor hands a running worker the sessions made over the
+API (their log and listener, as file descriptors) and asks it to stop one.
+
+One JSON object per line. The supervisor sends:
+
+  - C{{"op": "add", "name", "log", "port", "family"}} after two file
+    descriptors (the log, then the listener);
+  - C{{"op": "delete", "name", "timeout"}}.
+
+The worker answers a delete with C{{"op": "deleted", "name"}} once the
+session's exchanges have ended (or were ended as stopped) and its log is
+closed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections import deque
+from typing import Any, Callable
+
+from twisted.internet.defer import Deferred
+from twisted.internet.interfaces import IFileDescriptorReceiver
+from twisted.internet.protocol import Factory, Protocol
+from twisted.logger import Logger
+from zope.interface import implementer
+
+_log = Logger(namespace="netlog.control")
+
+#: The longest line either side reads.
+MAX_LINE = 64 * 1024
+
+
+class _Lines(Protocol):
+    """
+    JSON lines in, each handed to L{lineReceived}.
+    """
+
+    def connectionMade(self) -> None:
+        self._buffer = b""
+
+    def dataReceived(self, data: bytes) -> None:
+        self._buffer += data
+        while b"\n" in self._buffer:
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                _log.error("a control line that is not JSON: {line!r}", line=line[:200])
+                continue
+            self.messageReceived(message)
+        if len(self._buffer) > MAX_LINE:
+            _log.error("a control line longer than {limit} bytes; closing", limit=MAX_LINE)
+            self.transport.loseConnection()  # type: ignore[union-attr]
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.transport.write(json.dumps(message).encode("utf-8") + b"\n")  # type: ignore[union-attr]
+
+    def messageReceived(self, message: dict[str, Any]) -> None:
+        raise NotImplementedError()
+
+
+class SupervisorSide(_Lines):
+    """
+    The supervisor's end, for one worker: sends, and waits for the
+    answers to deletes.
+    """
+
+    def __init__(self) -> None:
+        self.pending: dict[str, list[Deferred[None]]] = {}
+        self.closed = False
+
+    def add(self, name: str, logPath: str, logFd: int, listenFd: int, family: str, port: int) -> None:
+        assert self.transport is not None
+        transport: Any = self.transport
+        transport.sendFileDescriptor(logFd)
+        transport.sendFileDescriptor(listenFd)
+        self.send({"op": "add", "name": name, "log": logPath, "family": family, "port": port})
+
+    def delete(self, name: str, timeout: float) -> Deferred[None]:
+        """
+        Fires once the worker says the session is stopped, or it is gone.
+        """
+        d: Deferred[None] = Deferred()
+        if self.closed:
+            d.callback(None)
+            return d
+        self.pending.setdefault(name, []).append(d)
+        self.send({"op": "delete", "name": name, "timeout": timeout})
+        return d
+
+    def messageReceived(self, message: dict[str, Any]) -> None:
+        if message.get("op") == "deleted":
+            for d in self.pending.pop(str(message.get("name")), []):
+                d.callback(None)
+
+    def connectionLost(self, reason: Any = None) -> None:
+        self.closed = True
+        pending, self.pending = self.pending, {}
+        for waiting in pending.values():
+            for d in waiting:
+                d.callback(None)
+
+
+def connectSupervisorSide(reactor: Any) -> tuple[SupervisorSide, socket.socket]:
+    """
+    A socket pair: the supervisor's end served by a L{SupervisorSide}, and
+    the worker's end, to hand to the worker (and close here once handed).
+    """
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    side = SupervisorSide()
+    reactor.adoptStreamConnection(ours.fileno(), socket.AF_UNIX, Factory.forProtocol(lambda: side))
+    ours.close()
+    return side, theirs
+
+
+@implementer(IFileDescriptorReceiver)
+class WorkerSide(_Lines):
+    """
+    The worker's end: descriptors received are queued until the line
+    they came with.
+
+    @param onAdd: C{(message, logFd, listenFd)}.
+    @param onDelete: C{(message)}, returns a Deferred that fires once the
+        session is stopped.
+    """
+
+    def __init__(self, onAdd: Callable[[dict[str, Any], int, int], None],
+                 onDelete: Callable[[dict[str, Any]], Deferred[Any]]) -> None:
+        self._onAdd = onAdd
+        self._onDelete = onDelete
+        self._fds: deque[int] = deque()
+
+    def fileDescriptorReceived(self, descriptor: int) -> None:
+        self._fds.append(descriptor)
+
+    def messageReceived(self, message: dict[str, Any]) -> None:
+        op = message.get("op")
+        if op == "add":
+            if len(self._fds) < 2:
+                _log.error("a session came without its log and listener: {message}", message=message)
+                return
+            logFd, listenFd = self._fds.popleft(), self._fds.popleft()
+            try:
+                self._onAdd(message, logFd, listenFd)
+            except Exception:
+                _log.failure("the worker could not serve session {name}", name=message.get("name"))
+                os.close(logFd)
+                os.close(listenFd)
+        elif op == "delete":
+            name = message.get("name")
+            d = self._onDelete(message)
+            d.addErrback(lambda f: _log.failure("stopping session {name}", f, name=name))
+            d.addBoth(lambda _: self.send({"op": "deleted", "name": name}))
