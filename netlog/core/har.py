@@ -1137,6 +1137,11 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None,
             }
             if isinstance(ended.get("closed_by"), str):
                 entry["_websocket"]["closed_by"] = ended["closed_by"]
+            for key in ("close_up", "close_down"):
+                close = ws.get(key)
+                if isinstance(close, dict):
+                    entry["_websocket"][key] = {"code": close.get("code") if _isInt(close.get("code")) else None,
+                                                "reason": str(close.get("reason") or "")}
     if isTunnel:
         wire = ended.get("bytes") if ended is not None else None
         wire = wire if isinstance(wire, dict) else {}

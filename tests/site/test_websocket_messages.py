@@ -8,7 +8,6 @@ C{_webSocketMessages} as Chrome DevTools writes them.
 from __future__ import annotations
 
 import base64
-import json
 import socket
 import ssl
 from typing import Any
@@ -30,6 +29,7 @@ from wsproto.extensions import PerMessageDeflate
 
 from netlog.core.har import entriesFromLines
 from netlog.core.wsmessages import MESSAGE_CAP
+from tests.har.support import export, validate, wavLoad
 from tests.site.support import RunningProxy, connectTunnel, openSocket
 
 #: What the browser side sends, in order (a fragmented one in two parts).
@@ -178,7 +178,13 @@ backend = "http://127.0.0.1:{port}"
             self.assertEqual([m["opcode"] for m in side], [1, 2, 1, 1])
             self.assertEqual([m["data"] for m in side], ["hello", binary, "fragmented", BIG[:MESSAGE_CAP]])
             self.assertIs(side[3]["_truncated"], True)
-        json.dumps(entry)
+        self.assertEqual(entry["_websocket"]["close_up"], {"code": 1000, "reason": "done"})
+        # The streaming export gives the same, and both consumers take it.
+        with open(running.logPath, "rb") as f:  # type: ignore[arg-type]
+            har, raw, _ = export(f.read())
+        self.assertEqual(har["log"]["entries"][0]["_webSocketMessages"], entry["_webSocketMessages"])
+        self.assertEqual(validate(raw), [])
+        wavLoad(raw)
 
     @defer.inlineCallbacks
     def test_wss(self) -> Any:
