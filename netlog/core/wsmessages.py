@@ -216,6 +216,31 @@ class MessageAssembler:
             return out
         pos = 0
         while pos < n:
+            if not self._inFrame and not self._head and not self._fragmented and n - pos >= 2:
+                # The usual case, quickly: a whole unfragmented and
+                # uncompressed text or binary frame (FIN set, no RSV bit).
+                b0 = data[pos]
+                b1 = data[pos + 1]
+                length = b1 & 0x7F
+                if (b0 == 0x81 or b0 == 0x82) and length <= 126:
+                    at = pos + 2
+                    if length == 126:
+                        if n - pos < 4:
+                            length = 65536  # (header cut: the slow path)
+                        else:
+                            length = (data[pos + 2] << 8) | data[pos + 3]
+                            at = pos + 4
+                    if length <= MESSAGE_CAP:
+                        start = at + 4 if b1 & 0x80 else at
+                        end = start + length
+                        if end <= n:
+                            payload = bytes(data[start:end])
+                            if b1 & 0x80:
+                                payload = _unmask(payload, bytes(data[at:start]), 0)
+                            pos = end
+                            self.messages += 1
+                            out.append(self._spend(b0 & 0x0F, length, payload, False, None, None))
+                            continue
             if self._inFrame:
                 take = self._remaining if self._remaining < n - pos else n - pos
                 self._payload(bytes(data[pos:pos + take]))
@@ -400,10 +425,15 @@ class MessageAssembler:
                 self._size = self._wire
                 self._truncated = len(self._raw) < self._wire
             self._raw = bytearray()
-        size = self._size
         kept = bytes(self._kept)
         self._kept = bytearray()
-        truncated = self._truncated
+        return self._spend(self._msgOpcode, self._size, kept, self._truncated, compressed, undecodable)
+
+    def _spend(self, opcode: int, size: int, kept: bytes, truncated: bool, compressed: int | None,
+               undecodable: str | None) -> Message:
+        """
+        The message, its kept bytes taken from the WebSocket's budget.
+        """
         budget = self._budget
         data: bytes | None
         if budget.remaining <= 0:
@@ -415,7 +445,7 @@ class MessageAssembler:
                 truncated = True
             budget.remaining -= len(kept)
             data = kept
-        return Message(self._msgOpcode, size, data, truncated, compressed, undecodable)
+        return Message(opcode, size, data, truncated, compressed, undecodable)
 
 
 def _headerLength(head: bytes) -> int | None:
