@@ -8,6 +8,9 @@ C{_webSocketMessages} as Chrome DevTools writes them.
 from __future__ import annotations
 
 import base64
+import functools
+import resource
+import zlib
 import socket
 import ssl
 from typing import Any
@@ -28,7 +31,7 @@ from wsproto.events import (
 from wsproto.extensions import PerMessageDeflate
 
 from netlog.core.har import entriesFromLines
-from netlog.core.wsmessages import MESSAGE_CAP
+from netlog.core.wsmessages import MAX_INFLATED, MESSAGE_CAP
 from tests.har.support import export, validate, wavLoad
 from tests.site.support import RunningProxy, connectTunnel, openSocket
 
@@ -251,3 +254,100 @@ backend = "http://127.0.0.1:{port}"
         self.assertEqual([(m["type"], m["data"]) for m in entry["_webSocketMessages"]],
                          [("send", "still here"), ("receive", "still here")])
 
+
+
+class BombServer(Protocol):
+    """
+    A hostile backend: agrees to permessage-deflate, then sends one small
+    compressed frame that would inflate to 4 GB, then a plain message.
+    """
+
+    def connectionMade(self) -> None:
+        self.ws = WSConnection(ConnectionType.SERVER)
+
+    def dataReceived(self, data: bytes) -> None:
+        self.ws.receive_data(data)
+        for event in self.ws.events():
+            if isinstance(event, Request):
+                self.transport.write(self.ws.send(AcceptConnection(extensions=[PerMessageDeflate()])))
+                self.transport.write(bombFrame())
+                self.transport.write(b"\x81\x05after")
+            elif isinstance(event, CloseConnection):
+                self.transport.write(self.ws.send(event.response()))
+                self.transport.loseConnection()
+
+
+#: How much the bomb inflates to, and in blocks of how much.
+BOMB_SIZE = 4 * 1024 ** 3
+BOMB_BLOCK = 64 * 1024 ** 2
+
+
+@functools.lru_cache(maxsize=1)
+def bombFrame() -> bytes:
+    """
+    One binary frame, RSV1 set: a deflate stream of 4 GB of zeros (a
+    compressed block of 64 MB repeated), about 4 MB on the wire.
+    """
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = compressor.compress(bytes(BOMB_BLOCK)) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    payload = block * (BOMB_SIZE // BOMB_BLOCK)
+    return bytes([0xC2, 127]) + len(payload).to_bytes(8, "big") + payload
+
+
+class DeflateBombTests(TestCase):
+    timeout = 60
+
+    @defer.inlineCallbacks
+    def test_bomb(self) -> Any:
+        """
+        A small compressed message that would inflate to 4 GB passes to the
+        browser as it came, while the proxy's memory stays within its caps:
+        its line keeps 1 MB, says it inflated to the 64 MB bound and is
+        truncated; the next message is read as usual.
+        """
+        from twisted.internet import reactor
+
+        listening = reactor.listenTCP(0, Factory.forProtocol(BombServer), interface="127.0.0.1")
+        self.addCleanup(listening.stopListening)
+        running = RunningProxy(self, f"""
+[[site]]
+name = "bomb"
+origins = ["http://bomb.test"]
+backend = "http://127.0.0.1:{listening.getHost().port}"
+""")
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+        def client() -> int:
+            sock = openSocket(running.ports["forward"])
+            ws = WSConnection(ConnectionType.CLIENT)
+            sock.sendall(ws.send(Request(host="bomb.test", target="http://bomb.test/",
+                                         extensions=[PerMessageDeflate()])))
+            received = 0
+            expected = len(bombFrame()) + 7
+            for _ in range(100_000):
+                data = sock.recv(1 << 20)
+                if not data:
+                    break
+                received += len(data)
+                if received >= expected + 100:
+                    break
+            # The client doesn't inflate: it closes the connection.
+            sock.close()
+            return received
+
+        received = yield threads.deferToThread(client)
+        self.assertGreater(received, len(bombFrame()))
+        yield running.waitForEnds(1)
+        grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+        messages = [line for line in running.lines() if line["type"] == "message"]
+        self.assertEqual(len(messages), 2, [dict(m, data=None) for m in messages])
+        bomb, after = messages
+        self.assertEqual((bomb["direction"], bomb["opcode"], bomb["size"], bomb["_truncated"]),
+                         ("down", 2, MAX_INFLATED, True))
+        self.assertEqual(base64.b64decode(bomb["data"]), bytes(MESSAGE_CAP))
+        # The proxy goes on reading the direction: the next (uncompressed)
+        # message is a line of its own.
+        self.assertEqual((after["data"], after["size"]), ("after", 5))
+        # The client's and the server's copies of the frame live in this
+        # process too (the test's ~4 MB frames); the proxy adds its caps.
+        self.assertLess(grown, 64 * 1024 ** 2)
