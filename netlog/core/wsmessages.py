@@ -379,6 +379,9 @@ class MessageAssembler:
             self._inflate(chunk)
 
     def _inflate(self, data: bytes) -> None:
+        if len(data) <= _INFLATE_SLICE:
+            self._inflateSlice(data)
+            return
         # In slices, so that what zlib leaves unconsumed (copied at each
         # call) stays small.
         view = memoryview(data)
