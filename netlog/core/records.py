@@ -33,6 +33,7 @@ __all__ = [
     "endRecord",
     "headRecord",
     "messageRecord",
+    "websocketRecord",
     "HEAD_KEYS",
     "MESSAGE_KEYS",
     "ownAnswer",
@@ -266,6 +267,26 @@ def headRecord(firstByte: float | None, response: dict[str, Any]) -> dict[str, A
     L{responseRecord} without C{body}), for an answer still streaming.
     """
     return {"first_byte": firstByte, "response": response}
+
+
+def websocketRecord(messagesUp: int, messagesDown: int, bytesUp: int, bytesDown: int,
+                    closeUp: tuple[int | None, str] | None = None,
+                    closeDown: tuple[int | None, str] | None = None) -> dict[str, Any]:
+    """
+    An end line's C{_websocket}: the messages and bytes each way, and each
+    side's close frame (its code and reason) when it sent one.
+    """
+    record: dict[str, Any] = {
+        "messages_up": messagesUp,
+        "messages_down": messagesDown,
+        "bytes_up": bytesUp,
+        "bytes_down": bytesDown,
+    }
+    if closeUp is not None:
+        record["close_up"] = {"code": closeUp[0], "reason": closeUp[1]}
+    if closeDown is not None:
+        record["close_down"] = {"code": closeDown[0], "reason": closeDown[1]}
+    return record
 
 
 def messageRecord(direction: str, opcode: int, size: int, data: bytes | None, truncated: bool,

@@ -44,6 +44,7 @@ from netlog.core.records import (
     originForm,
     requestRecord,
     responseRecord,
+    websocketRecord,
 )
 from netlog.core.websocket import FrameCounter
 from netlog.core.wsmessages import KeptBudget, Message, MessageAssembler, parseDeflate
@@ -768,16 +769,8 @@ class Exchange:
         websocket: dict[str, Any] | None = None
         wsUp, wsDown = self.wsUp, self.wsDown
         if wsUp is not None and wsDown is not None:
-            websocket = {
-                "messages_up": wsUp.messages,
-                "messages_down": wsDown.messages,
-                "bytes_up": wsUp.bytes,
-                "bytes_down": wsDown.bytes,
-            }
-            # Each side's close frame, with its code and reason.
-            for key, side in (("close_up", wsUp), ("close_down", wsDown)):
-                if isinstance(side, MessageAssembler) and side.closed:
-                    websocket[key] = {"code": side.closeCode, "reason": side.closeReason or ""}
+            websocket = websocketRecord(wsUp.messages, wsDown.messages, wsUp.bytes, wsDown.bytes,
+                                        _closeOf(wsUp), _closeOf(wsDown))
         fields = endRecord(
             now, self.connectedAt, self.sentAt, self.firstByteAt,
             up=self.up, down=self.down, requestBody=requestBody, response=response, interim=self.interim,
@@ -816,6 +809,15 @@ class Exchange:
             elif not self.raw:
                 self._dropUpstream(gently=True)
         self.browser.exchangeDone(self, close=self.closeBrowser and not self.raw)
+
+
+def _closeOf(side: MessageAssembler | FrameCounter) -> tuple[int | None, str] | None:
+    """
+    The close frame a WebSocket's side sent (its code and reason), if read.
+    """
+    if isinstance(side, MessageAssembler) and side.closed:
+        return side.closeCode, side.closeReason or ""
+    return None
 
 
 def describeTLSError(value: BaseException) -> str:
