@@ -84,7 +84,9 @@ HAR_VERSION = "1.2"
 #: The C{mimeType} of an answer that named none (as Chrome and Playwright write).
 UNKNOWN_MIME_TYPE = "x-unknown"
 
-_HEAD = re.compile(rb'\{"n":(\d{1,18}),"type":"(open|end)","id":(\d{1,18})[,}]')
+_HEAD = re.compile(rb'\{"n":(\d{1,18}),"type":"(open|end|head|message)","id":(\d{1,18})[,}]')
+#: The line types that belong to an open exchange and leave it open.
+_NOTES = ("head", "message")
 #: An open line's top-level C{started}, matched from the comma after the
 #: head: the fields before it must be top-level scalars (as netlog writes
 #: them: C{open_from}, C{time}, C{proxy}, C{kind}), so that a C{started}
@@ -134,6 +136,8 @@ class LineIndex:
         #: more end lines for an id that had one (tried in turn if the first
         #: can't be read)
         self.extraEnds: dict[int, list[tuple[int, int]]] = {}
+        #: head and message lines by exchange id: offset, length, offset, ...
+        self.notes: dict[int, array] = {}
         self.unreadable = 0
         self.lines = 0
 
@@ -150,15 +154,21 @@ class LineIndex:
         started: float | None = None
         if m is not None:
             n, isOpen, exchangeId = int(m.group(1)), m.group(2) == b"open", int(m.group(3))
+            if m.group(2) in (b"head", b"message"):
+                self._addNote(offset, len(line), exchangeId)
+                return
             if isOpen:
                 started = self._startedIn(line, 0, len(line), m.end() - 1)
         else:
             try:
                 record = json.loads(line)
                 n, kind, exchangeId = record["n"], record["type"], record["id"]
-                if not (_isInt(n) and _isInt(exchangeId) and kind in ("open", "end")):
+                if not (_isInt(n) and _isInt(exchangeId) and kind in ("open", "end", "head", "message")):
                     raise TypeError
                 isOpen = kind == "open"
+                if kind in _NOTES:
+                    self._addNote(offset, len(line), exchangeId)
+                    return
             except (ValueError, TypeError, KeyError, RecursionError):
                 self.unreadable += 1
                 return
@@ -206,8 +216,10 @@ class LineIndex:
                     s = started(data, m.end() - 1, min(end, start + _STARTED_WINDOW))
                     take(offset + start, end - start, int(n), True, int(exchangeId),
                          float(s.group(1)) if s is not None else self._startedIn(data, start, end, m.end() - 1))
-                else:
+                elif kind == b"end":
                     take(offset + start, end - start, int(n), False, int(exchangeId), None)
+                else:
+                    self._addNote(offset + start, end - start, int(exchangeId))
             else:
                 # the rare line whose head isn't as netlog writes it
                 self.add(offset + start, data[start:end])
@@ -252,6 +264,26 @@ class LineIndex:
                 self.unreadable += 1
                 return
             self._addEnd(exchangeId, offset, length)
+
+    def _isOpened(self, exchangeId: int) -> bool:
+        if self._base is not None and 0 <= exchangeId - self._base < len(self._opened):
+            return self._opened[exchangeId - self._base] == 1
+        i = bisect_left(self.openIds, exchangeId)
+        return i < len(self.openIds) and self.openIds[i] == exchangeId
+
+    def _addNote(self, offset: int, length: int, exchangeId: int) -> None:
+        """
+        A head or message line: kept for its exchange, if it was opened and
+        hasn't ended (netlog writes none after the end).
+        """
+        if not self._isOpened(exchangeId) or self.endOf(exchangeId) is not None:
+            self.unreadable += 1
+            return
+        notes = self.notes.get(exchangeId)
+        if notes is None:
+            notes = self.notes[exchangeId] = array("q")
+        notes.append(offset)
+        notes.append(length)
 
     def _addEnd(self, exchangeId: int, offset: int, length: int) -> None:
         if self.endOf(exchangeId) is not None:
@@ -451,8 +483,17 @@ def joinLines(
             else:
                 # a second end for the same id (never written by netlog)
                 stats.unreadable += 1
+        noted = index.notes.get(exchangeId)
+        notes: list[dict[str, Any]] = []
+        if noted is not None:
+            for j in range(0, len(noted), 2):
+                note = _parse(readAt(noted[j], noted[j + 1]))
+                if note is None:
+                    stats.unreadable += 1
+                else:
+                    notes.append(note)
         try:
-            yield buildEntry(opened, ended)
+            yield buildEntry(opened, ended, notes)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError):
             stats.unreadable += 1 + (1 if ended is not None else 0)
 
@@ -1079,11 +1120,20 @@ def _noAnswer() -> dict[str, Any]:
     return answer
 
 
-def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str, Any]:
+def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None,
+               notes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """
-    One HAR entry from an exchange's open line and its end line (L{None}
-    while it is still open), both parsed.
+    One HAR entry from an exchange's open line, its end line (L{None}
+    while it is still open) and its head and message lines, all parsed.
     """
+    head: dict[str, Any] | None = None
+    messages: list[dict[str, Any]] = []
+    for note in notes or ():
+        kind = note.get("type")
+        if kind == "message":
+            messages.append(note)
+        elif kind == "head" and head is None and isinstance(note.get("response"), dict):
+            head = note
     request = opened.get("request")
     request = request if isinstance(request, dict) else {}
     server = opened.get("server")
@@ -1137,6 +1187,9 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
     answer = ended.get("response") if ended is not None and not selfAnswered else None
     if isinstance(answer, dict) and ended is not None:
         entry["response"] = _response(answer, url, ended)
+    elif ended is None and head is not None:
+        # Still open: the head the browser already has.
+        entry["response"] = _response(head["response"], url, {"times": {"first_byte": head.get("first_byte")}})
     elif isTunnel and ended is not None and method == "CONNECT" and not (isFailed or isRefused):
         entry["response"] = {
             "status": 200,
@@ -1161,6 +1214,9 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
         entry["connection"] = opened["connection"]
     entry["_id"] = opened.get("id")
 
+    if messages or url.startswith(("ws://", "wss://")) and (
+            head is not None or (ended is not None and isinstance(ended.get("_websocket"), dict))):
+        entry["_webSocketMessages"] = [_webSocketMessage(m) for m in messages]
     if ended is None:
         entry["_open"] = True
     else:
@@ -1181,6 +1237,11 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
             }
             if isinstance(ended.get("closed_by"), str):
                 entry["_websocket"]["closed_by"] = ended["closed_by"]
+            for key in ("close_up", "close_down"):
+                close = ws.get(key)
+                if isinstance(close, dict):
+                    entry["_websocket"][key] = {"code": close.get("code") if _isInt(close.get("code")) else None,
+                                                "reason": str(close.get("reason") or "")}
     if isTunnel:
         wire = ended.get("bytes") if ended is not None else None
         wire = wire if isinstance(wire, dict) else {}
@@ -1199,6 +1260,34 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str
         wire = wire if isinstance(wire, dict) else {}
         entry["_unparsed"] = {"bytes_up": _int(wire.get("up"), 0), "bytes_down": _int(wire.get("down"), 0)}
     return entry
+
+
+def _webSocketMessage(line: dict[str, Any]) -> dict[str, Any]:
+    """
+    A message line as Chrome DevTools writes a WebSocket message: C{type}
+    (C{send} from the browser, C{receive} to it), C{time} (seconds since the
+    epoch), C{opcode} (1 text, 2 binary) and C{data} (the text, or base64);
+    netlog's own marks underscored.
+    """
+    opcode = _int(line.get("opcode"), 1)
+    data = line.get("data")
+    message: dict[str, Any] = {
+        "type": "send" if line.get("direction") == "up" else "receive",
+        "time": _num(line.get("time")) or 0.0,
+        "opcode": opcode,
+        "data": data if isinstance(data, str) else "",
+    }
+    size = _int(line.get("size"), -1)
+    if size >= 0:
+        message["_size"] = size
+    if line.get("encoding") == "base64" and opcode == 1:
+        # A text message whose bytes aren't text (or couldn't be inflated).
+        message["_encoding"] = "base64"
+    if line.get("_truncated") or not isinstance(data, str):
+        message["_truncated"] = True
+    if isinstance(line.get("_undecodable"), str):
+        message["_undecodable"] = line["_undecodable"]
+    return message
 
 
 def _hostPort(url: str) -> tuple[str, int]:

@@ -12,6 +12,8 @@ from typing import Any, Callable, Sequence, Union
 
 __all__ = [
     "END",
+    "HEAD",
+    "MESSAGE",
     "MAX_SPLICED",
     "OPEN",
     "AsciiText",
@@ -24,6 +26,10 @@ __all__ = [
 
 OPEN = "open"
 END = "end"
+#: A line with an answer's head, for an answer still streaming.
+HEAD = "head"
+#: A line per WebSocket message.
+MESSAGE = "message"
 
 #: The reason written for the exchanges a dead process left open.
 REASON_RESTARTED = "the proxy restarted"

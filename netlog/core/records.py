@@ -9,9 +9,11 @@ C{docs/log-format.rst} ("Key order").
 
 from __future__ import annotations
 
+import base64
 from typing import Any, Iterable
 
 from netlog.core.capture import removeSignIn
+from netlog.core.logline import AsciiText
 from netlog.core.http1 import REASON_PHRASES, RequestHead, serializeHead
 
 __all__ = [
@@ -29,6 +31,11 @@ __all__ = [
     "unreadRequestRecord",
     "openRecord",
     "endRecord",
+    "headRecord",
+    "messageRecord",
+    "websocketRecord",
+    "HEAD_KEYS",
+    "MESSAGE_KEYS",
     "ownAnswer",
     "responseRecord",
     "REFUSED_TEXT",
@@ -49,6 +56,12 @@ END_KEYS = (
     "ended", "times", "request_body", "response", "interim", "bytes", "closed_by",
     "_websocket", "_unparsed", "_refused", "_failed",
 )
+
+#: The keys of a head line (an answer's head, written while it streams).
+HEAD_KEYS = ("first_byte", "response")
+#: The keys of a message line, in the order they are written (each of
+#: C{compressed}, C{data} and the underscored ones only when it applies).
+MESSAGE_KEYS = ("direction", "opcode", "size", "compressed", "data", "encoding", "_truncated", "_undecodable")
 
 #: Schemes a WebSocket's URL takes for the scheme of the request that opened it.
 _WEBSOCKET_SCHEMES = {"http": "ws", "https": "wss"}
@@ -245,6 +258,74 @@ def endRecord(
         fields["_refused"] = {"reason": refused[0], "status": refused[1]}
     if failed:
         fields["_failed"] = {"reason": failed} if failedStatus is None else {"reason": failed, "status": failedStatus}
+    return fields
+
+
+def headRecord(firstByte: float | None, response: dict[str, Any]) -> dict[str, Any]:
+    """
+    A head line's fields: the answer's head as the browser got it (a
+    L{responseRecord} without C{body}), for an answer still streaming.
+    """
+    return {"first_byte": firstByte, "response": response}
+
+
+def websocketRecord(messagesUp: int, messagesDown: int, bytesUp: int, bytesDown: int,
+                    closeUp: tuple[int | None, str] | None = None,
+                    closeDown: tuple[int | None, str] | None = None) -> dict[str, Any]:
+    """
+    An end line's C{_websocket}: the messages and bytes each way, and each
+    side's close frame (its code and reason) when it sent one.
+    """
+    record: dict[str, Any] = {
+        "messages_up": messagesUp,
+        "messages_down": messagesDown,
+        "bytes_up": bytesUp,
+        "bytes_down": bytesDown,
+    }
+    if closeUp is not None:
+        record["close_up"] = {"code": closeUp[0], "reason": closeUp[1]}
+    if closeDown is not None:
+        record["close_down"] = {"code": closeDown[0], "reason": closeDown[1]}
+    return record
+
+
+def messageRecord(direction: str, opcode: int, size: int, data: bytes | None, truncated: bool,
+                  compressed: int | None = None, undecodable: str | None = None) -> dict[str, Any]:
+    """
+    A message line's fields, in L{MESSAGE_KEYS} order.
+
+    @param direction: C{"up"} (browser to server) or C{"down"}.
+    @param data: the kept bytes, or L{None} when the WebSocket's budget for
+        kept data was spent: a text message's are written as text (cut to a
+        whole character), anything else (binary, bytes that aren't UTF-8,
+        compressed bytes that couldn't be inflated) as base64 with
+        C{"encoding": "base64"}.
+    @param undecodable: why the data is the compressed bytes as they came.
+    """
+    fields: dict[str, Any] = {"direction": direction, "opcode": opcode, "size": size}
+    if compressed is not None:
+        fields["compressed"] = compressed
+    if data is not None:
+        text: str | None = None
+        if opcode == 1 and undecodable is None:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                # Cut inside a character by the cap: keep the whole ones.
+                if truncated and e.start >= len(data) - 3:
+                    try:
+                        text = data[:e.start].decode("utf-8")
+                    except UnicodeDecodeError:
+                        text = None
+        if text is not None:
+            fields["data"] = text
+        else:
+            fields["data"] = AsciiText(base64.b64encode(data))
+            fields["encoding"] = "base64"
+    if truncated:
+        fields["_truncated"] = True
+    if undecodable is not None:
+        fields["_undecodable"] = undecodable
     return fields
 
 

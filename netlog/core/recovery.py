@@ -147,13 +147,15 @@ def recover(readAt: ReadAt, size: int) -> Recovered:
 
 
 #: The start of every line netlog writes (L{netlog.core.logline.encodeLine}).
-_PREFIX = re.compile(rb'\{"n":([1-9][0-9]*),"type":"(open|end)","id":([1-9][0-9]*),')
+#: Any type: every line takes a number (a head or message line too), while
+#: only open and end lines say which exchanges are open.
+_PREFIX = re.compile(rb'\{"n":([1-9][0-9]*),"type":"([a-z_]{1,16})","id":([1-9][0-9]*),')
 
 
 def _fields(record: dict) -> tuple[int, str, int] | None:  # type: ignore[type-arg]
     exchangeId = record.get("id")
     kind = record.get("type")
-    if not isinstance(exchangeId, int) or isinstance(exchangeId, bool) or kind not in (OPEN, END):
+    if not isinstance(exchangeId, int) or isinstance(exchangeId, bool) or not isinstance(kind, str):
         return None
     return record["n"], kind, exchangeId
 

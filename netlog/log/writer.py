@@ -26,6 +26,8 @@ from twisted.logger import Logger
 
 from netlog.core.logline import (
     END,
+    HEAD,
+    MESSAGE,
     OPEN,
     REASON_LOG_FAILED,
     REASON_RESTARTED,
@@ -532,10 +534,13 @@ class LogWriter(Service):
             _log.failure("netlog could not encode a log line's fields")
             return encodePieces(n, kind, exchangeId, openFrom, now, {"_unencodable": str(e)})
 
-    def _emit(self, kind: str, exchangeId: int | None, fields: dict[str, Any]) -> int:
+    def _emit(self, kind: str, exchangeId: int | None, fields: dict[str, Any], ending: bool = True) -> int:
         """
         Number a line and write it; return its number, or 0 when it had to
         be dropped.
+
+        @param exchangeId: L{None} for an open line (it opens an exchange);
+            else the exchange the line belongs to, which C{ending} ends.
         """
         if not self.enabled:
             return 0
@@ -547,7 +552,7 @@ class LogWriter(Service):
             return 0
         if self._pendingBytes > MAX_PENDING_BYTES:
             self.droppedLines += 1
-            if exchangeId is not None:
+            if exchangeId is not None and ending:
                 self._lostEnds.add(exchangeId)
             return 0
         n = self._next
@@ -556,7 +561,7 @@ class LogWriter(Service):
             exchangeId = n
             self._open.add(n)
             heapq.heappush(self._openHeap, n)
-        else:
+        elif ending:
             self._open.discard(exchangeId)
             self._lostEnds.discard(exchangeId)
         line = self._encode(n, kind, exchangeId, fields)
@@ -585,6 +590,29 @@ class LogWriter(Service):
         if not exchangeId or exchangeId not in self._open:
             return
         self._emit(END, exchangeId, fields)
+
+    def note(self, exchangeId: int, kind: str, fields: dict[str, Any]) -> int:
+        """
+        Write a line of type C{kind} (L{HEAD}, L{MESSAGE}) that belongs to
+        the open exchange C{exchangeId} and leaves it open: numbered like
+        every line; ignored (0) when the exchange isn't open, so it never
+        follows the exchange's end line.
+        """
+        if not exchangeId or exchangeId not in self._open:
+            return 0
+        return self._emit(kind, exchangeId, fields, ending=False)
+
+    def head(self, exchangeId: int, fields: dict[str, Any]) -> int:
+        """
+        Write the head line of the open exchange C{exchangeId}.
+        """
+        return self.note(exchangeId, HEAD, fields)
+
+    def message(self, exchangeId: int, fields: dict[str, Any]) -> int:
+        """
+        Write a WebSocket message line of the open exchange C{exchangeId}.
+        """
+        return self.note(exchangeId, MESSAGE, fields)
 
     def refuse(self, openFields: dict[str, Any], endFields: dict[str, Any]) -> int:
         """

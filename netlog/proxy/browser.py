@@ -219,6 +219,19 @@ class BrowserConnection(Protocol):
         """
         self._lastActive = now
 
+    def wakeBy(self, when: float) -> None:
+        """
+        Have the connection's one timer fire by C{when} (an exchange whose
+        answer's head came and whose body hasn't ended: its head line is due).
+        """
+        timer = self._idleCall
+        if self.gone:
+            return
+        if timer is None or not timer.active():
+            self._idleCall = self.reactor.callLater(max(0.0, when - self.reactor.seconds()), self._idleTimeout)
+        elif timer.getTime() > when:
+            timer.reset(max(0.0, when - self.reactor.seconds()))
+
     def _deadline(self) -> float | None:
         """
         When this connection's timer should act: a head begun must be whole
@@ -231,7 +244,10 @@ class BrowserConnection(Protocol):
             return None
         if self.exchange is None and self.rawPeer is None and self.headStarted is not None:
             return self.headStarted + self.proxy.headerTimeout
-        if self.exchange is not None or self.rawPeer is not None:
+        exchange = self.exchange
+        if exchange is not None and exchange.headDue is not None:
+            return min(exchange.headDue, self._lastActive + self.proxy.idleTimeout)
+        if exchange is not None or self.rawPeer is not None:
             return self._lastActive + self.proxy.idleTimeout
         return self._lastActive + min(BROWSER_IDLE_TIMEOUT, self.proxy.idleTimeout)
 
@@ -265,6 +281,13 @@ class BrowserConnection(Protocol):
         if deadline is None:
             return
         now = self.reactor.seconds()
+        exchange = self.exchange
+        if exchange is not None and exchange.headDue is not None and now >= exchange.headDue:
+            # An answer still streaming a second after its head: its head
+            # line now (the timer then goes back to the idle timeout).
+            exchange.logHead()
+            self._arm()
+            return
         if now < deadline:
             self._arm()
             return

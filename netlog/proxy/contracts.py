@@ -85,6 +85,8 @@ class IBrowserSide(Protocol):
 
     def touch(self, now: float) -> None: ...
 
+    def wakeBy(self, when: float) -> None: ...
+
 
 class IAnswerSink(Protocol):
     """

@@ -37,13 +37,17 @@ from netlog.core.http1 import (
 from netlog.core.records import (
     EXCHANGE,
     endRecord,
+    headRecord,
     isWebSocket,
+    messageRecord,
     openRecord,
     originForm,
     requestRecord,
     responseRecord,
+    websocketRecord,
 )
 from netlog.core.websocket import FrameCounter
+from netlog.core.wsmessages import KeptBudget, Message, MessageAssembler, parseDeflate
 from netlog.net.connect import describeFailure
 from netlog.net.relay import BACKPRESSURE, CLIENT, PROXY, SERVER
 from netlog.net.send import sendNow
@@ -66,6 +70,9 @@ MAX_RETRY_BYTES = 64 * 1024
 #: isn't idempotent (RFC 9112, 9.3.1), and the retry is kept to the plainly
 #: safe ones.
 RETRIED_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE"})
+#: Seconds after an answer's head its head line is written when its body
+#: hasn't ended by then (an answer that ends sooner has two lines only).
+HEAD_LINE_DELAY = 1.0
 #: The status a browser gets when the server went silent before answering.
 GATEWAY_TIMEOUT = 504
 
@@ -137,6 +144,8 @@ class Exchange:
         "fields",
         "hadBody",
         "head",
+        "headDue",
+        "headLogged",
         "id",
         "interim",
         "proxy",
@@ -220,8 +229,15 @@ class Exchange:
         self.closedBy: str | None = None
         #: The answer was a C{101}: the connections carry another protocol.
         self.upgraded = False
-        self.wsUp: FrameCounter | None = None
-        self.wsDown: FrameCounter | None = None
+        #: The answer's head line is written (an answer still streaming).
+        self.headLogged = False
+        #: When the head line is due: a second after the answer's head came,
+        #: set once its body hasn't ended in the read that brought the head.
+        self.headDue: float | None = None
+        #: A WebSocket's directions: their messages read and logged when a
+        #: log is kept, only counted when not.
+        self.wsUp: MessageAssembler | FrameCounter | None = None
+        self.wsDown: MessageAssembler | FrameCounter | None = None
         self._sent: list[bytes] | None = []
         self._sentSize = 0
         self._batch: list[bytes] | None = None
@@ -407,6 +423,11 @@ class Exchange:
                     return
         finally:
             self._flushBrowser()
+        if self.responseStarted and self.headDue is None and not self.headLogged and self.id:
+            # The body didn't end in the read that brought the head: the
+            # head line is due a second after it, if the body still runs.
+            self.headDue = now + HEAD_LINE_DELAY
+            self.browser.wakeBy(self.headDue)
 
     def _flushBrowser(self) -> None:
         """
@@ -488,12 +509,17 @@ class Exchange:
         self.responseBody = mode.responseCapture(contentType, self.proxy.logging)
         self.response = responseRecord(event.status, reason, b"HTTP/1.1", headers + extra, len(data), None,
                                        self.signIn)
+        if upgraded or (contentType is not None and contentType[:17].lower() == b"text/event-stream"):
+            # An answer that goes on streaming: its head is logged now,
+            # before its bytes go to the browser.
+            self.logHead()
         if upgraded:
             # Both connections now carry the new protocol, relayed as it
-            # comes; a WebSocket's messages are counted.
+            # comes; a WebSocket's messages are read and logged.
             self.upgraded = True
             if isWebSocket(head):
-                self._startWebSocket()
+                extensions = fields.first(b"sec-websocket-extensions")
+                self._startWebSocket(extensions.decode("latin-1") if extensions is not None else None)
             else:
                 self._enterRaw()
 
@@ -624,10 +650,34 @@ class Exchange:
 
     # -- raw relays: WebSockets and answers that aren't HTTP ---------------------
 
-    def _startWebSocket(self) -> None:
-        self.wsUp = FrameCounter()
-        self.wsDown = FrameCounter()
+    def logHead(self) -> None:
+        """
+        Write the answer's head line (once), for an answer still streaming.
+        """
+        self.headDue = None
+        if self.headLogged or self.response is None or not self.id or self.done:
+            return
+        self.headLogged = True
+        self.proxy.writer.head(self.id, headRecord(self.firstByteAt, self.response))
+
+    def _startWebSocket(self, extensions: str | None) -> None:
+        if self.id and self.proxy.writer.enabled:
+            deflate = parseDeflate(extensions)
+            budget = KeptBudget()
+            self.wsUp = MessageAssembler(budget, deflate is not None,
+                                         deflate is not None and deflate.clientNoContext)
+            self.wsDown = MessageAssembler(budget, deflate is not None,
+                                           deflate is not None and deflate.serverNoContext)
+        else:
+            self.wsUp = FrameCounter()
+            self.wsDown = FrameCounter()
         self._enterRaw()
+
+    def _logMessages(self, direction: str, messages: list[Message]) -> None:
+        write = self.proxy.writer.message
+        for m in messages:
+            write(self.id, messageRecord(direction, m.opcode, m.size, m.data, m.truncated, m.compressed,
+                                         m.undecodable))
 
     def _unparsable(self, event: Unparsable) -> None:
         self.unparsed = True
@@ -647,14 +697,21 @@ class Exchange:
     def browserRaw(self, data: bytes) -> None:
         if self.done or self.upstream is None:
             return
-        if self.wsUp is not None:
-            self.wsUp.feed(data)
+        ws = self.wsUp
+        if ws is not None:
+            messages = ws.feed(data)
+            if messages:
+                # Logged before the message's last bytes go on.
+                self._logMessages("up", messages)
         self.up += len(data)
         sendNow(self.upstream.transport, data)
 
     def _rawDown(self, data: bytes) -> None:
-        if self.wsDown is not None:
-            self.wsDown.feed(data)
+        ws = self.wsDown
+        if ws is not None:
+            messages = ws.feed(data)
+            if messages:
+                self._logMessages("down", messages)
         self._writeBrowser(data)
 
     def _rawEnded(self, closedBy: str, reason: Failure) -> None:
@@ -709,14 +766,11 @@ class Exchange:
             response = dict(self.response)
             if self.responseBody is not None and not self.upgraded:
                 response["body"] = self.responseBody.record(splice=True)
-        websocket = None
-        if self.wsUp is not None and self.wsDown is not None:
-            websocket = {
-                "messages_up": self.wsUp.messages,
-                "messages_down": self.wsDown.messages,
-                "bytes_up": self.wsUp.bytes,
-                "bytes_down": self.wsDown.bytes,
-            }
+        websocket: dict[str, Any] | None = None
+        wsUp, wsDown = self.wsUp, self.wsDown
+        if wsUp is not None and wsDown is not None:
+            websocket = websocketRecord(wsUp.messages, wsDown.messages, wsUp.bytes, wsDown.bytes,
+                                        _closeOf(wsUp), _closeOf(wsDown))
         fields = endRecord(
             now, self.connectedAt, self.sentAt, self.firstByteAt,
             up=self.up, down=self.down, requestBody=requestBody, response=response, interim=self.interim,
@@ -735,6 +789,7 @@ class Exchange:
         if self.done:
             return
         self.done = True
+        self.headDue = None
         if self.id:
             self.proxy.writer.end(self.id, self.endFields(failed=failed))
         else:
@@ -754,6 +809,15 @@ class Exchange:
             elif not self.raw:
                 self._dropUpstream(gently=True)
         self.browser.exchangeDone(self, close=self.closeBrowser and not self.raw)
+
+
+def _closeOf(side: MessageAssembler | FrameCounter) -> tuple[int | None, str] | None:
+    """
+    The close frame a WebSocket's side sent (its code and reason), if read.
+    """
+    if isinstance(side, MessageAssembler) and side.closed:
+        return side.closeCode, side.closeReason or ""
+    return None
 
 
 def describeTLSError(value: BaseException) -> str:

@@ -192,7 +192,7 @@ def openIds(logPath: str) -> set[int]:
                 line = json.loads(raw)
                 if line["type"] == "open":
                     opened.add(line["id"])
-                else:
+                elif line["type"] == "end":
                     opened.discard(line["id"])
     except FileNotFoundError:
         pass

@@ -30,6 +30,10 @@ so Chromium asks for no favicon):
     /echo             a page that sends /ws a short text, a 100 kB text and
                       some bytes, one at a time, checks each echo, then closes
     /ws               a WebSocket echo (frames handled by wsproto)
+    /wsz              the same, agreeing to permessage-deflate
+    /messages         a page that sends /wsz a short text, bytes, the request
+                      for a fragmented answer and a 1.2 MB text, one at a
+                      time, then closes with 1000 "done"
     /search?q=...     echoes the decoded query
 """
 
@@ -67,6 +71,7 @@ from wsproto.events import (
     Ping,
     TextMessage,
 )
+from wsproto.extensions import PerMessageDeflate
 from wsproto.handshake import H11Handshake
 from wsproto.utilities import RemoteProtocolError
 
@@ -98,6 +103,10 @@ ECHO_TEXT = "hello over a plain tunnel"
 ECHO_BIG_SIZE = 100_000
 #: The bytes /echo sends as a binary message.
 ECHO_BYTES = (0, 1, 2, 254, 255)
+#: The short text /messages sends (over /wsz, permessage-deflate agreed).
+MESSAGES_TEXT = "hello deflate"
+#: How long /messages's large text message is: over netlog's 1 MB per message.
+MESSAGES_BIG_SIZE = 1_200_000
 
 
 def bigText() -> bytes:
@@ -408,6 +417,38 @@ ws.onclose = (e) => {{
 """
 
 
+MESSAGES_SCRIPT = f"""
+const status = document.getElementById('status');
+const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/wsz');
+ws.binaryType = 'arraybuffer';
+const big = 'abcdefghij'.repeat({MESSAGES_BIG_SIZE} / 10);
+const outgoing = [{json.dumps(MESSAGES_TEXT)}, new Uint8Array({json.dumps(list(ECHO_BYTES))}),
+                  {json.dumps(FRAGMENT_REQUEST)}, big];
+const got = [];
+let sent = 0;
+const next = () => {{
+  if (sent < outgoing.length) {{ ws.send(outgoing[sent]); sent += 1; }}
+  else ws.close(1000, 'done');
+}};
+ws.onopen = next;
+ws.onmessage = (e) => {{
+  if (typeof e.data !== 'string') got.push('bytes ' + new Uint8Array(e.data).join(','));
+  else got.push(e.data.length > 100 ? 'text ' + e.data.length + (e.data === big ? ' echoed' : ' differs') : e.data);
+  next();
+}};
+ws.onclose = (e) => {{
+  status.textContent = 'closed ' + e.code + ' ' + ws.extensions.split(';')[0] + ' ' + JSON.stringify(got);
+}};
+"""
+
+
+class Messages(resource.Resource):
+    isLeaf = True
+
+    def render_GET(self, request: Request) -> bytes:
+        return htmlAnswer(request, "Messages", f'<p id="status">connecting</p><script>{MESSAGES_SCRIPT}</script>')
+
+
 class Echo(resource.Resource):
     isLeaf = True
 
@@ -489,6 +530,11 @@ class WebSocketEcho(resource.Resource):
 
     isLeaf = True
 
+    def __init__(self, deflate: bool = False) -> None:
+        super().__init__()
+        #: Agree to permessage-deflate when the browser offers it (/wsz).
+        self.deflate = deflate
+
     def render_GET(self, request: Request) -> int | bytes:
         handshake = H11Handshake(ConnectionType.SERVER)
         headers = [
@@ -502,7 +548,7 @@ class WebSocketEcho(resource.Resource):
             request.setResponseCode(400)
             request.setHeader(b"content-type", b"text/plain")
             return f"not a WebSocket handshake: {e}".encode()
-        toSend = handshake.send(AcceptConnection())
+        toSend = handshake.send(AcceptConnection(extensions=[PerMessageDeflate()] if self.deflate else []))
         assert handshake.connection is not None
         wire = EchoWire(handshake.connection)
         channel: Any = request.channel
@@ -532,6 +578,8 @@ def buildSite() -> server.Site:
         (b"chat", Chat()),
         (b"echo", Echo()),
         (b"ws", WebSocketEcho()),
+        (b"wsz", WebSocketEcho(deflate=True)),
+        (b"messages", Messages()),
         (b"search", Search()),
     ]
     for name, child in children:

@@ -172,6 +172,45 @@ class NumberingTests(SynchronousTestCase):
         self.assertEqual((lines[3]["type"], lines[3]["id"], lines[3]["_failed"]["reason"]), ("end", 1, REASON_RESTARTED))
         self.assertEqual(again.open({}), 5)
 
+    def test_notesLeaveTheExchangeOpen(self) -> None:
+        """
+        Head and message lines are numbered like every line, name their
+        exchange, leave it open, and aren't written for an exchange that
+        isn't open.
+        """
+        writer = self.startWriter()
+        exchangeId = writer.open({})
+        self.assertEqual(writer.head(exchangeId, {"response": {"status": 101}}), 2)
+        self.assertEqual(writer.message(exchangeId, {"direction": "up", "opcode": 1, "size": 2, "data": "hi"}), 3)
+        self.assertEqual(writer.openIds, {exchangeId})
+        writer.end(exchangeId, {})
+        self.assertEqual(writer.message(exchangeId, {"direction": "up"}), 0)
+        self.assertEqual(writer.message(99, {}), 0)
+        lines = readLines(self.path)
+        self.assertEqual([(r["n"], r["type"], r["id"]) for r in lines],
+                         [(1, "open", 1), (2, "head", 1), (3, "message", 1), (4, "end", 1)])
+        self.assertEqual(lines[2]["open_from"], 1)
+
+    def test_restartAfterMessageLine(self) -> None:
+        """
+        A process that died after a message line: the next numbers on after
+        it and ends the WebSocket it left open.
+        """
+        writer = self.startWriter()
+        exchangeId = writer.open({})
+        writer.message(exchangeId, {"direction": "down", "opcode": 1, "size": 1, "data": "x"})
+        fd = writer._fd
+        assert fd is not None
+        os.close(fd)
+        writer._fd = None
+        writer.running = False
+        again = self.startWriter()
+        lines = readLines(self.path)
+        self.assertEqual([(r["n"], r["type"], r["id"]) for r in lines],
+                         [(1, "open", 1), (2, "message", 1), (3, "end", 1)])
+        self.assertEqual(lines[2]["_failed"]["reason"], REASON_RESTARTED)
+        self.assertEqual(again.open({}), 4)
+
     def test_unencodableFields(self) -> None:
         """
         Fields JSON can't hold still give a numbered line, saying so.

@@ -377,7 +377,7 @@ class Standin:
         for line in self.lines():
             if line["type"] == "open":
                 out[line["id"]] = [line, None]
-            else:
+            elif line["type"] == "end":
                 out[line["id"]][1] = line
         return {k: (v[0], v[1]) for k, v in out.items()}
 

@@ -1,0 +1,468 @@
+"""
+WebSocket messages as a relay sees them (RFC 6455, RFC 7692): pure, no I/O.
+
+A L{MessageAssembler} reads one direction's bytes as they are relayed, cut
+anywhere, and gives back each whole message (not each frame: a message may
+be fragmented across frames and frames across reads) with what of its data
+is kept. Control frames are not messages; a close frame's code and reason
+are kept for the end line.
+
+Why not wsproto: it is an endpoint's state machine (one side of a
+connection, which answers pings and closes itself and refuses what an
+endpoint must refuse), while a relay reads both sides as a bystander and
+passes every byte on unchanged; and its permessage-deflate inflates a whole
+message with no bound, so a small hostile frame could become gigabytes in
+the proxy's memory. Here inflating is bounded (L{MAX_INFLATED}) and what is
+kept is capped (L{MESSAGE_CAP} per message, a L{KeptBudget} per WebSocket).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Optional
+
+__all__ = [
+    "MESSAGE_CAP",
+    "SOCKET_BUDGET",
+    "MAX_INFLATED",
+    "Deflate",
+    "KeptBudget",
+    "Message",
+    "MessageAssembler",
+    "parseDeflate",
+]
+
+#: Bytes of one message's data kept in its line; past it, C{_truncated}.
+MESSAGE_CAP = 1024 * 1024
+#: Bytes of message data kept for one WebSocket (both directions); past it,
+#: messages keep only their size and time.
+SOCKET_BUDGET = 10 * 1024 * 1024
+#: Bytes one compressed message is inflated to at most: past it, inflating
+#: stops (the message is C{_truncated}, its size a lower bound) and the
+#: direction's context is lost, so a small frame never costs gigabytes.
+MAX_INFLATED = 64 * 1024 * 1024
+#: Bytes inflated per call, so that no single call makes more than this.
+_INFLATE_STEP = 256 * 1024
+#: Compressed bytes given to zlib per call.
+_INFLATE_SLICE = 16 * 1024
+#: What RFC 7692 has the sender strip from each compressed message's end.
+_TAIL = b"\x00\x00\xff\xff"
+
+OP_CONTINUATION = 0x0
+OP_TEXT = 0x1
+OP_BINARY = 0x2
+OP_CLOSE = 0x8
+OP_PONG = 0xA
+
+#: Why a compressed message's data is its compressed bytes.
+UNDECODABLE_DEFLATE = "permessage-deflate data that could not be decompressed"
+UNDECODABLE_CONTEXT = "permessage-deflate context lost by an earlier message"
+
+
+class Deflate:
+    """
+    What the 101's C{Sec-WebSocket-Extensions} agreed for permessage-deflate.
+
+    @ivar clientNoContext: the browser's compressor starts again each message.
+    @ivar serverNoContext: the server's does.
+    """
+
+    __slots__ = ("clientNoContext", "serverNoContext")
+
+    def __init__(self, clientNoContext: bool = False, serverNoContext: bool = False) -> None:
+        self.clientNoContext = clientNoContext
+        self.serverNoContext = serverNoContext
+
+
+def parseDeflate(value: str | None) -> Deflate | None:
+    """
+    The permessage-deflate parameters a server's C{Sec-WebSocket-Extensions}
+    answer agreed, or L{None} when it agreed none (a server answers with
+    one offer only).
+    """
+    if not value:
+        return None
+    for offer in value.split(","):
+        parts = [p.strip() for p in offer.split(";")]
+        if parts[0].lower() != "permessage-deflate":
+            continue
+        names = {p.split("=", 1)[0].strip().lower() for p in parts[1:]}
+        return Deflate("client_no_context_takeover" in names, "server_no_context_takeover" in names)
+    return None
+
+
+class KeptBudget:
+    """
+    The message data one WebSocket may still keep, shared by both directions.
+    """
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, remaining: int = SOCKET_BUDGET) -> None:
+        self.remaining = remaining
+
+
+class Message:
+    """
+    One whole message.
+
+    @ivar opcode: 1 (text) or 2 (binary).
+    @ivar size: its bytes as the receiving application gets them (inflated,
+        when compressed; a lower bound when inflating stopped).
+    @ivar data: the kept bytes (at most L{MESSAGE_CAP}), or L{None} when the
+        WebSocket's budget was spent.
+    @ivar truncated: C{data} holds less than the message.
+    @ivar compressed: payload bytes on the wire when it came compressed.
+    @ivar undecodable: why C{data} holds the compressed bytes, or L{None}.
+    """
+
+    __slots__ = ("opcode", "size", "data", "truncated", "compressed", "undecodable")
+
+    def __init__(self, opcode: int, size: int, data: bytes | None, truncated: bool,
+                 compressed: int | None = None, undecodable: str | None = None) -> None:
+        self.opcode = opcode
+        self.size = size
+        self.data = data
+        self.truncated = truncated
+        self.compressed = compressed
+        self.undecodable = undecodable
+
+    def __repr__(self) -> str:
+        return (f"Message(opcode={self.opcode}, size={self.size}, data={self.data!r:.40}, "
+                f"truncated={self.truncated}, compressed={self.compressed}, undecodable={self.undecodable})")
+
+
+def _unmask(data: bytes, key: bytes, offset: int) -> bytes:
+    """
+    C{data} unmasked with C{key}, C{data}'s first byte being the payload's
+    byte C{offset}: one big-integer XOR, not a loop per byte.
+    """
+    n = len(data)
+    if not n:
+        return b""
+    shift = offset & 3
+    if shift:
+        key = key[shift:] + key[:shift]
+    pad = (key * (n // 4 + 1))[:n]
+    return (int.from_bytes(data, "big") ^ int.from_bytes(pad, "big")).to_bytes(n, "big")
+
+
+class MessageAssembler:
+    """
+    Reads one direction of a WebSocket and gives back its messages.
+
+    L{feed} returns the messages its bytes completed; the same messages
+    come whatever the cuts. Memory: a frame header, one message's kept data
+    (at most L{MESSAGE_CAP}, twice when compressed: the compressed bytes are
+    kept too, in case they can't be inflated) and the zlib context.
+
+    @ivar messages: whole messages seen.
+    @ivar bytes: every byte fed.
+    @ivar closeCode: the close frame's status code, if one came with one.
+    @ivar closeReason: its reason, as text.
+    @ivar closed: a close frame has come.
+    @ivar error: why the stream isn't WebSocket framing, or L{None}; once
+        set, bytes are still counted but nothing else is read.
+    """
+
+    __slots__ = (
+        "messages", "bytes", "closeCode", "closeReason", "closed", "error",
+        "_budget", "_deflate", "_noContext", "_inflater", "_contextLost",
+        "_head", "_remaining", "_inFrame", "_opcode", "_fin", "_mask", "_offset",
+        "_fragmented", "_msgOpcode", "_msgCompressed", "_kept", "_raw", "_size",
+        "_wire", "_truncated", "_failed", "_control",
+    )
+
+    def __init__(self, budget: KeptBudget | None = None, deflate: bool = False,
+                 noContextTakeover: bool = False) -> None:
+        self.messages = 0
+        self.bytes = 0
+        self.closeCode: int | None = None
+        self.closeReason: str | None = None
+        self.closed = False
+        self.error: str | None = None
+        self._budget = budget if budget is not None else KeptBudget()
+        self._deflate = deflate
+        self._noContext = noContextTakeover
+        self._inflater: Optional["zlib._Decompress"] = None
+        self._contextLost = False
+        self._head = b""
+        self._remaining = 0
+        self._inFrame = False
+        self._opcode = 0
+        self._fin = False
+        self._mask: bytes | None = None
+        self._offset = 0
+        self._fragmented = False
+        self._msgOpcode = 0
+        self._msgCompressed = False
+        self._kept = bytearray()
+        self._raw = bytearray()
+        self._size = 0
+        self._wire = 0
+        self._truncated = False
+        self._failed: str | None = None
+        self._control = bytearray()
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Message]:
+        """
+        Read C{data}, the next bytes of this direction; return the messages
+        they completed, in order.
+        """
+        n = len(data)
+        self.bytes += n
+        out: list[Message] = []
+        if self.error is not None:
+            return out
+        pos = 0
+        while pos < n:
+            if not self._inFrame and not self._head and not self._fragmented and n - pos >= 2:
+                # The usual case, quickly: a whole unfragmented and
+                # uncompressed text or binary frame (FIN set, no RSV bit).
+                b0 = data[pos]
+                b1 = data[pos + 1]
+                length = b1 & 0x7F
+                if (b0 == 0x81 or b0 == 0x82) and length <= 126:
+                    at = pos + 2
+                    if length == 126:
+                        if n - pos < 4:
+                            length = 65536  # (header cut: the slow path)
+                        else:
+                            length = (data[pos + 2] << 8) | data[pos + 3]
+                            at = pos + 4
+                    if length <= MESSAGE_CAP:
+                        start = at + 4 if b1 & 0x80 else at
+                        end = start + length
+                        if end <= n:
+                            payload = bytes(data[start:end])
+                            if b1 & 0x80:
+                                payload = _unmask(payload, bytes(data[at:start]), 0)
+                            pos = end
+                            self.messages += 1
+                            out.append(self._spend(b0 & 0x0F, length, payload, False, None, None))
+                            continue
+            if self._inFrame:
+                take = self._remaining if self._remaining < n - pos else n - pos
+                self._payload(bytes(data[pos:pos + take]))
+                pos += take
+                self._remaining -= take
+                if self._remaining == 0:
+                    self._frameDone(out)
+                continue
+            if self._head:
+                head = self._head + bytes(data[pos:pos + 14])
+                base = len(self._head)
+            else:
+                head = bytes(data[pos:pos + 14])
+                base = 0
+            need = _headerLength(head)
+            if need is None or len(head) < need:
+                self._head = head
+                break
+            self._head = b""
+            pos += need - base
+            self._startFrame(head[:need])
+            if self.error is not None:
+                return out
+            if self._remaining == 0:
+                self._frameDone(out)
+        return out
+
+    # -- frames ---------------------------------------------------------------
+
+    def _startFrame(self, head: bytes) -> None:
+        b0, b1 = head[0], head[1]
+        fin = bool(b0 & 0x80)
+        rsv1 = bool(b0 & 0x40)
+        opcode = b0 & 0x0F
+        length = b1 & 0x7F
+        at = 2
+        if length == 126:
+            length = int.from_bytes(head[2:4], "big")
+            at = 4
+        elif length == 127:
+            length = int.from_bytes(head[2:10], "big")
+            at = 10
+            if length >> 63:
+                self.error = "64-bit length with the high bit set"
+                return
+        self._mask = head[at:at + 4] if b1 & 0x80 else None
+        if opcode >= 8:
+            if opcode > OP_PONG:
+                self.error = "reserved control opcode %d" % (opcode,)
+                return
+            if not fin or length > 125:
+                self.error = "fragmented or long control frame"
+                return
+            self._control = bytearray()
+        elif opcode > OP_BINARY:
+            self.error = "reserved data opcode %d" % (opcode,)
+            return
+        elif opcode == OP_CONTINUATION:
+            if not self._fragmented:
+                self.error = "continuation frame outside a message"
+                return
+        elif self._fragmented:
+            self.error = "new message before the previous one ended"
+            return
+        else:
+            self._startMessage(opcode, rsv1 and self._deflate)
+        self._opcode = opcode
+        self._fin = fin
+        self._offset = 0
+        self._remaining = length
+        self._inFrame = True
+
+    def _payload(self, chunk: bytes) -> None:
+        if self._mask is not None:
+            chunk = _unmask(chunk, self._mask, self._offset)
+        self._offset += len(chunk)
+        if self._opcode >= 8:
+            self._control += chunk
+        else:
+            self._messageBytes(chunk)
+
+    def _frameDone(self, out: list[Message]) -> None:
+        self._inFrame = False
+        opcode = self._opcode
+        if opcode >= 8:
+            if opcode == OP_CLOSE and not self.closed:
+                self.closed = True
+                body = bytes(self._control)
+                if len(body) >= 2:
+                    self.closeCode = int.from_bytes(body[:2], "big")
+                    self.closeReason = body[2:].decode("utf-8", "replace")
+            self._control = bytearray()
+            return
+        if self._fin:
+            self._fragmented = False
+            self.messages += 1
+            out.append(self._endMessage())
+        else:
+            self._fragmented = True
+
+    # -- messages -------------------------------------------------------------
+
+    def _startMessage(self, opcode: int, compressed: bool) -> None:
+        self._msgOpcode = opcode
+        self._msgCompressed = compressed
+        self._kept = bytearray()
+        self._raw = bytearray()
+        self._size = 0
+        self._wire = 0
+        self._truncated = False
+        self._failed = UNDECODABLE_CONTEXT if compressed and self._contextLost and not self._noContext else None
+        if compressed and (self._inflater is None or self._noContext):
+            self._inflater = zlib.decompressobj(-15)
+
+    def _keep(self, data: bytes) -> None:
+        """
+        Count C{data}, the message's next bytes, and keep what fits the cap.
+        """
+        self._size += len(data)
+        room = MESSAGE_CAP - len(self._kept)
+        if len(data) > room:
+            self._truncated = True
+            data = data[:room]
+        if data:
+            self._kept += data
+
+    def _messageBytes(self, chunk: bytes) -> None:
+        if not self._msgCompressed:
+            self._keep(chunk)
+            return
+        self._wire += len(chunk)
+        room = MESSAGE_CAP - len(self._raw)
+        if room > 0:
+            self._raw += chunk[:room]
+        if self._failed is None:
+            self._inflate(chunk)
+
+    def _inflate(self, data: bytes) -> None:
+        if len(data) <= _INFLATE_SLICE:
+            self._inflateSlice(data)
+            return
+        # In slices, so that what zlib leaves unconsumed (copied at each
+        # call) stays small.
+        view = memoryview(data)
+        for at in range(0, len(data), _INFLATE_SLICE):
+            if self._failed is not None:
+                return
+            self._inflateSlice(bytes(view[at:at + _INFLATE_SLICE]))
+
+    def _inflateSlice(self, chunk: bytes) -> None:
+        inflater = self._inflater
+        assert inflater is not None
+        try:
+            while chunk:
+                if inflater.eof:
+                    # The sender ended its stream (BFINAL): the rest starts anew.
+                    chunk = inflater.unused_data + chunk
+                    inflater = self._inflater = zlib.decompressobj(-15)
+                if self._size >= MAX_INFLATED:
+                    self._failed = "inflating stopped at %d bytes" % (MAX_INFLATED,)
+                    self._truncated = True
+                    self._contextLost = True
+                    return
+                out = inflater.decompress(chunk, min(_INFLATE_STEP, MAX_INFLATED - self._size))
+                self._keep(out)
+                chunk = inflater.unconsumed_tail
+                if not out and chunk:
+                    break
+        except zlib.error:
+            self._failed = UNDECODABLE_DEFLATE
+            self._contextLost = True
+
+    def _endMessage(self) -> Message:
+        compressed: int | None = None
+        undecodable: str | None = None
+        if self._msgCompressed:
+            compressed = self._wire
+            if self._failed is None:
+                self._inflate(_TAIL)
+            if self._failed is not None and not self._failed.startswith("inflating stopped"):
+                # (Inflating stopped at its bound: what was inflated is kept,
+                # marked truncated.)
+                undecodable = self._failed
+                self._kept = self._raw
+                self._size = self._wire
+                self._truncated = len(self._raw) < self._wire
+            self._raw = bytearray()
+        kept = bytes(self._kept)
+        self._kept = bytearray()
+        return self._spend(self._msgOpcode, self._size, kept, self._truncated, compressed, undecodable)
+
+    def _spend(self, opcode: int, size: int, kept: bytes, truncated: bool, compressed: int | None,
+               undecodable: str | None) -> Message:
+        """
+        The message, its kept bytes taken from the WebSocket's budget.
+        """
+        budget = self._budget
+        data: bytes | None
+        if budget.remaining <= 0:
+            data = None
+            truncated = truncated or size > 0
+        else:
+            if len(kept) > budget.remaining:
+                kept = kept[:budget.remaining]
+                truncated = True
+            budget.remaining -= len(kept)
+            data = kept
+        return Message(opcode, size, data, truncated, compressed, undecodable)
+
+
+def _headerLength(head: bytes) -> int | None:
+    """
+    The length of the frame header that C{head} starts, or L{None} when
+    fewer than two bytes are known.
+    """
+    if len(head) < 2:
+        return None
+    b1 = head[1]
+    length = b1 & 0x7F
+    size = 2 + (4 if b1 & 0x80 else 0)
+    if length == 126:
+        size += 2
+    elif length == 127:
+        size += 8
+    return size
