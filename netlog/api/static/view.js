@@ -333,6 +333,7 @@
       if (i >= needed) {
         element.hidden = true;
         element._row = null;
+        delete element.dataset.id;  // a hidden row names no exchange
         continue;
       }
       const row = shown[first + i];
