@@ -422,10 +422,10 @@ class JoinStats:
         self.unreadable = 0
 
 
-#: Where an exchange's lines lie: its open line's C{(offset, length)}, and
-#: its end lines' (none while it is open; more than one only in a damaged
-#: log, tried in turn).
-ExchangeLines = tuple[int, int, tuple[tuple[int, int], ...]]
+#: Where an exchange's lines lie: its open line's C{(offset, length)}, its
+#: end lines' (none while it is open; more than one only in a damaged log,
+#: tried in turn), and its head and message lines' in order.
+ExchangeLines = tuple[int, int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
 
 
 def exchangeLines(index: LineIndex) -> Iterator[ExchangeLines]:
@@ -443,7 +443,9 @@ def exchangeLines(index: LineIndex) -> Iterator[ExchangeLines]:
             ends = (end, *extraEnds[exchangeId])
         else:
             ends = (end,)
-        yield openOffsets[i], openLengths[i], ends
+        noted = index.notes.get(exchangeId)
+        notes = tuple(zip(noted[0::2], noted[1::2])) if noted is not None else ()
+        yield openOffsets[i], openLengths[i], ends, notes
 
 
 def joinEntries(
@@ -469,7 +471,7 @@ def joinLines(
     @param stats: counts the lines found unusable on the way.
     """
     stats = stats if stats is not None else JoinStats()
-    for openOffset, openLength, ends in exchanges:
+    for openOffset, openLength, ends, noteLines in exchanges:
         opened = _parse(readAt(openOffset, openLength))
         if opened is None:
             stats.unreadable += 1 + len(ends)
@@ -483,15 +485,13 @@ def joinLines(
             else:
                 # a second end for the same id (never written by netlog)
                 stats.unreadable += 1
-        noted = index.notes.get(exchangeId)
         notes: list[dict[str, Any]] = []
-        if noted is not None:
-            for j in range(0, len(noted), 2):
-                note = _parse(readAt(noted[j], noted[j + 1]))
-                if note is None:
-                    stats.unreadable += 1
-                else:
-                    notes.append(note)
+        for offset, length in noteLines:
+            note = _parse(readAt(offset, length))
+            if note is None:
+                stats.unreadable += 1
+            else:
+                notes.append(note)
         try:
             yield buildEntry(opened, ended, notes)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError):

@@ -288,7 +288,7 @@ def _batches(index: LineIndex) -> Iterator[_Batch]:
     size = 0
     for exchange in exchangeLines(index):
         batch.append(exchange)
-        size += exchange[1] + sum(length for _, length in exchange[2])
+        size += exchange[1] + sum(length for _, length in exchange[2]) + sum(length for _, length in exchange[3])
         if size >= BATCH_BYTES or len(batch) >= BATCH_ENTRIES:
             yield _batch(batch)
             batch = []
@@ -298,10 +298,10 @@ def _batches(index: LineIndex) -> Iterator[_Batch]:
 
 
 def _batch(exchanges: list[ExchangeLines]) -> _Batch:
-    start = min(offset for offset, _, _ in exchanges)
+    start = min(offset for offset, _, _, _ in exchanges)
     end = start
-    for offset, length, ends in exchanges:
-        for lineOffset, lineLength in ((offset, length), *ends):
+    for offset, length, ends, notes in exchanges:
+        for lineOffset, lineLength in ((offset, length), *notes, *ends):
             lineEnd = lineOffset + lineLength
             if lineOffset >= start and lineEnd - start <= SPAN_LIMIT and lineEnd > end:
                 end = lineEnd

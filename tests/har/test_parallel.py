@@ -19,6 +19,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from netlog.core import har as core
 from netlog.core.har import encodeEntry, entriesFromLines
 from netlog.core.logline import encodeLine
+from netlog.core.records import headRecord, messageRecord
 from netlog.har import export
 from netlog.har.export import writeHar
 from tests.har.support import T0, Log
@@ -35,7 +36,8 @@ ODD_NUMBERS: list = [1e-05, 1.5e300, 2**70, -(2**64), 12345.678e3, 1e16, 0.0001]
 
 def variedLog(seed: int, exchanges: int = 300) -> bytes:
     """
-    A log of varied exchanges (seeded): odd text in every field, bodies
+    A log of varied exchanges (seeded): odd text in every field, head and
+    message lines, bodies
     plain, gzipped and binary, base64 that is not as netlog writes it, odd
     numbers, exchanges that end out of order or stay open, starts out of
     order, lines that can't be used.
@@ -63,6 +65,16 @@ def variedLog(seed: int, exchanges: int = 300) -> bytes:
             "server": {"host": "shop.test", "port": 443, "address": rng.choice(["127.0.0.1", "::1", "bad"])},
         }))
         opened.append(n)
+        if rng.random() < 0.2:
+            # an answer still streaming, or a WebSocket: its head and message
+            # lines, between its open and its end
+            lines.append(encodeLine(len(lines) + 1, "head", n, 1, T0 + i, headRecord(T0 + i, {
+                "status": 101, "reason": text, "version": "HTTP/1.1",
+                "headers": [["Upgrade", "websocket"], ["X-Odd", text]], "headers_size": 80})))
+            for _ in range(rng.randrange(4)):
+                data = text.encode("utf-8", "surrogatepass") if rng.random() < 0.5 else bytes(rng.randrange(256) for _ in range(9))
+                lines.append(encodeLine(len(lines) + 1, "message", n, 1, T0 + i + rng.random(), messageRecord(
+                    rng.choice(["up", "down"]), rng.choice([1, 2]), len(data), data, rng.random() < 0.1)))
         while len(opened) > rng.randrange(1, 6):
             exchangeId = opened.pop(rng.randrange(len(opened)))
             page = (text * rng.randrange(1, 300)).encode("utf-8", "surrogatepass")
