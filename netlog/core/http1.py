@@ -850,6 +850,11 @@ class _Reader:
                 element = element.strip(b" \t").lower()
                 if element:
                     codings.append(element)
+                elif self._strict:
+                    # RFC 9110 5.6.1 lets a list hold empty elements, but a
+                    # server behind us may read "chunked," otherwise: a
+                    # request's framing is taken only as plain as it comes.
+                    raise self._bad(400, "empty element in Transfer-Encoding")
         return codings
 
 

@@ -119,6 +119,8 @@ FORWARD_REFUSED: list[tuple[str, bytes, int]] = [
     ("TE chunked, gzip", b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: chunked, gzip\r\n\r\n", 400),
     ("TE gzip alone", b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: gzip\r\n\r\n", 400),
     ("TE chunked twice", b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: chunked, chunked\r\n\r\n", 400),
+    ("TE with an empty element", b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: chunked,\r\n\r\n", 400),
+    ("TE with an empty element first", b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: , chunked\r\n\r\n", 400),
     (
         "TE chunked in two fields",
         b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",

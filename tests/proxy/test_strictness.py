@@ -162,6 +162,7 @@ CASES: list[Case] = [
          post(b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", b"0\r\n\r\n"), 400),
     Case("Transfer-Encoding chunked, gzip", post(b"Transfer-Encoding: chunked, gzip\r\n", b"0\r\n\r\n"), 400),
     Case("Transfer-Encoding chunked twice", post(b"Transfer-Encoding: chunked, chunked\r\n", b"0\r\n\r\n"), 400),
+    Case("Transfer-Encoding with an empty element", post(b"Transfer-Encoding: chunked,\r\n", b"0\r\n\r\n"), 400),
     Case("Transfer-Encoding quoted", post(b'Transfer-Encoding: "chunked"\r\n', b"0\r\n\r\n"), 400),
     Case("Transfer-Encoding empty", post(b"Transfer-Encoding:\r\n", b"0\r\n\r\n"), 400),
     Case("Transfer-Encoding gzip, chunked", post(b"Transfer-Encoding: gzip, chunked\r\n", b"0\r\n\r\n"), 501),
