@@ -380,17 +380,19 @@ def _exchangeDetail(logPath: str, exchangeId: int, endLine: int | None) -> bytes
     """
     In a thread: the JSON of L{netlog.core.exchange.exchangeDetail}.
     """
-    from netlog.core.exchange import exchangeDetail, findExchange
+    from netlog.core.exchange import exchangeDetail, findExchange, findNotes
     from netlog.log.reader import _openForReading
 
     fd = _openForReading(logPath)
     try:
         size = os.fstat(fd).st_size
-        opened, ended = findExchange(_readerAt(fd), size, exchangeId, endLine)
+        readAt = _readerAt(fd)
+        opened, ended = findExchange(readAt, size, exchangeId, endLine)
+        notes = findNotes(readAt, size, exchangeId, ended["n"] if ended is not None else None)
     finally:
         os.close(fd)
     # ASCII escapes: a lone surrogate a body decoded to survives as JSON.
-    return json.dumps(exchangeDetail(opened, ended)).encode("ascii") + b"\n"
+    return json.dumps(exchangeDetail(opened, ended, notes)).encode("ascii") + b"\n"
 
 
 class ExchangeResource(_JSONResource):

@@ -101,6 +101,42 @@ def findExchange(
     return opened, None
 
 
+#: The start of any line: its number, its type and its exchange's id.
+_ANY_HEAD = re.compile(rb'\{"n":(\d{1,18}),"type":"([a-z]{1,16})","id":(\d{1,18})[,}]')
+#: The line types that tell what happened between an exchange's open and end.
+_NOTE_TYPES = frozenset({b"head", b"message"})
+
+
+def findNotes(
+    readAt: ReadAt, size: int, exchangeId: int, endLine: int | None = None, maxScan: int = MAX_SCAN
+) -> list[dict[str, Any]]:
+    """
+    The head and message lines of the exchange C{exchangeId}, in order: the
+    lines after its open line (up to its end line C{endLine} when given),
+    through at most C{maxScan} bytes.
+    """
+    notes: list[dict[str, Any]] = []
+    cursor = exchangeId
+    scanned = 0
+    while scanned < maxScan:
+        found = page(readAt, size, cursor, min(BLOCK, maxScan - scanned))
+        if found.begunAgain or not found.lines:
+            break
+        for line in found.lines:
+            scanned += len(line) + 1
+            head = _ANY_HEAD.match(line)
+            if head is None or int(head.group(3)) != exchangeId:
+                continue
+            if head.group(2) == b"end" or (endLine is not None and int(head.group(1)) >= endLine):
+                return notes
+            if head.group(2) in _NOTE_TYPES:
+                record = decodeLine(line)
+                if record is not None:
+                    notes.append(record)
+        cursor = found.next
+    return notes
+
+
 def _withoutData(record: dict[str, Any] | None) -> dict[str, Any] | None:
     """
     C{record} with its bodies' base64 left out (the entry has them decoded).
@@ -116,16 +152,18 @@ def _withoutData(record: dict[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
-def exchangeDetail(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str, Any]:
+def exchangeDetail(opened: dict[str, Any], ended: dict[str, Any] | None,
+                   notes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """
     What C{GET /exchange} answers: C{{"id", "open", "end", "entry"}}, the
     two records as logged but for their bodies' base64, and the exchange's
     HAR entry as the export builds it (bodies as text where the HAR has
-    them, parameters, cookies, timings).
+    them, parameters, cookies, timings, and from its head and message lines
+    a streaming answer's head and a WebSocket's messages).
     """
     return {
         "id": opened.get("id"),
         "open": _withoutData(opened),
         "end": _withoutData(ended),
-        "entry": buildEntry(opened, ended),
+        "entry": buildEntry(opened, ended, notes),
     }

@@ -169,3 +169,39 @@ class DetailTests(SynchronousTestCase):
         detail = exchangeDetail(opened, None)
         self.assertIsNone(detail["end"])
         self.assertTrue(detail["entry"]["_open"])
+
+
+class NotesTests(SynchronousTestCase):
+    def test_webSocketMessages(self) -> None:
+        """
+        The detail of a WebSocket carries its messages from the message
+        lines between its open and its end, and no other exchange's.
+        """
+        from netlog.core.exchange import findNotes
+        from netlog.core.records import headRecord, messageRecord
+
+        head = {"status": 101, "reason": "Switching Protocols", "version": "HTTP/1.1",
+                "headers": [["Upgrade", "websocket"]], "headers_size": 60}
+        request = {"method": "GET", "url": "ws://a.test/chat", "version": "HTTP/1.1", "headers": [],
+                   "headers_size": 40}
+        lines = [
+            encodeLine(1, OPEN, 1, 1, 10.0, {"kind": "exchange", "started": 10.0, "request": request}),
+            encodeLine(2, OPEN, 2, 1, 10.1, {"kind": "exchange", "started": 10.1, "request": request}),
+            encodeLine(3, "head", 1, 1, 10.2, headRecord(10.2, head)),
+            encodeLine(4, "message", 1, 1, 10.3, messageRecord("up", 1, 5, b"hello", False)),
+            encodeLine(5, "message", 2, 1, 10.4, messageRecord("up", 1, 5, b"other", False)),
+            encodeLine(6, "message", 1, 1, 10.5, messageRecord("down", 2, 2, b"\x00\xff", False)),
+            encodeLine(7, END, 1, 1, 11.0, {"ended": 11.0, "bytes": {"up": 1, "down": 1},
+                                            "response": head}),
+            encodeLine(8, "message", 1, 1, 11.5, messageRecord("up", 1, 4, b"late", False)),
+        ]
+        data = b"".join(lines)
+        readAt = reader(data)
+        opened, ended = findExchange(readAt, len(data), 1, 7)
+        for endLine in (7, None):
+            notes = findNotes(readAt, len(data), 1, endLine)
+            self.assertEqual([n["n"] for n in notes], [3, 4, 6])
+        entry = exchangeDetail(opened, ended, findNotes(readAt, len(data), 1, 7))["entry"]
+        messages = entry["_webSocketMessages"]
+        self.assertEqual([(m["type"], m["opcode"], m["data"]) for m in messages],
+                         [("send", 1, "hello"), ("receive", 2, base64.b64encode(b"\x00\xff").decode())])

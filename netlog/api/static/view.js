@@ -527,7 +527,15 @@
 
     if (entry._websocket) {
       section(body, "WebSocket");
-      table(body, Object.entries(entry._websocket).map(([k, v]) => [k, String(v)]));
+      table(body, Object.entries(entry._websocket).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)]));
+    }
+    if (Array.isArray(entry._webSocketMessages) && entry._webSocketMessages.length) {
+      section(body, "WebSocket messages (" + entry._webSocketMessages.length + ")");
+      table(body, entry._webSocketMessages.map((m) => [
+        (m.type === "send" ? "↑ " : "↓ ") + iso(m.time),
+        (m.opcode === 2 ? "binary (base64) " : "") + (typeof m.data === "string" ? m.data : "") +
+          (m._truncated ? "  ·  truncated" : ""),
+      ]));
     }
     if (end) {
       section(body, "Timings");
