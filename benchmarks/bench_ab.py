@@ -22,7 +22,8 @@ from typing import Callable
 
 from benchmarks.bench_site import SiteTarget, siteArgv
 from benchmarks.bench_standin import standinArgv
-from benchmarks.harness import Environment, ProcessTarget, Target, freePort, main, waitListening
+from benchmarks.harness import Environment, ProcessTarget, Target, freePort, waitListening
+from benchmarks.runner import main
 
 
 def renamed(argv: Callable[[Environment, int], list[str]], suffix: str) -> Callable[[Environment, int], list[str]]:

@@ -29,10 +29,10 @@ from benchmarks.harness import (
     ProcessTarget,
     _keepAlive,
     cpuSeconds,
-    main,
     startOrigin,
     stopProcess,
 )
+from benchmarks.runner import main
 
 #: Connections the profile's GETs are spread over.
 PROFILE_CONNECTIONS = 4

@@ -12,7 +12,6 @@ clients run here, in asyncio, the same for every target.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime
 import os
@@ -25,7 +24,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Awaitable, Callable
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: The name every target reaches the origin by (proxies get
@@ -628,32 +627,3 @@ def cpuTable(results: Results, names: list[str], scenarios: list[str]) -> str:
             cells.append(_ratio(results.cpu.get((scenario, p)), results.cpu.get((scenario, PEER))))
         lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def main(proxies: list[Target], argv: list[str] | None = None, title: str = "netlog") -> Results:
-    """
-    Parse the command line, run, print and write the table.
-    """
-    parser = argparse.ArgumentParser(description=f"Benchmark {title} against direct and a bare relay.")
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
-                        help=f"interleaved rounds (default {DEFAULT_ROUNDS}; use more for steadier medians)")
-    parser.add_argument("--out", default=None, help="the markdown file to write (default: results-NAME.md here)")
-    parser.add_argument("--only", action="append", default=[],
-                        help="run only scenarios whose name contains this (repeatable)")
-    parser.add_argument("--no-squid", action="store_true", help=f"leave out the peer ({PEER}) even if installed")
-    args = parser.parse_args(argv)
-    chosen = {n: s for n, s in SCENARIOS.items()
-              if not args.only or any(o.lower() in n.lower() for o in args.only)}
-    from benchmarks.squid import squidTargets
-
-    peers = [] if args.no_squid else squidTargets()
-    targets: list[Target] = [Target("direct"), baselineTarget()] + peers + proxies
-    results = run(targets, chosen, args.rounds)
-    text = f"# {title}: benchmark\n\n" + table(results, targets, list(chosen), args.rounds)
-    print(text)
-    out = args.out or os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                   f"results-{proxies[0].name if proxies else 'baseline'}.md")
-    with open(out, "w") as f:
-        f.write(text)
-    print(f"written to {out}")
-    return results

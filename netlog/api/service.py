@@ -17,7 +17,8 @@ from twisted.web.server import Site
 
 from twisted.python.threadpool import ThreadPool
 
-from netlog.api.resource import HAR_EXPORTS_AT_ONCE, makeApiRoot
+from netlog.api.resource import HAR_EXPORTS_AT_ONCE
+from netlog.api.root import makeApiRoot
 
 _log = Logger()
 

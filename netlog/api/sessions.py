@@ -180,6 +180,6 @@ class _Error(Resource):
 
 def unsupportedSessions() -> Resource:
     """
-    C{/sessions} of an API built without sessions (a bare L{makeApiRoot}).
+    C{/sessions} of an API built without sessions (a bare L{netlog.api.root.makeApiRoot}).
     """
     return _Error(404, "this API serves no sessions")

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, reactor: Any = None) -> int:
     from twisted.internet.endpoints import serverFromString
     from twisted.web.server import Site
 
-    from netlog.api.resource import makeApiRoot
+    from netlog.api.root import makeApiRoot
     from netlog.api.service import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS, CappedFactory
     from netlog.log.reader import LogUnreadable, read
 

@@ -18,7 +18,7 @@ from twisted.web.client import Agent, readBody
 from twisted.web.http_headers import Headers
 from twisted.web.server import Site
 
-from netlog.api.resource import makeApiRoot
+from netlog.api.root import makeApiRoot
 from netlog.proxy.exchange import HEAD_LINE_DELAY
 from tests.site.support import RunningProxy, listenWeb, openSocket, readHead
 

@@ -1,0 +1,62 @@
+"""
+The API's resource tree: the log's resources (L{netlog.api.resource}), the
+live view's files, the CA and the sessions (L{netlog.api.sessions}) under
+one root that checks C{Host}.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from netlog.api.resource import (
+    VIEW_FILES,
+    ApiRoot,
+    ExchangeResource,
+    FileResource,
+    HarResource,
+    NetworkResource,
+    ViewResource,
+)
+from netlog.api.sessions import SessionsResource, unsupportedSessions
+
+
+def makeApiRoot(
+    reactor: Any,
+    threadpool: Any,
+    logPath: str | None,
+    caPath: Callable[[], str | None] | None = None,
+    harThreadpool: Any = None,
+    hosts: frozenset[str] = frozenset(),
+    sessions: Any = None,
+) -> ApiRoot:
+    """
+    The API's resource tree.
+
+    @param caPath: where the CA certificate is (the site proxy); None for a
+        proxy that has no CA.
+    @param harThreadpool: the threads HAR exports run in (default
+        C{threadpool}); a pool of its own keeps slow HAR clients from
+        holding up C{/network}.
+    @param hosts: names (lowercase) the API answers to besides loopback and
+        its own address (C{--api-host}).
+    @param sessions: the proxy's L{netlog.session.manager.SessionManager},
+        or None for a proxy that serves no sessions (C{/sessions} then says
+        so).
+    """
+    root = ApiRoot(hosts)
+    children: dict[bytes, Any] = {
+        b"network": NetworkResource(reactor, threadpool, logPath),
+        b"network.har": HarResource(reactor, harThreadpool or threadpool, logPath),
+        b"exchange": ExchangeResource(reactor, threadpool, logPath),
+    }
+    for path, (fileName, contentType) in VIEW_FILES.items():
+        children[path] = ViewResource(fileName, contentType)
+    if caPath is not None:
+        children[b"ca.pem"] = FileResource(caPath, b"application/x-pem-file", "there is no CA certificate")
+    if sessions is not None:
+        children[b"sessions"] = SessionsResource(sessions, reactor, threadpool, harThreadpool or threadpool)
+    else:
+        children[b"sessions"] = unsupportedSessions()
+    for name, child in children.items():
+        root.putChild(name, child)
+    return root
