@@ -8,7 +8,7 @@ counts however the byte stream is cut.
 
 from __future__ import annotations
 
-__all__ = ["FrameCounter", "OP_CLOSE"]
+__all__ = ["FrameCounter", "OP_BINARY", "OP_CLOSE", "OP_CONTINUATION", "OP_PONG", "OP_TEXT", "frameHeaderLength"]
 
 OP_CONTINUATION = 0x0
 OP_TEXT = 0x1
@@ -71,7 +71,7 @@ class FrameCounter:
             else:
                 head = bytes(data[pos : pos + 14])
                 base = 0
-            need = _headerLength(head)
+            need = frameHeaderLength(head)
             if need is None or len(head) < need:
                 self._head = head
                 pos = n
@@ -133,7 +133,7 @@ class FrameCounter:
             self._fragmented = True
 
 
-def _headerLength(head: bytes) -> int | None:
+def frameHeaderLength(head: bytes) -> int | None:
     """
     The length of the frame header that C{head} starts, or L{None} when
     fewer than two bytes are known.

@@ -21,6 +21,8 @@ from __future__ import annotations
 import zlib
 from typing import Optional
 
+from netlog.core.websocket import OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PONG, frameHeaderLength
+
 __all__ = [
     "MESSAGE_CAP",
     "SOCKET_BUDGET",
@@ -48,11 +50,6 @@ _INFLATE_SLICE = 16 * 1024
 #: What RFC 7692 has the sender strip from each compressed message's end.
 _TAIL = b"\x00\x00\xff\xff"
 
-OP_CONTINUATION = 0x0
-OP_TEXT = 0x1
-OP_BINARY = 0x2
-OP_CLOSE = 0x8
-OP_PONG = 0xA
 
 #: Why a compressed message's data is its compressed bytes.
 UNDECODABLE_DEFLATE = "permessage-deflate data that could not be decompressed"
@@ -255,7 +252,7 @@ class MessageAssembler:
             else:
                 head = bytes(data[pos:pos + 14])
                 base = 0
-            need = _headerLength(head)
+            need = frameHeaderLength(head)
             if need is None or len(head) < need:
                 self._head = head
                 break
@@ -449,20 +446,3 @@ class MessageAssembler:
             budget.remaining -= len(kept)
             data = kept
         return Message(opcode, size, data, truncated, compressed, undecodable)
-
-
-def _headerLength(head: bytes) -> int | None:
-    """
-    The length of the frame header that C{head} starts, or L{None} when
-    fewer than two bytes are known.
-    """
-    if len(head) < 2:
-        return None
-    b1 = head[1]
-    length = b1 & 0x7F
-    size = 2 + (4 if b1 & 0x80 else 0)
-    if length == 126:
-        size += 2
-    elif length == 127:
-        size += 8
-    return size
