@@ -13,7 +13,7 @@ is not worth reading a gigabyte for.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from netlog.core.har import buildEntry
 from netlog.core.logline import decodeLine
@@ -86,19 +86,28 @@ def findExchange(
         if ended is None or ended.get("type") != "end" or ended.get("id") != exchangeId:
             raise NoSuchExchange(f"line {endLine} is not the end line of exchange {exchangeId}")
         return opened, ended
-    cursor = exchangeId
+    for line in _linesAfter(readAt, size, exchangeId, maxScan):
+        head = _END_HEAD.match(line)
+        if head is not None and int(head.group(2)) == exchangeId:
+            return opened, decodeLine(line)
+    return opened, None
+
+
+def _linesAfter(readAt: ReadAt, size: int, n: int, maxScan: int) -> Iterator[bytes]:
+    """
+    The whole lines after line C{n}, in order, through at most C{maxScan}
+    bytes of them.
+    """
+    cursor = n
     scanned = 0
     while scanned < maxScan:
         found = page(readAt, size, cursor, min(BLOCK, maxScan - scanned))
         if found.begunAgain or not found.lines:
-            break
+            return
         for line in found.lines:
             scanned += len(line) + 1
-            head = _END_HEAD.match(line)
-            if head is not None and int(head.group(2)) == exchangeId:
-                return opened, decodeLine(line)
+            yield line
         cursor = found.next
-    return opened, None
 
 
 #: The start of any line: its number, its type and its exchange's id.
@@ -116,24 +125,16 @@ def findNotes(
     through at most C{maxScan} bytes.
     """
     notes: list[dict[str, Any]] = []
-    cursor = exchangeId
-    scanned = 0
-    while scanned < maxScan:
-        found = page(readAt, size, cursor, min(BLOCK, maxScan - scanned))
-        if found.begunAgain or not found.lines:
+    for line in _linesAfter(readAt, size, exchangeId, maxScan):
+        head = _ANY_HEAD.match(line)
+        if head is None or int(head.group(3)) != exchangeId:
+            continue
+        if head.group(2) == b"end" or (endLine is not None and int(head.group(1)) >= endLine):
             break
-        for line in found.lines:
-            scanned += len(line) + 1
-            head = _ANY_HEAD.match(line)
-            if head is None or int(head.group(3)) != exchangeId:
-                continue
-            if head.group(2) == b"end" or (endLine is not None and int(head.group(1)) >= endLine):
-                return notes
-            if head.group(2) in _NOTE_TYPES:
-                record = decodeLine(line)
-                if record is not None:
-                    notes.append(record)
-        cursor = found.next
+        if head.group(2) in _NOTE_TYPES:
+            record = decodeLine(line)
+            if record is not None:
+                notes.append(record)
     return notes
 
 
