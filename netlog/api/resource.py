@@ -89,6 +89,19 @@ class BadParameter(Exception):
         self.reason = reason
 
 
+def _finishJSON(request: Request, body: bytes) -> None:
+    """
+    Answer C{request} with C{body}, JSON made for it (a page of the log, an
+    exchange), never cached; a C{HEAD} gets the head alone.
+    """
+    request.setHeader(b"content-type", JSON_TYPE)
+    request.setHeader(b"cache-control", b"no-store")
+    request.setHeader(b"content-length", str(len(body)).encode("ascii"))
+    if request.method != b"HEAD":
+        request.write(body)
+    request.finish()
+
+
 def _sendJSON(request: Request, code: int, body: dict[str, Any], message: bytes | None = None) -> bytes:
     request.setResponseCode(code, message)
     request.setHeader(b"content-type", JSON_TYPE)
@@ -196,13 +209,7 @@ class NetworkResource(_JSONResource):
         d = self._lock.run(page)
 
         def done(result: Any) -> None:
-            body = result.envelope() + b"\n"
-            request.setHeader(b"content-type", JSON_TYPE)
-            request.setHeader(b"cache-control", b"no-store")
-            request.setHeader(b"content-length", str(len(body)).encode("ascii"))
-            if request.method != b"HEAD":
-                request.write(body)
-            request.finish()
+            _finishJSON(request, result.envelope() + b"\n")
 
         def failed(failure: Failure) -> None:
             from netlog.log.reader import LogUnreadable
@@ -426,12 +433,7 @@ class ExchangeResource(_JSONResource):
         )
 
         def done(body: bytes) -> None:
-            request.setHeader(b"content-type", JSON_TYPE)
-            request.setHeader(b"cache-control", b"no-store")
-            request.setHeader(b"content-length", str(len(body)).encode("ascii"))
-            if request.method != b"HEAD":
-                request.write(body)
-            request.finish()
+            _finishJSON(request, body)
 
         def failed(failure: Failure) -> None:
             from netlog.core.exchange import NoSuchExchange
