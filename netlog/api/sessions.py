@@ -106,6 +106,9 @@ class SessionsResource(Resource):
             session = self._manager.create(body.get("name"), body.get("port", 0))
         except SessionError as e:
             return _sendJSON(request, e.status, {"error": e.message})
+        except Exception:
+            _log.failure("making a session failed")
+            return _sendJSON(request, 500, {"error": "making the session failed; see the proxy's log"})
         return _sendJSON(request, 201, _described(request, session.describe()))
 
 

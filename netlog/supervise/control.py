@@ -74,7 +74,13 @@ class SupervisorSide(_Lines):
         self.closed = False
 
     def add(self, name: str, logPath: str, logFd: int, listenFd: int, family: str, port: int) -> None:
-        assert self.transport is not None
+        """
+        Hand a session to the worker; nothing when its channel is gone (a
+        worker killed and not yet noticed dead: the next worker gets the
+        session in its SPEC).
+        """
+        if self.closed or self.transport is None:
+            return
         transport: Any = self.transport
         transport.sendFileDescriptor(logFd)
         transport.sendFileDescriptor(listenFd)

@@ -418,7 +418,12 @@ class Supervisor(MultiService):
         self._sessionPaths[name] = logPath
         for worker in self._liveWorkers():
             assert worker.control is not None
-            worker.control.add(name, logPath, fd, bound.fd, bound.family, bound.getHost().port)
+            try:
+                worker.control.add(name, logPath, fd, bound.fd, bound.family, bound.getHost().port)
+            except Exception:
+                # A worker dying as the session is made: the session is held
+                # here, and the worker that replaces it gets it at start.
+                _log.failure("handing session {name} to worker {pid} failed", name=name, pid=worker.pid)
         _log.info("session {name} listens on {address}, logs to {log}", name=name, address=bound.getHost(), log=logPath)
         return bound
 
