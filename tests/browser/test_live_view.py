@@ -116,7 +116,7 @@ class LiveViewTests(SynchronousTestCase):
         The ids of the rows the page shows (all of them fit in sight), and
         checks they are the rows its filters let through.
         """
-        view.wait_for_timeout(100)  # a frame for the filter to apply
+        view.evaluate("() => window.netlogView.rendered()")  # the filters applied
         ids = set(view.evaluate("() => window.netlogView.shown()"))
         onScreen = view.evaluate(
             "() => Array.from(document.querySelectorAll('.rows .row'))"
@@ -185,6 +185,9 @@ class LiveViewTests(SynchronousTestCase):
             if o["request"]["method"] == "POST" and o["request"]["url"] == BASE + "/login"
         ]
         view.fill("#filter-text", "/login")
+        # (clicked only once the list is the filtered one: a row element
+        # resolved before would be reused for another row, or hidden)
+        self.assertIn(login, self.shown(view))
         view.click(f'.rows .row[data-id="{login}"]')
         view.wait_for_selector("#detail-body h3")
         detail = view.inner_text("#detail-body")
@@ -287,7 +290,7 @@ class LogFileTests(SynchronousTestCase):
                 view.set_default_timeout(browser.ACTION_TIMEOUT_MS)
                 view.goto(self.url)
                 view.wait_for_function("(n) => window.netlogView.cursor() >= n", arg=tunnel["n"])
-                view.wait_for_timeout(100)
+                view.evaluate("() => window.netlogView.rendered()")
                 self.assertEqual(self.rowText(view, tunnel["id"]), "open (tunnel)")
                 self.assertTrue(view.locator("#notice").is_hidden())
 
@@ -296,7 +299,7 @@ class LogFileTests(SynchronousTestCase):
                         "ended": tunnel["started"] + 3, "bytes": {"up": 10, "down": 20}, "closed_by": "client",
                     }))
                 view.wait_for_function("(n) => window.netlogView.cursor() >= n", arg=tunnel["n"] + 1)
-                view.wait_for_timeout(100)
+                view.evaluate("() => window.netlogView.rendered()")
                 self.assertEqual(self.rowText(view, tunnel["id"]), "200")
 
                 replacement = os.path.join(self.tmp, "new.jsonl")
@@ -310,7 +313,7 @@ class LogFileTests(SynchronousTestCase):
                 view.wait_for_selector("#notice:not([hidden])")
                 self.assertIn("begun again", view.inner_text("#notice"))
                 view.wait_for_function("() => window.netlogView.rows() === 1")
-                view.wait_for_timeout(100)
+                view.evaluate("() => window.netlogView.rendered()")
                 self.assertEqual(view.evaluate("() => window.netlogView.shown()"), [1])
                 self.assertEqual(view.inner_text('.rows .row[data-id="1"] .c-path'), "/fresh")
                 self.assertEqual(self.rowText(view, 1), "open")

@@ -642,6 +642,15 @@
     cursor: () => cursor,
     rows: () => rows.length,
     shown: () => shown.map((row) => row.id),
+    // resolves once what has been read and the filters as they stand are on
+    // screen: a render asked for before this call runs first (animation
+    // frame callbacks run in the order they were asked for), and one is
+    // asked for in case nothing was pending
+    rendered: () => new Promise((resolve) => {
+      dirty = true;
+      schedule();
+      requestAnimationFrame(() => resolve(cursor));
+    }),
     // the milliseconds the last renders took (up to 1,000 of them), emptied
     renderTimes: () => renderMs.splice(0),
     // [id, ms when its open line was read, end line's n, ms when that was read]
