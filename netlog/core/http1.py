@@ -825,6 +825,14 @@ class _Reader:
         values = self._index.get(b"content-length", ())
         if not values:
             return None
+        if len(values) == 1:
+            # The usual case, one field of digits, read without splitting.
+            value = values[0]
+            if value.isdigit() and len(value) <= 19:
+                length = int(value)
+                if length > MAX_LENGTH:
+                    raise self._bad(400, "Content-Length too large")
+                return length
         lengths = []
         for value in values:
             for element in value.split(b","):

@@ -101,7 +101,7 @@ class SessionTests(unittest.TestCase):
             "--connect-ports", f"443,{self.originPort}",
             "--api", f"tcp:{self.apiPort}",
             "--session", "fixed=0",
-        ])
+        ], alsoListening=[self.apiPort])
         yield self.standin.start()
         self.api = f"http://127.0.0.1:{self.apiPort}"
 

@@ -281,8 +281,14 @@ class Standin:
     """
 
     def __init__(self, testCase: Any, directory: str, args: list[str], port: int | None = None,
-                 twistdOptions: list[str] = []) -> None:
+                 twistdOptions: list[str] = [], alsoListening: list[int] = []) -> None:
+        """
+        @param alsoListening: other ports C{args} has it listen on (its
+            API's): L{start} waits for them too, since the proxy's own may
+            accept before they do.
+        """
         self.twistdOptions = list(twistdOptions)
+        self.alsoListening = list(alsoListening)
         self.testCase = testCase
         self.directory = directory
         self.args = args
@@ -316,7 +322,8 @@ class Standin:
                     f"{self.twistdLog()}"
                 )
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                for port in [self.port, *self.alsoListening]:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 return
             except OSError:
                 yield task.deferLater(reactor, 0.05, lambda: None)
