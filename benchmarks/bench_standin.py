@@ -10,7 +10,10 @@ the stand-in against it is what logging itself costs.
 
 C{--profile N} instead runs N keep-alive small GETs (4 connections) through a
 stand-in under twistd's cProfile, and prints its CPU time per exchange (from
-C{/proc}, taken without the profiler too) and where the time goes.
+C{/proc}, taken without the profiler too) and where the time goes;
+C{--profile N burst} does the same for the new-connection burst (1,024
+GETs a round, each on a new connection, 64 at a time), C{--profile N
+burst-tls} for the burst of new CONNECT tunnels with TLS inside.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from benchmarks.harness import (
     HOST,
     Environment,
     ProcessTarget,
+    _burst,
     _keepAlive,
     cpuSeconds,
     startOrigin,
@@ -53,13 +57,31 @@ def standinArgv(env: Environment, port: int) -> list[str]:
     ]
 
 
-def profile(requests: int, top: int = 30) -> None:
+#: Exchanges in one round of the burst scenarios.
+BURST = 1024
+
+
+def profile(requests: int, scenario: str = "keep-alive", top: int = 30) -> None:
     """
-    The stand-in's CPU per keep-alive exchange, plain and under cProfile
-    (whose numbers are wall time, and inflated by the profiler: read them as
-    shares).
+    The stand-in's CPU per exchange, plain and under cProfile (whose numbers
+    are wall time, and inflated by the profiler: read them as shares).
+
+    @param scenario: C{keep-alive} (small GETs on 4 connections), C{burst}
+        (each on a new connection) or C{burst-tls} (each a new CONNECT with
+        TLS inside).
     """
+    if scenario not in ("keep-alive", "burst", "burst-tls"):
+        raise SystemExit(f"--profile N [keep-alive|burst|burst-tls], not {scenario!r}")
     each = max(1, requests // PROFILE_CONNECTIONS)
+    rounds = max(1, requests // BURST)
+
+    async def load(target: ProcessTarget) -> int:
+        if scenario == "keep-alive":
+            await _keepAlive(env, target, "/small", PROFILE_CONNECTIONS, each)
+            return each * PROFILE_CONNECTIONS
+        for _ in range(rounds):
+            await _burst(env, target, scenario == "burst-tls")
+        return rounds * BURST
     for profiled in (False, True):
         directory = tempfile.mkdtemp(prefix="netlog-profile-")
         env, origin = startOrigin(directory)
@@ -79,14 +101,13 @@ def profile(requests: int, top: int = 30) -> None:
             loop.run_until_complete(_keepAlive(env, target, "/small", 2, 20))
             assert target.pid is not None
             cpu, wall = cpuSeconds(target.pid) or 0.0, time.perf_counter()
-            loop.run_until_complete(_keepAlive(env, target, "/small", PROFILE_CONNECTIONS, each))
+            count = loop.run_until_complete(load(target))
             wall, cpu = time.perf_counter() - wall, (cpuSeconds(target.pid) or 0.0) - cpu
         finally:
             loop.close()
             target.stop()
             stopProcess(origin)
-        count = each * PROFILE_CONNECTIONS
-        print(f"{'profiled' if profiled else 'plain'}: {count} keep-alive GETs in {wall:.2f} s; "
+        print(f"{'profiled' if profiled else 'plain'}: {count} {scenario} GETs in {wall:.2f} s; "
               f"stand-in CPU {cpu * 1e6 / count:.0f} µs per exchange")
         if profiled:
             report = pstats.Stats(stats)
@@ -107,7 +128,7 @@ def unloggedArgv(env: Environment, port: int) -> list[str]:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--profile"]:
-        profile(int(sys.argv[2]) if len(sys.argv) > 2 else 2000)
+        profile(int(sys.argv[2]) if len(sys.argv) > 2 else 2000, *sys.argv[3:4])
     else:
         argv = sys.argv[1:]
         targets = [ProcessTarget("standin", argv=standinArgv)]

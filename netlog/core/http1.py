@@ -346,10 +346,12 @@ class HeadFields:
         """
         The value of the first field called C{name} (lowercase), if any.
         """
-        try:
-            return self.headers[self.lowered.index(name)][1]
-        except ValueError:
-            return None
+        lowered = self.lowered
+        # (Looked for first: a ValueError from index costs more than the
+        # search, and most names asked for are absent.)
+        if name in lowered:
+            return self.headers[lowered.index(name)][1]
+        return None
 
     def serialize(self, startLine: bytes, drop: frozenset[bytes] | set[bytes],
                   extra: list[tuple[bytes, bytes]]) -> bytes:

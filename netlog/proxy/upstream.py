@@ -22,8 +22,10 @@ from netlog.proxy.contracts import IAnswerSink
 
 _log = Logger()
 
-#: Idle connections kept per upstream (address, port, TLS name).
-MAX_IDLE_PER_UPSTREAM = 16
+#: Idle connections kept per upstream (address, port, TLS name): as many as
+#: a burst of browsers (sessions running side by side, 6 connections each)
+#: had open to one site at once, so the next burst finds them.
+MAX_IDLE_PER_UPSTREAM = 64
 #: Seconds an idle upstream connection is kept before it is closed.
 IDLE_UPSTREAM_TIMEOUT = 30.0
 
