@@ -14,7 +14,8 @@ by side; it is printed under the table.
 
 Run from the repository: C{.venv/bin/python -m benchmarks.bench_site}
 (C{--rounds 10} for steadier medians, C{--only burst} for some scenarios,
-C{--no-standin} to leave the stand-in out).
+C{--no-standin} to leave the stand-in out). C{--profile N SCENARIO} profiles
+the site proxy as C{bench_standin --profile} does the stand-in.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from benchmarks.bench_standin import standinArgv
+from benchmarks.bench_standin import profile, standinArgv
 from benchmarks.harness import HOST, Environment, ProcessTarget, Results, Target, sourceEnv
 from benchmarks.runner import main
 
@@ -88,6 +89,11 @@ def burstComparison(results: Results) -> str:
 
 if __name__ == "__main__":
     import argparse
+
+    if sys.argv[1:2] == ["--profile"]:
+        profile(int(sys.argv[2]) if len(sys.argv) > 2 else 2000, *sys.argv[3:4],
+                makeArgv=siteArgv, targetClass=SiteTarget, name="site")
+        sys.exit(0)
 
     ours = argparse.ArgumentParser(add_help=False)
     ours.add_argument("--no-standin", action="store_true")

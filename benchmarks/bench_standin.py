@@ -25,6 +25,7 @@ import shutil
 import sys
 import tempfile
 import time
+from typing import Callable
 
 from benchmarks.harness import (
     HOST,
@@ -61,23 +62,31 @@ def standinArgv(env: Environment, port: int) -> list[str]:
 BURST = 1024
 
 
-def profile(requests: int, scenario: str = "keep-alive", top: int = 30) -> None:
-    """
-    The stand-in's CPU per exchange, plain and under cProfile (whose numbers
-    are wall time, and inflated by the profiler: read them as shares).
+#: What C{--profile N SCENARIO} can run.
+PROFILED = ("keep-alive", "https", "burst", "burst-tls")
 
-    @param scenario: C{keep-alive} (small GETs on 4 connections), C{burst}
-        (each on a new connection) or C{burst-tls} (each a new CONNECT with
-        TLS inside).
+
+def profile(requests: int, scenario: str = "keep-alive", top: int = 30,
+            makeArgv: Callable[[Environment, int], list[str]] = standinArgv,
+            targetClass: type[ProcessTarget] = ProcessTarget, name: str = "standin") -> None:
     """
-    if scenario not in ("keep-alive", "burst", "burst-tls"):
-        raise SystemExit(f"--profile N [keep-alive|burst|burst-tls], not {scenario!r}")
+    A proxy's CPU per exchange, plain and under cProfile (whose numbers are
+    wall time, and inflated by the profiler: read them as shares).
+
+    @param scenario: one of L{PROFILED}: C{keep-alive} (small GETs on 4
+        connections), C{https} (the same over TLS in 4 CONNECT tunnels),
+        C{burst} (each on a new connection) or C{burst-tls} (each a new
+        CONNECT with TLS inside).
+    @param makeArgv: the proxy's command line (the stand-in's by default).
+    """
+    if scenario not in PROFILED:
+        raise SystemExit(f"--profile N [{'|'.join(PROFILED)}], not {scenario!r}")
     each = max(1, requests // PROFILE_CONNECTIONS)
     rounds = max(1, requests // BURST)
 
     async def load(target: ProcessTarget) -> int:
-        if scenario == "keep-alive":
-            await _keepAlive(env, target, "/small", PROFILE_CONNECTIONS, each)
+        if scenario in ("keep-alive", "https"):
+            await _keepAlive(env, target, "/small", PROFILE_CONNECTIONS, each, tls=scenario == "https")
             return each * PROFILE_CONNECTIONS
         for _ in range(rounds):
             await _burst(env, target, scenario == "burst-tls")
@@ -85,16 +94,16 @@ def profile(requests: int, scenario: str = "keep-alive", top: int = 30) -> None:
     for profiled in (False, True):
         directory = tempfile.mkdtemp(prefix="netlog-profile-")
         env, origin = startOrigin(directory)
-        stats = os.path.join(directory, "standin.prof")
+        stats = os.path.join(directory, f"{name}.prof")
 
         def argv(env: Environment, port: int) -> list[str]:
-            args = standinArgv(env, port)
+            args = makeArgv(env, port)
             if profiled:
-                at = args.index("netlog-standin")
+                at = next(i for i, arg in enumerate(args) if arg.startswith("netlog-"))
                 args[at:at] = [f"--profile={stats}", "--profiler=cprofile", "--savestats"]
             return args
 
-        target = ProcessTarget("standin", argv=argv)
+        target = targetClass(name, argv=argv)
         target.start(env)
         loop = asyncio.new_event_loop()
         try:
@@ -108,7 +117,7 @@ def profile(requests: int, scenario: str = "keep-alive", top: int = 30) -> None:
             target.stop()
             stopProcess(origin)
         print(f"{'profiled' if profiled else 'plain'}: {count} {scenario} GETs in {wall:.2f} s; "
-              f"stand-in CPU {cpu * 1e6 / count:.0f} µs per exchange")
+              f"{name} CPU {cpu * 1e6 / count:.0f} µs per exchange")
         if profiled:
             report = pstats.Stats(stats)
             report.sort_stats("tottime").print_stats(top)

@@ -185,23 +185,23 @@ def encodePieces(
         for key, value in fields.items():
             if key not in record:
                 record[key] = value
-    try:
-        # Most lines splice nothing: encoded as they are, no hook set up.
-        return [_dumps(record, _noSplice)]
-    except _Splice:
-        pass
     spliced: list[AsciiText] = []
 
     def splice(value: Any) -> Any:
+        # (Called only for what JSON has no type for.)
         if isinstance(value, AsciiText) and len(spliced) < MAX_SPLICED:
             spliced.append(value)
             return f"{_TOKEN}{len(spliced) - 1}"
         return _plainDefault(value)
 
     line = _dumps(record, splice)
+    if not spliced:
+        return [line]
     tokens = [f'"{_TOKEN}{i}"'.encode("ascii") for i in range(len(spliced))]
     if any(line.count(token) != 1 for token in tokens):
-        # A field's text is one of the stand-ins: build the line whole.
+        # A field's text is one of the stand-ins (or orjson gave up after
+        # splicing and the json module spliced again, numbering on): build
+        # the line whole.
         return [_dumps(record, _plainDefault)]
     pieces: list[Buffer] = []
     start = 0
@@ -216,39 +216,27 @@ def encodePieces(
     return pieces
 
 
-class _Splice(Exception):
-    """
-    The line has a value to splice: encode it again, splicing.
-    """
-
-
-def _noSplice(value: Any) -> Any:
-    if isinstance(value, AsciiText):
-        raise _Splice()
-    return _plainDefault(value)
-
-
 def _dumps(record: dict[str, Any], default: Callable[[Any], Any]) -> bytes:
     """
     A record as UTF-8 JSON, compact, keys in order.
 
     orjson writes it three to four times faster than the C{json} module
-    (measured per exchange through the stand-in); what it refuses, the
-    C{json} module writes as it always did: a lone surrogate (from bytes
-    read with C{surrogateescape}) as its escape, an integer past 64 bits, a
-    key that isn't a string. Numbers read back the same either way; orjson
-    writes C{0.00001} where C{json} writes C{1e-05}. It writes C{null} for
-    a NaN or an infinity, which JSON has no word for and C{json} refuses:
-    those are looked for where netlog's records hold floats (a line's
-    fields and the objects in them: C{started}, C{times}), and a record
-    with one is left to C{json}, which refuses it as it always did.
+    (measured per exchange through the stand-in), and calls C{default} only
+    for what JSON has no type for; what it refuses, the C{json} module
+    writes as it always did: a lone surrogate (from bytes read with
+    C{surrogateescape}) as its escape, an integer past 64 bits, a key that
+    isn't a string. Numbers read back the same either way; orjson writes
+    C{0.00001} where C{json} writes C{1e-05}. It writes C{null} for a NaN or
+    an infinity, which JSON has no word for and C{json} refuses: those are
+    looked for where netlog's records hold floats (a line's fields and the
+    objects in them: C{started}, C{times}), and a record with one is left
+    to C{json}, which refuses it as it always did.
     """
     if _finiteTimes(record):
         try:
             return orjson.dumps(record, default=default)
-        except orjson.JSONEncodeError as e:
-            if isinstance(e.__cause__, _Splice):
-                raise _Splice() from None
+        except orjson.JSONEncodeError:
+            pass
     return _utf8(_encodeText(record, default))
 
 
