@@ -217,6 +217,8 @@ class LogOptions(usage.Options):
             self["log"] = None
         elif not self.get("log"):
             self["log"] = defaultLogPath(self.logName)
+            # A refusal of it then says it is the default, not a --log given.
+            self["log-is-default"] = True
         self.checkApi()
         self.setdefault("session", [])
         if self["session"] and self["no-log"]:
