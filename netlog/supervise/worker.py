@@ -103,12 +103,15 @@ def dottedName(thing: Any) -> str:
     return f"{thing.__module__}.{thing.__qualname__}"
 
 
-def _startLogging() -> None:
+def _startLogging(forked: bool = False) -> None:
     """
     Send each log event to the supervisor as one JSON line on stdout, with
     its level, so that the supervisor logs it at that level.
+
+    @param forked: this process is a fork of the supervisor, whose logging
+        has begun already (see L{netlog.supervise.fork}).
     """
-    from twisted.logger import eventAsText, globalLogBeginner
+    from twisted.logger import eventAsText, globalLogBeginner, globalLogPublisher
 
     out = sys.stdout
 
@@ -122,7 +125,10 @@ def _startLogging() -> None:
         except (OSError, ValueError):
             pass
 
-    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
+    if forked:
+        globalLogPublisher.addObserver(observer)  # type: ignore[arg-type]
+    else:
+        globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
 
 
 def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any) -> None:
@@ -160,7 +166,13 @@ def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any) -> None:
     os.close(fd)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], forked: bool = False) -> int:
+    """
+    Serve as the SPEC C{argv[1]} says until stopped; the exit code.
+
+    @param forked: this process is a fork of the supervisor (see
+        L{netlog.supervise.fork}).
+    """
     if len(argv) != 2:
         sys.stderr.write("usage: python -m netlog.supervise.worker SPEC\n")
         return EXIT_SETUP_FAILED
@@ -169,7 +181,7 @@ def main(argv: list[str]) -> int:
     # supervisor alone decide, and stop its workers with SIGTERM. (Twisted
     # leaves an ignored SIGINT ignored.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _startLogging()
+    _startLogging(forked)
 
     from twisted.application.service import MultiService
     from twisted.internet import reactor as _reactor

@@ -327,6 +327,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         hangTimeout=config.get("hang-timeout", HANG_TIMEOUT),
         policy=RestartPolicy(maxQuickDeaths=config.get("give-up-after")),
         sessions=_heldSessions(config),
+        fork=True,
     )
 
 
