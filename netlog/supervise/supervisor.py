@@ -3,10 +3,11 @@ The supervisor: what runs in the twistd process when a proxy is supervised.
 
 In twistd's privileged step it opens the log and binds the listeners (and the
 API); twistd then drops to C{--uid/--gid}; only then does it start the proxy,
-as a worker process that inherits the log and the listening sockets. A worker
-that dies is started again (see L{netlog.supervise.policy}); the sockets stay
-open in the supervisor meanwhile, so connections wait in the backlog and are
-served by the next worker instead of being refused.
+as a worker process (forked from this one, see L{netlog.supervise.fork}) that
+inherits the log and the listening sockets. A worker that dies is started
+again (see L{netlog.supervise.policy}); the sockets stay open in the
+supervisor meanwhile, so connections wait in the backlog and are served by
+the next worker instead of being refused.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """
 The worker: one proxy process started by the supervisor.
 
-C{python -m netlog.supervise.worker SPEC}, where SPEC is the JSON that
-L{workerSpec} makes. The worker inherits from the supervisor the log file,
+L{main} with SPEC, the JSON that L{workerSpec} makes: in a process forked
+from the supervisor (see L{netlog.supervise.fork}), or as
+C{python -m netlog.supervise.worker SPEC}. The worker inherits from the supervisor the log file,
 open for appending, and the listening sockets, already bound; it never opens
 the one nor binds the others, so it needs no privilege and holds none. It
 parses the plugin's options again from the same arguments, builds the proxy
@@ -14,8 +15,8 @@ Its file descriptors, as the supervisor hands them over:
 
   - 0: the lifeline. When it closes (the supervisor died), the worker
     stops. A I{standby} worker (started ahead, so that a dead worker is
-    replaced in milliseconds, not in the second Python takes to import and
-    build a proxy) waits, built but not started, until it reads L{GO} there.
+    replaced in milliseconds, not in the time it takes to build a proxy)
+    waits, built but not started, until it reads L{GO} there.
   - 1: its log events, a JSON object per line (C{level}, C{text}), which the
     supervisor logs at their level; 2: anything else it prints.
   - L{STATUS_FD}: the worker writes L{READY} there once it serves, then
