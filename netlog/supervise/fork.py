@@ -74,8 +74,10 @@ def _forgetParent() -> None:
     # here (and its number may now be a listener's or the log's).
     for observer in list(getattr(globalLogPublisher, "_observers", [])):
         globalLogPublisher.removeObserver(observer)
-    sys.stdout = open(1, "w", closefd=False)
-    sys.stderr = open(2, "w", closefd=False)
+    # Its own stdout and stderr (twistd's went to its log), by line: the
+    # worker ends with os._exit, which flushes nothing.
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
     atexit._clear()
     process.reapProcessHandlers.clear()
     # Twisted set every signal back to its default for an exec; a Python
