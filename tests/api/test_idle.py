@@ -14,6 +14,7 @@ import socket
 import time
 
 import pytest
+from twisted.python import usage
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.api import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS
@@ -77,7 +78,7 @@ class DefaultTests(SynchronousTestCase):
         config.parseOptions(["--api", "tcp:0", "--no-log", "--api-idle-timeout", "2.5"])
         self.assertEqual(config["api-idle-timeout"], 2.5)
         for bad in ("0", "-1", "soon"):
-            with self.assertRaises(Exception) as caught:
+            with self.assertRaises(usage.UsageError) as caught:
                 Options().parseOptions(["--api", "tcp:0", "--no-log", "--api-idle-timeout", bad])
             self.assertIn("--api-idle-timeout wants", str(caught.exception))
 
