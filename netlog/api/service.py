@@ -17,6 +17,7 @@ from twisted.web.server import Site
 
 from twisted.python.threadpool import ThreadPool
 
+from netlog.api import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS
 from netlog.api.resource import HAR_EXPORTS_AT_ONCE
 from netlog.api.root import makeApiRoot
 
@@ -24,13 +25,6 @@ _log = Logger()
 
 #: The CA certificate's name in the site proxy's C{--state} folder.
 CA_CERT_FILE = "ca.pem"
-#: Connections the API holds open at once; one more is closed at once. The
-#: supervisor serves the API, and a descriptor held by an idle client is
-#: one it can't use to start a worker.
-MAX_API_CONNECTIONS = 64
-#: Seconds an API connection may sit idle between requests before it is
-#: closed (a request being answered, a HAR streaming, is not idle).
-API_IDLE_TIMEOUT = 15.0
 
 
 class CappedFactory(WrappingFactory):
@@ -88,7 +82,7 @@ class ApiService(StreamServerEndpointService):
 def makeApiService(config: Any, reactor: Any, sessions: Any = None) -> ApiService:
     """
     The API listener for a proxy's C{config} (its C{api}, C{api-host},
-    C{log}, and, for the site proxy, C{state}).
+    C{api-idle-timeout}, C{log}, and, for the site proxy, C{state}).
 
     @param sessions: the in-process proxy's
         L{netlog.session.manager.SessionManager}, if it serves sessions.
@@ -100,7 +94,7 @@ def makeApiService(config: Any, reactor: Any, sessions: Any = None) -> ApiServic
     reactor.addSystemEventTrigger("during", "shutdown", harPool.stop)
     hosts = frozenset(config.get("api-host") or ())
     root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool, hosts, sessions)
-    site = Site(root, timeout=API_IDLE_TIMEOUT)
+    site = Site(root, timeout=config.get("api-idle-timeout") or API_IDLE_TIMEOUT)
     site.displayTracebacks = False
     # A poller asks many times a second: no access log line for each.
     site.log = lambda request: None  # type: ignore[method-assign]

@@ -43,6 +43,8 @@ _log = Logger()
 FILE_MODE = 0o644
 #: Mode of a folder the writer creates for it.
 FOLDER_MODE = 0o755
+#: Where a refused log is suggested to go instead, as root.
+SAFER_ROOT_FOLDER = "/var/lib/netlog"
 #: Lines held while writes fail, in bytes; past it new lines are dropped
 #: (counted, and given no number, so the file's numbering stays whole).
 MAX_PENDING_BYTES = 64 * 1024 * 1024
@@ -168,7 +170,54 @@ def _otherWriters(st: os.stat_result, trusted: set[int]) -> str | None:
     return None
 
 
-def _checkStrict(folder: str) -> bool:
+def _trustedWriters() -> str:
+    """
+    Who may write the log's folders, in words: root, and the user running
+    netlog if that isn't root.
+    """
+    euid = os.geteuid()
+    return "root" if euid == 0 else f"root and {_userName(euid)}"
+
+
+def _safeFolder(folder: str) -> bool:
+    """
+    Whether a log in C{folder} would pass L{_checkStrict} (the folders that
+    exist on the way, none sticky, written by root and us alone).
+    """
+    trusted = {0, os.geteuid()}
+    path = folder
+    while not os.path.isdir(path):
+        if os.path.lexists(path):
+            return False
+        path = os.path.dirname(path)
+    while True:
+        if _otherWriters(os.stat(path), trusted) is not None:
+            return False
+        parent = os.path.dirname(path)
+        if parent == path:
+            return True
+        path = parent
+
+
+def saferLogPath(path: str) -> str | None:
+    """
+    Where to put the log instead of C{path}, whose folders others can write:
+    the same name in C{/var/lib/netlog} as root (root's own on every
+    distribution, unlike C{/var/log}, which Ubuntu makes C{root:syslog
+    0775}), else in C{~/.local/state/netlog}; None if that isn't safe either.
+    """
+    if os.geteuid() == 0:
+        folder = SAFER_ROOT_FOLDER
+    else:
+        state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+        folder = os.path.join(state, "netlog")
+    candidate = os.path.join(folder, os.path.basename(path))
+    if os.path.abspath(candidate) == os.path.abspath(path) or not _safeFolder(folder):
+        return None
+    return candidate
+
+
+def _checkStrict(folder: str, logPath: str | None = None) -> bool:
     """
     Refuse the log's folder, or any folder above it up to C{/}, that a user
     other than root and the one netlog runs as can write, since that user
@@ -177,10 +226,13 @@ def _checkStrict(folder: str) -> bool:
     others is fine when the entry below it is root's or ours: others can't
     rename what isn't theirs there.
 
+    @param logPath: the log file, for the words (C{folder} may be the
+        nearest folder above the log's that exists, the log's made later).
     @return: whether the log's own folder is such a sticky folder, in which
         case the log file must be root's or ours too (see L{openLogFile}).
     """
     trusted = {0, os.geteuid()}
+    logFolder = os.path.dirname(logPath) if logPath else folder
     shared = False
     path, below = folder, None
     while True:
@@ -189,14 +241,28 @@ def _checkStrict(folder: str) -> bool:
         if writers is not None:
             sticky = bool(st.st_mode & stat.S_ISVTX) and st.st_uid in trusted
             if not sticky or (below is not None and below.st_uid not in trusted):
-                where = "the log's folder" if path == folder else f"above the log's folder {folder},"
+                elsewhere = saferLogPath(logPath or os.path.join(folder, "network.jsonl"))
+                instead = (
+                    f"give a --log in a folder only {_trustedWriters()} can write, such as "
+                    f"--log {elsewhere} (netlog makes the folder, 0755)"
+                    if elsewhere is not None
+                    else f"give a --log in a folder only {_trustedWriters()} can write"
+                )
+                if path == logFolder:
+                    raise UnsafeLogPath(
+                        f"the folder {path}, the log's folder, can be written by {writers}, "
+                        f"not only by {_trustedWriters()} (who runs netlog), who could then "
+                        f"rename the log away and put their own; make it writable by "
+                        f"{_trustedWriters().replace(' and ', ' or ')} alone (chown root {path}; "
+                        f"chmod go-w {path}) or {instead}"
+                    )
+                # A folder above the log's belongs to the system (Ubuntu's
+                # /var/log is root:syslog 0775): changing it could break
+                # what else writes there, so the way out is another --log.
                 raise UnsafeLogPath(
-                    f"the folder {path}, {where} can be written by {writers}, not "
-                    f"only by root and {_userName(os.geteuid())} (who runs netlog), "
-                    f"who could then rename the log away and put their own; make it "
-                    f"writable by root or {_userName(os.geteuid())} alone "
-                    f"(chown root {path}; chmod go-w {path}) or choose a --log in "
-                    f"another folder"
+                    f"the folder {path}, above the log's folder {logFolder}, can be written "
+                    f"by {writers}, not only by {_trustedWriters()} (who runs netlog), who "
+                    f"could then rename the log's folder away and put their own; {instead}"
                 )
             if path == folder:
                 shared = True
@@ -266,7 +332,7 @@ def checkLogPath(path: str, uid: int | None = None, gid: int | None = None) -> N
             f"folder; choose a --log in a folder"
         )
     _checkFolder(existing, uid, gid)
-    _checkStrict(existing)
+    _checkStrict(existing, path)
     try:
         _makeFolders(folder)
     except OSError as e:
@@ -275,7 +341,7 @@ def checkLogPath(path: str, uid: int | None = None, gid: int | None = None) -> N
             f"it yourself or choose a --log elsewhere"
         ) from None
     _checkFolder(folder, uid, gid)
-    shared = _checkStrict(folder)
+    shared = _checkStrict(folder, path)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -314,7 +380,7 @@ def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> in
     folder = os.path.dirname(path)
     _makeFolders(folder)
     _checkFolder(folder, uid, gid)
-    shared = _checkStrict(folder)
+    shared = _checkStrict(folder, path)
     if shared:
         # Opening another's file there may fail (fs.protected_regular) or
         # hand us a file its owner still holds open: refuse it first.

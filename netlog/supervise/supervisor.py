@@ -3,10 +3,11 @@ The supervisor: what runs in the twistd process when a proxy is supervised.
 
 In twistd's privileged step it opens the log and binds the listeners (and the
 API); twistd then drops to C{--uid/--gid}; only then does it start the proxy,
-as a worker process that inherits the log and the listening sockets. A worker
-that dies is started again (see L{netlog.supervise.policy}); the sockets stay
-open in the supervisor meanwhile, so connections wait in the backlog and are
-served by the next worker instead of being refused.
+as a worker process (forked from this one, see L{netlog.supervise.fork}) that
+inherits the log and the listening sockets. A worker that dies is started
+again (see L{netlog.supervise.policy}); the sockets stay open in the
+supervisor meanwhile, so connections wait in the backlog and are served by
+the next worker instead of being refused.
 """
 
 from __future__ import annotations
@@ -273,6 +274,8 @@ class Supervisor(MultiService):
         0 for never.
     @param standby: keep a second worker started ahead, built and waiting,
         that takes over the moment the serving one dies.
+    @param fork: fork each worker from this process (sharing its memory,
+        see L{netlog.supervise.fork}) instead of starting a new Python.
 
     @ivar exitCode: set when it gave up; twistd then exits with it.
     """
@@ -301,8 +304,10 @@ class Supervisor(MultiService):
         standby: bool = True,
         hangTimeout: float = HANG_TIMEOUT,
         sessions: Sequence[tuple[str, str, str]] = (),
+        fork: bool = False,
     ) -> None:
         MultiService.__init__(self)
+        self._fork = fork
         #: C{(name, description, log path)} of each session fixed at start.
         self._sessionSpecs = list(sessions)
         #: name -> (log fd, listener) of each, once opened and bound, and
@@ -604,15 +609,15 @@ class Supervisor(MultiService):
         childFDs[nextFd] = theirs.fileno()
         worker = WorkerProtocol(self, self._reactor.seconds(), standby)
         worker.control = control
+        # -P: nothing from the working folder is imported.
+        args = [self._executable, "-P", "-m", "netlog.supervise.worker", spec]
         try:
-            self._reactor.spawnProcess(
-                worker,
-                self._executable,
-                # -P: nothing from the working folder is imported.
-                [self._executable, "-P", "-m", "netlog.supervise.worker", spec],
-                env=self._workerEnv(),
-                childFDs=childFDs,
-            )
+            if self._fork:
+                from netlog.supervise.fork import spawnForked
+
+                spawnForked(self._reactor, worker, args, childFDs)
+            else:
+                self._reactor.spawnProcess(worker, self._executable, args, env=self._workerEnv(), childFDs=childFDs)
         except BaseException:
             if control.transport is not None:
                 control.transport.loseConnection()

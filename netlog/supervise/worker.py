@@ -1,8 +1,9 @@
 """
 The worker: one proxy process started by the supervisor.
 
-C{python -m netlog.supervise.worker SPEC}, where SPEC is the JSON that
-L{workerSpec} makes. The worker inherits from the supervisor the log file,
+L{main} with SPEC, the JSON that L{workerSpec} makes: in a process forked
+from the supervisor (see L{netlog.supervise.fork}), or as
+C{python -m netlog.supervise.worker SPEC}. The worker inherits from the supervisor the log file,
 open for appending, and the listening sockets, already bound; it never opens
 the one nor binds the others, so it needs no privilege and holds none. It
 parses the plugin's options again from the same arguments, builds the proxy
@@ -14,8 +15,8 @@ Its file descriptors, as the supervisor hands them over:
 
   - 0: the lifeline. When it closes (the supervisor died), the worker
     stops. A I{standby} worker (started ahead, so that a dead worker is
-    replaced in milliseconds, not in the second Python takes to import and
-    build a proxy) waits, built but not started, until it reads L{GO} there.
+    replaced in milliseconds, not in the time it takes to build a proxy)
+    waits, built but not started, until it reads L{GO} there.
   - 1: its log events, a JSON object per line (C{level}, C{text}), which the
     supervisor logs at their level; 2: anything else it prints.
   - L{STATUS_FD}: the worker writes L{READY} there once it serves, then
@@ -103,12 +104,15 @@ def dottedName(thing: Any) -> str:
     return f"{thing.__module__}.{thing.__qualname__}"
 
 
-def _startLogging() -> None:
+def _startLogging(forked: bool = False) -> None:
     """
     Send each log event to the supervisor as one JSON line on stdout, with
     its level, so that the supervisor logs it at that level.
+
+    @param forked: this process is a fork of the supervisor, whose logging
+        has begun already (see L{netlog.supervise.fork}).
     """
-    from twisted.logger import eventAsText, globalLogBeginner
+    from twisted.logger import eventAsText, globalLogBeginner, globalLogPublisher
 
     out = sys.stdout
 
@@ -122,7 +126,10 @@ def _startLogging() -> None:
         except (OSError, ValueError):
             pass
 
-    globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
+    if forked:
+        globalLogPublisher.addObserver(observer)  # type: ignore[arg-type]
+    else:
+        globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
 
 
 def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any) -> None:
@@ -160,7 +167,13 @@ def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any) -> None:
     os.close(fd)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], forked: bool = False) -> int:
+    """
+    Serve as the SPEC C{argv[1]} says until stopped; the exit code.
+
+    @param forked: this process is a fork of the supervisor (see
+        L{netlog.supervise.fork}).
+    """
     if len(argv) != 2:
         sys.stderr.write("usage: python -m netlog.supervise.worker SPEC\n")
         return EXIT_SETUP_FAILED
@@ -169,7 +182,7 @@ def main(argv: list[str]) -> int:
     # supervisor alone decide, and stop its workers with SIGTERM. (Twisted
     # leaves an ignored SIGINT ignored.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _startLogging()
+    _startLogging(forked)
 
     from twisted.application.service import MultiService
     from twisted.internet import reactor as _reactor

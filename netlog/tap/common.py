@@ -41,8 +41,9 @@ from twisted.internet.endpoints import serverFromString
 from twisted.logger import Logger
 from twisted.python import usage
 
+from netlog.api import API_IDLE_TIMEOUT
 from netlog.log.writer import LogWriter
-from netlog.net.options import DEFAULT_LISTEN, splitDescription, withBacklog
+from netlog.net.options import DEFAULT_LISTEN, _seconds, splitDescription, withBacklog
 from netlog.supervise.adopt import NotAdoptable, checkAdoptable
 from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFileLimit
@@ -141,6 +142,8 @@ class LogOptions(usage.Options):
          "else ~/.local/state/netlog/NAME.jsonl)."],
         ["api", None, None, "Serve the log over HTTP on this endpoint (off unless given; "
          "loopback unless it names an interface), e.g. tcp:8081:interface=127.0.0.1."],
+        ["api-idle-timeout", None, API_IDLE_TIMEOUT, "Seconds an API connection may sit "
+         "idle (before a request, or between two) before it is closed.", _seconds("api-idle-timeout")],
         ["grace", None, GRACE, "Seconds a worker has to stop after SIGTERM "
          "before it is killed.", float],
         ["hang-timeout", None, HANG_TIMEOUT, "Seconds a worker's event loop may "
@@ -214,6 +217,8 @@ class LogOptions(usage.Options):
             self["log"] = None
         elif not self.get("log"):
             self["log"] = defaultLogPath(self.logName)
+            # A refusal of it then says it is the default, not a --log given.
+            self["log-is-default"] = True
         self.checkApi()
         self.setdefault("session", [])
         if self["session"] and self["no-log"]:
@@ -322,6 +327,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         hangTimeout=config.get("hang-timeout", HANG_TIMEOUT),
         policy=RestartPolicy(maxQuickDeaths=config.get("give-up-after")),
         sessions=_heldSessions(config),
+        fork=True,
     )
 
 

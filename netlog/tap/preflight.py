@@ -309,12 +309,13 @@ def preflight(
         checkListeners(tried)
         log = config.get("log")
         if log is not None:
+            what = f"the default log {log} (no --log given)" if config.get("log-is-default") else f"--log {log}"
             try:
                 checkLogPath(log, uid, gid)
             except UnsafeLogPath as e:
-                raise Mistake(f"--log {log}: {e}") from None
+                raise Mistake(f"{what}: {e}") from None
             except OSError as e:
-                raise Mistake(f"--log {log}: can't be used: {e.strerror or e}; choose another --log") from None
+                raise Mistake(f"{what}: can't be used: {e.strerror or e}; choose another --log") from None
     except Mistake as e:
         raise SystemExit(f"{commandName(config)}: {e}") from None
 

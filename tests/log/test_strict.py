@@ -98,3 +98,29 @@ class StrictFolderTests(SynchronousTestCase):
         self.assertNotEqual(twistd.wait(WAIT), 0)
         self.assertIn("belongs to nobody", twistd.text() + open(twistd.output.name).read())
         self.assertEqual(os.path.getsize(theirs), 0)
+
+    def test_systemFolderAboveSaysWhereInstead(self) -> None:
+        """
+        A log in a folder netlog makes under one a group of others may write
+        (as Ubuntu's /var/log, root:syslog 0775) is refused in one line
+        that names that folder and the group, and says which --log to give
+        instead (one in /var/lib/netlog, which netlog makes), without
+        advising to change the system's folder; the folder below is not
+        made.
+        """
+        folder = os.path.join(self.top, "varlog")
+        os.mkdir(folder)
+        os.chown(folder, 0, pwd.getpwnam("nobody").pw_gid)
+        os.chmod(folder, 0o775)
+        log = os.path.join(folder, "netlog", "network.jsonl")
+        twistd = self.run_("netlog-standin", log)
+        self.assertNotEqual(twistd.wait(WAIT), 0)
+        with open(twistd.output.name, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        self.assertEqual(len(lines), 1, lines)
+        self.assertIn(f"--log {log}: the folder {folder}, above the log's folder", lines[0])
+        self.assertIn("can be written by the group", lines[0])
+        self.assertIn("give a --log in a folder only root can write, such as "
+                      "--log /var/lib/netlog/network.jsonl", lines[0])
+        self.assertNotIn("chmod", lines[0])
+        self.assertFalse(os.path.exists(os.path.dirname(log)))

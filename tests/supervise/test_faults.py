@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import select
 import signal
 import socket
@@ -25,6 +26,12 @@ LIFELINE_NOTICE = 0.5
 HELD_API_CONNECTIONS = 300
 #: The open files limit (soft and hard) the proxy starts under.
 LOW_LIMIT = 256
+#: Descriptors left free under the supervisor's limit once the API holds
+#: all it may: fewer than starting a worker takes (its pipes and control
+#: channel), even with those of the dead worker freed.
+SPARE_FDS = 2
+#: Failed starts to see logged before the API's connections are let go.
+FAILED_STARTS = 2
 
 
 def openFilesLimit(pid: int) -> tuple[int, int]:
@@ -202,6 +209,45 @@ class FaultTests(SynchronousTestCase):
         status, body = waitFor(lambda: _tryJSON(f"http://127.0.0.1:{apiPort}/network"), "the API to answer")
         self.assertEqual(status, 200)
         self.assertTrue(re.search(r"worker \d+ serving again", twistd.text()))
+
+    def test_spawnOutOfFilesRetried(self) -> None:
+        """
+        A supervisor that has no descriptor left to start a worker (the API
+        holding all it may, the open files limit just above) logs that it
+        could not start one and tries again, more than once, instead of
+        sitting with no worker; once the API's connections are let go, a
+        worker serves again and the proxy answers.
+        """
+        twistd = self.start("--api", "tcp:0", "--no-standby", "--api-idle-timeout", "300",
+                            openFiles=(LOW_LIMIT, LOW_LIMIT))
+        apiPort = twistd.apiPort()
+        first = twistd.waitServing(1)
+        pid = twistd.process.pid
+        self.assertEqual(openFilesLimit(pid), (LOW_LIMIT, LOW_LIMIT))
+        held = []
+        self.addCleanup(lambda: [s.close() for s in held])
+        for _ in range(MAX_API_CONNECTIONS):
+            s = socket.create_connection(("127.0.0.1", apiPort), timeout=WAIT)
+            held.append(s)
+            s.sendall(f"GET /network HTTP/1.1\r\nHost: 127.0.0.1:{apiPort}\r\n\r\n".encode())
+            self.assertTrue(s.recv(12).startswith(b"HTTP/1.1 200"))
+        # The limit as low as it can be with what the supervisor holds now:
+        # the next worker can't be started.
+        tight = len(os.listdir(f"/proc/{pid}/fd")) + SPARE_FDS
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (tight, tight))
+        os.kill(first, signal.SIGKILL)
+        failed = r"#error\] could not start a worker \(Too many open files\); nobody serves; trying again in [0-9.]+ s"
+        waitFor(lambda: len(re.findall(failed, twistd.text())) >= FAILED_STARTS, "failed starts, logged")
+        self.assertEqual(twistd.servingCount(), 1)
+        self.assertIsNone(twistd.process.poll())
+        for s in held:
+            s.close()
+        second = twistd.waitServing(2)
+        self.assertNotEqual(first, second)
+        self.assertRegex(twistd.text(), rf"worker {second} serving again, [0-9.]+ s after worker {first} died")
+        self.tunnel().close()
+        status, _ = waitFor(lambda: _tryJSON(f"http://127.0.0.1:{apiPort}/network"), "the API to answer")
+        self.assertEqual(status, 200)
 
 
 def _tryJSON(url: str) -> tuple[int, object] | None:
