@@ -526,11 +526,13 @@ class PrivilegeTests(unittest.TestCase):
         standin = Standin(self, directory, ["--resolve", "origin.test=127.0.0.1"],
                           twistdOptions=["--uid", "65534", "--gid", "65534"])
         yield standin.start()
+        # (Looked at once it has answered: its port accepts from the moment
+        # it is bound, as root, before twistd drops to nobody and serves.)
+        status, _, body = yield inThread(_get, standin.port, f"http://origin.test:{originPort}/hello")
+        self.assertEqual((status, body), (200, b"hello"))
         with open(f"/proc/{standin.process.pid}/status") as f:
             uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
         self.assertEqual(set(uids), {"65534"})
-        status, _, body = yield inThread(_get, standin.port, f"http://origin.test:{originPort}/hello")
-        self.assertEqual((status, body), (200, b"hello"))
         yield standin.waitEnded(1)
         st = os.stat(standin.log)
         self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o644))
