@@ -122,7 +122,40 @@ def profile(requests: int, scenario: str = "keep-alive", top: int = 30,
             report = pstats.Stats(stats)
             report.sort_stats("tottime").print_stats(top)
             report.sort_stats("cumulative").print_stats(r"netlog", top)
+            print(shares(report))
         shutil.rmtree(directory, ignore_errors=True)
+
+
+#: Where a profiled function's own time is counted, by where it is defined:
+#: the first part of its file's path (or of a C function's name) that
+#: matches, in this order.
+SHARE_KINDS = (
+    ("waiting in epoll (idle, not CPU)", ("method 'poll' of 'select.epoll'",)),
+    ("socket system calls (send, recv, accept, connect, shutdown, close)",
+     ("of '_socket.socket' objects", "socket.close", "posix.writev", "posix.close")),
+    ("TLS (OpenSSL and pyOpenSSL)", ("_openssl.", "/OpenSSL/", "/twisted/protocols/tls.py")),
+    ("netlog's own code", ("/netlog/",)),
+    ("Twisted's reactor and transports", ("/twisted/",)),
+)
+
+
+def shares(report: pstats.Stats) -> str:
+    """
+    The profile's own time (cProfile's C{tottime}) by kind, as shares of the
+    time not spent waiting: how much of a request's CPU netlog's code is,
+    against the event loop and the kernel under it.
+    """
+    totals: dict[str, float] = {}
+    for (path, _, function), row in report.stats.items():  # type: ignore[attr-defined]
+        where = f"{path}:{function}"
+        kind = next((name for name, marks in SHARE_KINDS if any(m in where for m in marks)), "other Python")
+        totals[kind] = totals.get(kind, 0.0) + row[2]
+    waiting = totals.pop(SHARE_KINDS[0][0], 0.0)
+    busy = sum(totals.values()) or 1.0
+    lines = [f"Own time by kind ({busy:.2f} s busy, {waiting:.2f} s waiting in epoll, left out):"]
+    for kind, seconds in sorted(totals.items(), key=lambda item: -item[1]):
+        lines.append(f"  {seconds / busy:6.1%}  {kind}")
+    return "\n".join(lines)
 
 
 def unloggedArgv(env: Environment, port: int) -> list[str]:
