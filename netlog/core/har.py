@@ -72,6 +72,7 @@ except ImportError:  # pragma: no cover
 from netlog.core.decoding import (
     REQUEST_LIMIT,
     RESPONSE_LIMIT,
+    decodeBase64,
     decodeContent,
     decodeText,
     isTextType,
@@ -948,7 +949,7 @@ def _b64(data: object) -> bytes:
         return b""
     try:
         # what base64.b64decode(data) does, without its checks in Python
-        return binascii.a2b_base64(data)
+        return decodeBase64(data)
     except (binascii.Error, ValueError):
         return b""
 
