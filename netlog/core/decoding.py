@@ -60,7 +60,7 @@ class Decoded:
     undecoded: tuple[str, str] | None = None
 
 
-def _openSSLDecodeBlock() -> Callable[[object, bytes, int], int] | None:
+def _openSSLDecodeBlock() -> Callable[[object, int, int], int] | None:
     """
     OpenSSL's C{EVP_DecodeBlock}, from the libcrypto that Python's own
     C{hashlib} is linked to (already loaded: no library of its own), or
@@ -76,7 +76,7 @@ def _openSSLDecodeBlock() -> Callable[[object, bytes, int], int] | None:
     except (ImportError, OSError, AttributeError, TypeError):
         return None
     function.restype = ctypes.c_int
-    function.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int)
+    function.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
     for encoded, decoded in ((b"TWFu", b"Man"), (b"TWE=", b"Ma\0"), (b"TQ==", b"M\0\0")):
         out = ctypes.create_string_buffer(3)
         if function(out, encoded, 4) != 3 or out.raw != decoded:
@@ -92,26 +92,45 @@ _BLOCK_LIMIT = 1 << 30
 def decodeBase64(data: str | bytes) -> bytes:
     """
     What C{binascii.a2b_base64(data)} gives (and raises), faster for base64
-    as netlog writes it (whole quads, C{=} only as the last quad's padding),
-    which OpenSSL decodes (L{_openSSLDecodeBlock}); anything else (junk,
+    as netlog writes it (see L{decodeWrittenBase64}); anything else (junk,
     whitespace, a misplaced C{=}, which C{binascii} skips or reads its own
     way) is left to C{binascii}.
     """
-    size = len(data)
-    if _decodeBlock is not None and 0 < size < _BLOCK_LIMIT and size % 4 == 0:
-        if isinstance(data, str):
-            encoded = data.encode("ascii") if data.isascii() else b""
-        else:
-            encoded = data
-        pad = 2 if encoded.endswith(b"==") else 1 if encoded.endswith(b"=") else 0
-        if encoded and encoded.find(b"=", 0, size - pad) < 0:
-            out = bytearray(size // 4 * 3)
-            # -1 for a byte outside the alphabet, fewer for whitespace
-            # trimmed at either end: both left to binascii
-            if _decodeBlock((ctypes.c_char * len(out)).from_buffer(out), encoded, size) == len(out):
-                with memoryview(out) as view:
-                    return view[: len(out) - pad].tobytes()
-    return binascii.a2b_base64(data)
+    if isinstance(data, str):
+        decoded = decodeWrittenBase64(data.encode("ascii")) if data.isascii() else None
+    else:
+        decoded = decodeWrittenBase64(data)
+    return decoded if decoded is not None else binascii.a2b_base64(data)
+
+
+def decodeWrittenBase64(data: bytes, start: int = 0, end: int | None = None) -> bytes | None:
+    """
+    The bytes C{data[start:end]} holds in base64 as netlog writes it (whole
+    quads of the standard alphabet, C{=} only as the last quad's padding),
+    decoded by OpenSSL (L{_openSSLDecodeBlock}) without copying it out; or
+    L{None} for anything else (or where OpenSSL isn't at hand). Where it
+    gives bytes they are what C{binascii.a2b_base64} gives.
+    """
+    end = len(data) if end is None else end
+    size = end - start
+    if _decodeBlock is None or type(data) is not bytes:
+        return None
+    if not 0 < size < _BLOCK_LIMIT or size % 4 or not 0 <= start <= end <= len(data):
+        return None
+    pad = 2 if data[end - 2 : end] == b"==" else 1 if data[end - 1] == 0x3D else 0
+    if data.find(b"=", start, end - pad) >= 0:
+        return None
+    out = bytearray(size // 4 * 3)
+    # the bytes' own buffer, at start (no copy; data is held meanwhile)
+    at = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
+    if at is None:
+        return None
+    # -1 for a byte outside the alphabet, fewer for whitespace trimmed at
+    # either end: both not as netlog writes it
+    if _decodeBlock((ctypes.c_char * len(out)).from_buffer(out), at + start, size) != len(out):
+        return None
+    with memoryview(out) as view:
+        return view[: len(out) - pad].tobytes()
 
 
 class _CannotDecode(Exception):

@@ -75,6 +75,7 @@ from netlog.core.decoding import (
     decodeBase64,
     decodeContent,
     decodeText,
+    decodeWrittenBase64,
     isTextType,
     parseCodings,
     parseContentType,
@@ -414,6 +415,86 @@ def _parseText(line: bytes) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+#: A string in an end line at least this long that follows L{_DATA_KEY} is
+#: looked at as a body's base64 (see L{_parseEnd}); a shorter one is parsed
+#: with the rest.
+_CUT_MIN = 256
+#: What precedes a body's base64 in an end line.
+_DATA_KEY = b'"data":"'
+#: The most bodies an end line has (the request's and the answer's).
+_MAX_CUTS = 2
+#: What the I{i}th body's base64 is replaced with in the line parsed
+#: without it: a string that only a C{\\u0000} can give.
+_PLACEHOLDER = b"\\u0000%d"
+_PLACEHOLDERS = tuple("\x00%d" % i for i in range(_MAX_CUTS))
+
+
+class _Base64Data:
+    """
+    A body's C{data} from an end line, decoded where it lay in the line
+    (L{_parseEnd}); L{_b64} gives it as it is.
+    """
+
+    __slots__ = ("decoded",)
+
+    def __init__(self, decoded: bytes) -> None:
+        self.decoded = decoded
+
+
+def _parseEnd(line: bytes) -> dict[str, Any] | None:
+    """
+    An end line's JSON object, as L{_parse} gives it, but for its bodies'
+    C{data} (C{request_body} and C{response}'s C{body}), which is an
+    L{_Base64Data} when it is base64 as netlog writes it.
+
+    Parsing 100 KB of base64 into a string, to decode it from the string,
+    costs more than the rest of the entry: so each long string after
+    L{_DATA_KEY} that is such base64 is decoded where it lies, and the line
+    parsed with a placeholder in its place. Base64's characters need no
+    escape, so the line parses the same with or without them; a
+    placeholder found anywhere but at a body's C{data} (a damaged line, a
+    key given twice), or the line not parsing, and the line is parsed
+    whole, as before.
+    """
+    cuts: list[tuple[int, int, bytes]] = []
+    at = 0
+    while len(cuts) < _MAX_CUTS:
+        found = line.find(_DATA_KEY, at)
+        if found < 0:
+            break
+        start = found + len(_DATA_KEY)
+        end = line.find(b'"', start)
+        if end < 0:
+            break
+        at = end + 1
+        if end - start >= _CUT_MIN:
+            decoded = decodeWrittenBase64(line, start, end)
+            if decoded is not None:
+                cuts.append((start, end, decoded))
+    if not cuts:
+        return _parse(line)
+    pieces = []
+    last = 0
+    for i, (start, end, _) in enumerate(cuts):
+        pieces += (line[last:start], _PLACEHOLDER % i)
+        last = end
+    pieces.append(line[last:])
+    rest = b"".join(pieces)
+    # the placeholders are told apart only if the line has no \u0000 of its own
+    record = _parse(rest) if rest.count(b"\\u0000") == len(cuts) else None
+    if record is None:
+        return _parse(line)
+    placed = 0
+    response = record.get("response")
+    for body in (record.get("request_body"), response.get("body") if isinstance(response, dict) else None):
+        if isinstance(body, dict):
+            data = body.get("data")
+            if data in _PLACEHOLDERS[: len(cuts)]:
+                body["data"] = _Base64Data(cuts[_PLACEHOLDERS.index(data)][2])
+                placed += 1
+    return record if placed == len(cuts) else _parse(line)
+
+
 class JoinStats:
     """
     What the second pass couldn't use, added to the index's count.
@@ -480,7 +561,7 @@ def joinLines(
         ended = None
         for offset, length in ends:
             if ended is None:
-                ended = _parse(readAt(offset, length))
+                ended = _parseEnd(readAt(offset, length))
                 if ended is None:
                     stats.unreadable += 1
             else:
@@ -945,6 +1026,8 @@ _NO_TIMINGS = {"blocked": -1, "dns": -1, "connect": -1, "send": 0, "wait": 0, "r
 
 
 def _b64(data: object) -> bytes:
+    if type(data) is _Base64Data:
+        return data.decoded
     if not isinstance(data, str):
         return b""
     try:
