@@ -62,6 +62,7 @@ from urllib.parse import parse_qsl, quote, unquote_plus, urljoin, urlsplit
 
 import netlog
 
+
 # Compiled, and only for speed: without it the export writes the same bytes,
 # slower (see encodeEntry).
 try:
@@ -179,7 +180,7 @@ class LineIndex:
         self._take(offset, len(line), n, isOpen, exchangeId, started)
 
     @staticmethod
-    def _startedIn(data: bytes, start: int, end: int, after: int) -> float | None:
+    def _startedIn(data: bytes | bytearray, start: int, end: int, after: int) -> float | None:
         """
         The C{started} of the open line at C{data[start:end]}, whose head
         ends at C{after}: read in place for a line as netlog writes it, else
@@ -190,42 +191,42 @@ class LineIndex:
             value = float(found.group(1))
             if value == value:  # not a NaN
                 return value
-        return _startOf(_parse(data[start:end]))
+        return _startOf(_parse(bytes(data[start:end])))
 
-    def addLines(self, offset: int, data: bytes) -> int:
+    def addLines(self, offset: int, data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
         """
-        Take every whole line in C{data}, which lies at C{offset} in the log:
-        the same as L{add} for each, without copying the lines out. Returns
-        how many bytes were taken (up to the last newline); the rest is the
-        start of a line not yet whole.
+        Take every whole line in C{data[start:end]}, C{data} lying at
+        C{offset} in the log: the same as L{add} for each, without copying
+        the lines out. Returns where the lines taken end in C{data} (after
+        the last newline); the rest is the start of a line not yet whole.
         """
+        stop = len(data) if end is None else end
         find = data.find
         match = _HEAD.match
         started = _STARTED.match
         take = self._take
-        start = 0
         lines = 0
         while True:
-            nl = find(b"\n", start)
+            nl = find(b"\n", start, stop)
             if nl < 0:
                 break
-            end = nl + 1
-            m = match(data, start, end)
+            lineEnd = nl + 1
+            m = match(data, start, lineEnd)
             if m is not None:
                 lines += 1
                 n, kind, exchangeId = m.groups()
                 if kind == b"open":
-                    s = started(data, m.end() - 1, min(end, start + _STARTED_WINDOW))
-                    take(offset + start, end - start, int(n), True, int(exchangeId),
-                         float(s.group(1)) if s is not None else self._startedIn(data, start, end, m.end() - 1))
+                    s = started(data, m.end() - 1, min(lineEnd, start + _STARTED_WINDOW))
+                    take(offset + start, lineEnd - start, int(n), True, int(exchangeId),
+                         float(s.group(1)) if s is not None else self._startedIn(data, start, lineEnd, m.end() - 1))
                 elif kind == b"end":
-                    take(offset + start, end - start, int(n), False, int(exchangeId), None)
+                    take(offset + start, lineEnd - start, int(n), False, int(exchangeId), None)
                 else:
-                    self._addNote(offset + start, end - start, int(exchangeId))
+                    self._addNote(offset + start, lineEnd - start, int(exchangeId))
             else:
                 # the rare line whose head isn't as netlog writes it
-                self.add(offset + start, data[start:end])
-            start = end
+                self.add(offset + start, bytes(data[start:lineEnd]))
+            start = lineEnd
         self.lines += lines
         return start
 

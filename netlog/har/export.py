@@ -41,7 +41,7 @@ from netlog.core.har import (
     joinLines,
 )
 
-#: Bytes read from the log at a time: the first pass's chunks, and at most
+#: Bytes read from the log at a time: the first pass's reads, and at most
 #: the second pass's blocks (see L{_Reader}).
 READ_SIZE = 1024 * 1024
 #: Bytes of HAR gathered before a write to C{out}.
@@ -83,22 +83,33 @@ def indexLog(fd: int, size: int, progress: Progress | None = None) -> LineIndex:
     The first pass: index the lines in the first C{size} bytes of C{fd}
     (the size when the export began: lines written after it wait for the
     next export).
+
+    The log is read into the same buffer each time, after the line not yet
+    whole at the last one's end: a new megabyte each time would cost a
+    page fault per page, and joining the line's start to it a copy.
     """
     index = LineIndex()
-    offset = 0
-    carry = b""
-    while offset < size:
-        chunk = os.pread(fd, min(READ_SIZE, size - offset), offset)
-        if not chunk:
+    buffer = bytearray(2 * READ_SIZE)
+    offset = 0  # where the buffer's first byte lies in the log
+    held = 0  # bytes at the buffer's start: a line not yet whole
+    while offset + held < size:
+        if len(buffer) - held < READ_SIZE:
+            # a line longer than the buffer so far
+            buffer.extend(bytes(len(buffer)))
+        with memoryview(buffer) as whole:
+            got = os.preadv(fd, [whole[held : held + min(READ_SIZE, size - offset - held)]], offset + held)
+        if not got:
             break
-        lineStart = offset - len(carry)
-        offset += len(chunk)
-        data = carry + chunk if carry else chunk
-        carry = data[index.addLines(lineStart, data) :]
+        filled = held + got
+        taken = index.addLines(offset, buffer, 0, filled)
+        held = filled - taken
+        if taken:
+            buffer[:held] = buffer[taken:filled]
+            offset += taken
         if progress is not None:
-            progress(offset, 0, size, 0)
-    if carry:
-        index.add(offset - len(carry), carry)
+            progress(offset + held, 0, size, 0)
+    if held:
+        index.add(offset, bytes(buffer[:held]))
     return index
 
 
