@@ -87,19 +87,24 @@ def _openSSLDecodeBlock() -> Callable[[object, int, int], int] | None:
 _decodeBlock = _openSSLDecodeBlock()
 #: The most base64 handed to C{EVP_DecodeBlock} at once (its length is a C int).
 _BLOCK_LIMIT = 1 << 30
+#: Base64 shorter than this is left to C{binascii}: calling OpenSSL through
+#: C{ctypes} costs microseconds, more than it saves on a short body.
+FAST_BASE64_MIN = 2048
 
 
 def decodeBase64(data: str | bytes) -> bytes:
     """
-    What C{binascii.a2b_base64(data)} gives (and raises), faster for base64
-    as netlog writes it (see L{decodeWrittenBase64}); anything else (junk,
+    What C{binascii.a2b_base64(data)} gives (and raises), faster for long
+    base64 as netlog writes it (see L{decodeWrittenBase64}); anything else (junk,
     whitespace, a misplaced C{=}, which C{binascii} skips or reads its own
     way) is left to C{binascii}.
     """
-    if isinstance(data, str):
-        decoded = decodeWrittenBase64(data.encode("ascii")) if data.isascii() else None
-    else:
-        decoded = decodeWrittenBase64(data)
+    decoded = None
+    if len(data) >= FAST_BASE64_MIN:
+        if isinstance(data, str):
+            decoded = decodeWrittenBase64(data.encode("ascii")) if data.isascii() else None
+        else:
+            decoded = decodeWrittenBase64(data)
     return decoded if decoded is not None else binascii.a2b_base64(data)
 
 
