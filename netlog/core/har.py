@@ -477,7 +477,7 @@ def _parseEnd(line: bytes) -> dict[str, Any] | None:
                 cuts.append((start, end, decoded))
     if not cuts:
         return _parse(line)
-    pieces = []
+    pieces: list[bytes] = []
     last = 0
     for i, (start, end, _) in enumerate(cuts):
         pieces += (line[last:start], _PLACEHOLDER % i)

@@ -96,8 +96,8 @@ class Base64Tests(SynchronousTestCase):
         padding), short or after a long run of base64, decodes to what
         C{binascii.a2b_base64} gives, or fails as it does.
         """
-        for data in (text, LONG_BASE64 + text):
-            data = data.encode("utf-8") if asBytes else data
+        for encoded in (text, LONG_BASE64 + text):
+            data: str | bytes = encoded.encode("utf-8") if asBytes else encoded
             self.assertEqual(_decoded(data), _a2b(data))
 
     @settings(max_examples=500)
