@@ -59,8 +59,9 @@ SLOT_SIZE = 2 * BATCH_BYTES
 #: The most of the log a worker reads in one go for a stretch: its lines
 #: and those between them (a line further on is read alone).
 SPAN_LIMIT = 2 * BATCH_BYTES
-#: The most exchanges in one stretch (many small ones add up slowly).
-BATCH_ENTRIES = 2048
+#: The most exchanges in one stretch (many small ones add up slowly): about
+#: 1 MB of small exchanges, as many as a stretch of 1 MB held.
+BATCH_ENTRIES = 1024
 #: Stretches in flight per worker: one being built, one waiting to be.
 BATCHES_AHEAD = 2
 
