@@ -62,7 +62,6 @@ from urllib.parse import parse_qsl, quote, unquote_plus, urljoin, urlsplit
 
 import netlog
 
-
 # Compiled, and only for speed: without it the export writes the same bytes,
 # slower (see encodeEntry).
 try:
