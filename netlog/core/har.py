@@ -70,10 +70,13 @@ except ImportError:  # pragma: no cover
     orjson = None  # type: ignore[assignment]
 
 from netlog.core.decoding import (
+    FAST_BASE64_MIN,
     REQUEST_LIMIT,
     RESPONSE_LIMIT,
+    decodeBase64,
     decodeContent,
     decodeText,
+    decodeWrittenBase64,
     isTextType,
     parseCodings,
     parseContentType,
@@ -177,7 +180,7 @@ class LineIndex:
         self._take(offset, len(line), n, isOpen, exchangeId, started)
 
     @staticmethod
-    def _startedIn(data: bytes, start: int, end: int, after: int) -> float | None:
+    def _startedIn(data: bytes | bytearray, start: int, end: int, after: int) -> float | None:
         """
         The C{started} of the open line at C{data[start:end]}, whose head
         ends at C{after}: read in place for a line as netlog writes it, else
@@ -188,42 +191,42 @@ class LineIndex:
             value = float(found.group(1))
             if value == value:  # not a NaN
                 return value
-        return _startOf(_parse(data[start:end]))
+        return _startOf(_parse(bytes(data[start:end])))
 
-    def addLines(self, offset: int, data: bytes) -> int:
+    def addLines(self, offset: int, data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
         """
-        Take every whole line in C{data}, which lies at C{offset} in the log:
-        the same as L{add} for each, without copying the lines out. Returns
-        how many bytes were taken (up to the last newline); the rest is the
-        start of a line not yet whole.
+        Take every whole line in C{data[start:end]}, C{data} lying at
+        C{offset} in the log: the same as L{add} for each, without copying
+        the lines out. Returns where the lines taken end in C{data} (after
+        the last newline); the rest is the start of a line not yet whole.
         """
+        stop = len(data) if end is None else end
         find = data.find
         match = _HEAD.match
         started = _STARTED.match
         take = self._take
-        start = 0
         lines = 0
         while True:
-            nl = find(b"\n", start)
+            nl = find(b"\n", start, stop)
             if nl < 0:
                 break
-            end = nl + 1
-            m = match(data, start, end)
+            lineEnd = nl + 1
+            m = match(data, start, lineEnd)
             if m is not None:
                 lines += 1
                 n, kind, exchangeId = m.groups()
                 if kind == b"open":
-                    s = started(data, m.end() - 1, min(end, start + _STARTED_WINDOW))
-                    take(offset + start, end - start, int(n), True, int(exchangeId),
-                         float(s.group(1)) if s is not None else self._startedIn(data, start, end, m.end() - 1))
+                    s = started(data, m.end() - 1, min(lineEnd, start + _STARTED_WINDOW))
+                    take(offset + start, lineEnd - start, int(n), True, int(exchangeId),
+                         float(s.group(1)) if s is not None else self._startedIn(data, start, lineEnd, m.end() - 1))
                 elif kind == b"end":
-                    take(offset + start, end - start, int(n), False, int(exchangeId), None)
+                    take(offset + start, lineEnd - start, int(n), False, int(exchangeId), None)
                 else:
-                    self._addNote(offset + start, end - start, int(exchangeId))
+                    self._addNote(offset + start, lineEnd - start, int(exchangeId))
             else:
                 # the rare line whose head isn't as netlog writes it
-                self.add(offset + start, data[start:end])
-            start = end
+                self.add(offset + start, bytes(data[start:lineEnd]))
+            start = lineEnd
         self.lines += lines
         return start
 
@@ -413,6 +416,88 @@ def _parseText(line: bytes) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+#: A string in an end line at least this long that follows L{_DATA_KEY} is
+#: looked at as a body's base64 (see L{_parseEnd}); a shorter one is parsed
+#: with the rest (the json module reads it faster than it is cut out).
+_CUT_MIN = FAST_BASE64_MIN
+#: What precedes a body's base64 in an end line.
+_DATA_KEY = b'"data":"'
+#: The most bodies an end line has (the request's and the answer's).
+_MAX_CUTS = 2
+#: What the I{i}th body's base64 is replaced with in the line parsed
+#: without it: a string that only a C{\\u0000} can give.
+_PLACEHOLDER = b"\\u0000%d"
+_PLACEHOLDERS = tuple("\x00%d" % i for i in range(_MAX_CUTS))
+
+
+class _Base64Data:
+    """
+    A body's C{data} from an end line, decoded where it lay in the line
+    (L{_parseEnd}); L{_b64} gives it as it is.
+    """
+
+    __slots__ = ("decoded",)
+
+    def __init__(self, decoded: bytes) -> None:
+        self.decoded = decoded
+
+
+def _parseEnd(line: bytes) -> dict[str, Any] | None:
+    """
+    An end line's JSON object, as L{_parse} gives it, but for its bodies'
+    C{data} (C{request_body} and C{response}'s C{body}), which is an
+    L{_Base64Data} when it is base64 as netlog writes it.
+
+    Parsing 100 KB of base64 into a string, to decode it from the string,
+    costs more than the rest of the entry: so each long string after
+    L{_DATA_KEY} that is such base64 is decoded where it lies, and the line
+    parsed with a placeholder in its place. Base64's characters need no
+    escape, so the line parses the same with or without them; a
+    placeholder found anywhere but at a body's C{data} (a damaged line, a
+    key given twice), or the line not parsing, and the line is parsed
+    whole, as before.
+    """
+    if len(line) < _CUT_MIN:
+        return _parse(line)
+    cuts: list[tuple[int, int, bytes]] = []
+    at = 0
+    while len(cuts) < _MAX_CUTS:
+        found = line.find(_DATA_KEY, at)
+        if found < 0:
+            break
+        start = found + len(_DATA_KEY)
+        end = line.find(b'"', start)
+        if end < 0:
+            break
+        at = end + 1
+        if end - start >= _CUT_MIN:
+            decoded = decodeWrittenBase64(line, start, end)
+            if decoded is not None:
+                cuts.append((start, end, decoded))
+    if not cuts:
+        return _parse(line)
+    pieces: list[bytes] = []
+    last = 0
+    for i, (start, end, _) in enumerate(cuts):
+        pieces += (line[last:start], _PLACEHOLDER % i)
+        last = end
+    pieces.append(line[last:])
+    rest = b"".join(pieces)
+    # the placeholders are told apart only if the line has no \u0000 of its own
+    record = _parse(rest) if rest.count(b"\\u0000") == len(cuts) else None
+    if record is None:
+        return _parse(line)
+    placed = 0
+    response = record.get("response")
+    for body in (record.get("request_body"), response.get("body") if isinstance(response, dict) else None):
+        if isinstance(body, dict):
+            data = body.get("data")
+            if data in _PLACEHOLDERS[: len(cuts)]:
+                body["data"] = _Base64Data(cuts[_PLACEHOLDERS.index(data)][2])
+                placed += 1
+    return record if placed == len(cuts) else _parse(line)
+
+
 class JoinStats:
     """
     What the second pass couldn't use, added to the index's count.
@@ -479,7 +564,7 @@ def joinLines(
         ended = None
         for offset, length in ends:
             if ended is None:
-                ended = _parse(readAt(offset, length))
+                ended = _parseEnd(readAt(offset, length))
                 if ended is None:
                     stats.unreadable += 1
             else:
@@ -944,11 +1029,13 @@ _NO_TIMINGS = {"blocked": -1, "dns": -1, "connect": -1, "send": 0, "wait": 0, "r
 
 
 def _b64(data: object) -> bytes:
+    if type(data) is _Base64Data:
+        return data.decoded
     if not isinstance(data, str):
         return b""
     try:
         # what base64.b64decode(data) does, without its checks in Python
-        return binascii.a2b_base64(data)
+        return decodeBase64(data)
     except (binascii.Error, ValueError):
         return b""
 

@@ -7,11 +7,14 @@ differ) and every unusable line is counted.
 
 from __future__ import annotations
 
+import base64
+import json
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.core.har import entriesFromLines
+from netlog.core.har import buildEntry, entriesFromLines
 from netlog.core.logline import encodeLine
 from tests.har.support import T0
 
@@ -94,3 +97,77 @@ class JoinTests(SynchronousTestCase):
         entries, counted = entriesFromLines(lines)
         self.assertEqual([e["request"]["url"] for e in entries], ["https://x.test/a", "https://x.test/d"])
         self.assertEqual(counted, 2)
+
+
+#: Ways an end line's bodies may be written: as netlog writes them, and
+#: damaged (junk in the base64, padding inside it, a C{data} given twice, a
+#: long base64 C{data} elsewhere, C{\u0000} of its own, a value like the
+#: stand-in netlog parses the line with).
+BODY_LINES = (
+    "netlog",
+    "junk",
+    "inner padding",
+    "twice",
+    "elsewhere",
+    "nul",
+    "placeholder",
+    "cut short",
+)
+
+
+class BodyDataTests(SynchronousTestCase):
+    """
+    An end line's bodies are decoded where they lie in the line; the entry
+    is the one built from the whole line parsed.
+    """
+
+    @given(
+        # short and long bodies: long base64 is decoded in place
+        st.binary(max_size=30).map(lambda b: b * 120),
+        st.binary(max_size=30).map(lambda b: b * 120),
+        st.sampled_from(BODY_LINES),
+        st.sampled_from(["text/html; charset=utf-8", "application/octet-stream", "text/plain", ""]),
+    )
+    @settings(max_examples=300, deadline=None)
+    def test_sameEntry(self, answer: bytes, sent: bytes, variant: str, contentType: str) -> None:
+        """
+        Whatever an end line's bodies hold, and however the line is damaged,
+        the export's entry is the one built from the open line and the end
+        line parsed whole with C{json} (or the line is counted unusable when
+        C{json} can't read it).
+        """
+        opened = encodeLine(1, "open", 1, 1, T0, {"kind": "exchange", "started": T0, "request": {
+            "method": "POST", "url": "https://x.test/", "headers": [["Content-Type", contentType]]}})
+        answerData = base64.b64encode(answer).decode("ascii")
+        sentData = base64.b64encode(sent).decode("ascii")
+        headers = [["Content-Type", contentType]]
+        extra: dict[str, object] = {}
+        if variant == "junk" and answerData:
+            answerData = answerData[: len(answerData) // 2] + " -\u00e9" + answerData[len(answerData) // 2 :]
+        elif variant == "inner padding" and len(answerData) > 8:
+            answerData = answerData[:4] + "==" + answerData[6:]
+        elif variant == "elsewhere":
+            extra["_note"] = {"data": sentData}
+        elif variant == "nul":
+            headers.append(["X-Nul", "a\u0000b"])
+        elif variant == "placeholder":
+            sentData = "\u00000"
+        line = encodeLine(2, "end", 1, 1, T0 + 1, {
+            "ended": T0 + 1,
+            "request_body": {"size": len(sent), "data": sentData},
+            "response": {"status": 200, "headers": headers, "body": {"size": len(answer), "data": answerData}},
+            **extra,
+        })
+        if variant == "twice":
+            # a second data for the answer's body: JSON keeps the last
+            line = line.replace(b',"data":"', b',"data":"%s","data":"' % base64.b64encode(sent[::-1]), 1)
+        elif variant == "cut short":
+            line = line[: len(line) // 2] + b"\n"
+        entries, unreadable = entriesFromLines([opened, line])
+        try:
+            ended = json.loads(line)
+        except ValueError:
+            # the exchange shows as still open, its end line counted
+            self.assertEqual((entries, unreadable), ([buildEntry(json.loads(opened), None, [])], 1))
+        else:
+            self.assertEqual((entries, unreadable), ([buildEntry(json.loads(opened), ended, [])], 0))

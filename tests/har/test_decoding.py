@@ -5,6 +5,8 @@ and property tests.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import gzip
 import zlib
 
@@ -16,9 +18,11 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core.capture import MAX_REQUEST_BODY, MAX_RESPONSE_BODY
 from netlog.core.decoding import (
+    FAST_BASE64_MIN,
     REQUEST_LIMIT,
     RESPONSE_LIMIT,
     SNIFF_BYTES,
+    decodeBase64,
     decodeContent,
     decodeText,
     isTextType,
@@ -45,6 +49,68 @@ ENCODERS = {
 
 def coding(name: str) -> str:
     return "deflate" if name == "raw-deflate" else name
+
+
+def _a2b(data: str | bytes) -> bytes | type:
+    try:
+        return binascii.a2b_base64(data)
+    except (binascii.Error, ValueError) as e:
+        return type(e)
+
+
+def _decoded(data: str | bytes) -> bytes | type:
+    try:
+        return decodeBase64(data)
+    except (binascii.Error, ValueError) as e:
+        return type(e)
+
+
+#: Base64's alphabet, its padding, and bytes binascii skips or refuses.
+_BASE64_ISH = st.sampled_from(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=" + "= \n\r\t-_.:\\\"\x00\x80\xff\u00e9"
+)
+
+
+#: Base64 long enough to be decoded by OpenSSL where it is at hand.
+LONG_BASE64 = base64.b64encode(bytes(range(256)) * 12).decode("ascii")
+assert len(LONG_BASE64) >= FAST_BASE64_MIN
+
+
+class Base64Tests(SynchronousTestCase):
+    def test_bodies(self) -> None:
+        """
+        A body's base64 as netlog writes it (any length, so any padding)
+        decodes to the body, given as text or bytes.
+        """
+        for size in (0, 1, 2, 3, 4, 5, 100, 99_999, 100_000, 100_001):
+            body = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
+            encoded = base64.b64encode(body)
+            self.assertEqual(decodeBase64(encoded), body)
+            self.assertEqual(decodeBase64(encoded.decode("ascii")), body)
+
+    @settings(max_examples=2000)
+    @given(st.lists(_BASE64_ISH, max_size=24).map("".join), st.booleans())
+    def test_sameAsBinascii(self, text: str, asBytes: bool) -> None:
+        """
+        Any text, base64 or not (junk, whitespace, misplaced or missing
+        padding), short or after a long run of base64, decodes to what
+        C{binascii.a2b_base64} gives, or fails as it does.
+        """
+        for encoded in (text, LONG_BASE64 + text):
+            data: str | bytes = encoded.encode("utf-8") if asBytes else encoded
+            self.assertEqual(_decoded(data), _a2b(data))
+
+    @settings(max_examples=500)
+    @given(st.binary(max_size=64), st.integers(min_value=0, max_value=90), st.sampled_from(list(" =\n.-\x00\x80")))
+    def test_damagedBase64(self, body: bytes, at: int, junk: str) -> None:
+        """
+        Long base64 with one character put in or replaced near its end
+        decodes as C{binascii.a2b_base64} decodes it.
+        """
+        encoded = LONG_BASE64 + base64.b64encode(body).decode("ascii")
+        at = min(len(LONG_BASE64) + at, len(encoded))
+        for data in (encoded[:at] + junk + encoded[at:], encoded[:at] + junk + encoded[at + 1 :]):
+            self.assertEqual(_decoded(data), _a2b(data))
 
 
 class ParseTests(SynchronousTestCase):

@@ -13,7 +13,9 @@ import tempfile
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.har.export import WRITE_SIZE, writeHar
+from netlog.core.har import LineIndex
+from netlog.har import export as exportModule
+from netlog.har.export import WRITE_SIZE, indexLog, writeHar
 from tests.har.support import T0, Log, validate
 from tests.support import netlogArgv, sourceEnv
 
@@ -76,6 +78,31 @@ class WriteHarTests(SynchronousTestCase):
         self.assertEqual(urls, ["https://live.test:443/"] + [f"https://shop.test/item/{i}" for i in range(60)])
         self.assertTrue(har["log"]["entries"][0]["_open"])
         self.assertEqual(validate(out.getvalue()), [])
+
+    def test_indexInSmallReads(self) -> None:
+        """
+        The first pass, reading the log a few bytes at a time (lines much
+        longer than a read, the last line cut short), indexes it as the
+        lines taken one by one do.
+        """
+        self.patch(exportModule, "READ_SIZE", 64)
+        log = bigLog(5, 2_000)
+        data = log.bytes() + b'{"n":99,"type":"open"'
+        with open(self.path, "wb") as f:
+            f.write(data)
+        expected = LineIndex()
+        at = 0
+        for line in data.splitlines(keepends=True):
+            expected.add(at, line)
+            at += len(line)
+        fd = os.open(self.path, os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        index = indexLog(fd, len(data))
+        self.assertEqual(
+            (list(index.openOffsets), list(index.openLengths), list(index.openStarts), index.lines, index.unreadable),
+            (list(expected.openOffsets), list(expected.openLengths), list(expected.openStarts), 12, 1),
+        )
+        self.assertEqual([index.endOf(n) for n in index.openIds], [expected.endOf(n) for n in expected.openIds])
 
     def test_snapshot(self) -> None:
         """
