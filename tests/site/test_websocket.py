@@ -30,6 +30,13 @@ class EchoServer(Protocol):
     and closes when asked.
     """
 
+    def extensions(self) -> list[Any]:
+        """
+        What it agrees to of what the browser offers (none), made afresh
+        for each connection (an extension keeps its connection's state).
+        """
+        return []
+
     def connectionMade(self) -> None:
         self.ws = WSConnection(ConnectionType.SERVER)
         self.parts: list[Any] = []
@@ -39,7 +46,7 @@ class EchoServer(Protocol):
         out = b""
         for event in self.ws.events():
             if isinstance(event, Request):
-                out += self.ws.send(AcceptConnection())
+                out += self.ws.send(AcceptConnection(extensions=self.extensions()))
             elif isinstance(event, Message):
                 self.parts.append(event.data)
                 if event.message_finished:

@@ -24,7 +24,6 @@ from wsproto.events import (
     BytesMessage,
     CloseConnection,
     Message,
-    Ping,
     Request,
     TextMessage,
 )
@@ -34,6 +33,7 @@ from netlog.core.har import entriesFromLines
 from netlog.core.wsmessages import MAX_INFLATED, MESSAGE_CAP
 from tests.har.support import export, validate, wavLoad
 from tests.site.support import RunningProxy, connectTunnel, openSocket
+from tests.site.test_websocket import EchoServer
 
 #: What the browser side sends, in order (a fragmented one in two parts).
 BIG = ("0123456789abcdef" * (MESSAGE_CAP // 16 + 4096))
@@ -48,38 +48,13 @@ SENT: list[Any] = [
 WHOLE: list[str | bytes] = ["hello", bytes(range(256)), "fragmented", BIG]
 
 
-class DeflateEcho(Protocol):
+class DeflateEcho(EchoServer):
     """
-    A WebSocket backend that agrees to permessage-deflate and echoes each
-    whole message once; answers a close with a close.
+    The echo backend, agreeing to permessage-deflate.
     """
 
-    def connectionMade(self) -> None:
-        self.ws = WSConnection(ConnectionType.SERVER)
-        self.parts: list[Any] = []
-
-    def dataReceived(self, data: bytes) -> None:
-        self.ws.receive_data(data)
-        out = b""
-        for event in self.ws.events():
-            if isinstance(event, Request):
-                out += self.ws.send(AcceptConnection(extensions=[PerMessageDeflate()]))
-            elif isinstance(event, Message):
-                self.parts.append(event.data)
-                if event.message_finished:
-                    whole = self.parts[0][:0].join(self.parts)
-                    self.parts = []
-                    kind = TextMessage if isinstance(whole, str) else BytesMessage
-                    out += self.ws.send(kind(data=whole))
-            elif isinstance(event, Ping):
-                out += self.ws.send(event.response())
-            elif isinstance(event, CloseConnection):
-                out += self.ws.send(event.response())
-                self.transport.write(out)
-                self.transport.loseConnection()
-                return
-        if out:
-            self.transport.write(out)
+    def extensions(self) -> list[Any]:
+        return [PerMessageDeflate()]
 
 
 def talk(sock: socket.socket | ssl.SSLSocket, host: str, target: str) -> dict[str, Any]:
