@@ -274,6 +274,9 @@ class Supervisor(MultiService):
         0 for never.
     @param standby: keep a second worker started ahead, built and waiting,
         that takes over the moment the serving one dies.
+    @param adoptSession: the dotted name of what serves a session in a
+        worker (see L{netlog.supervise.worker.workerSpec}); without it, no
+        session can be handed to one.
     @param fork: fork each worker from this process (sharing its memory,
         see L{netlog.supervise.fork}) instead of starting a new Python.
 
@@ -305,9 +308,11 @@ class Supervisor(MultiService):
         hangTimeout: float = HANG_TIMEOUT,
         sessions: Sequence[tuple[str, str, str]] = (),
         fork: bool = False,
+        adoptSession: str | None = None,
     ) -> None:
         MultiService.__init__(self)
         self._fork = fork
+        self._adoptSession = adoptSession
         #: C{(name, description, log path)} of each session fixed at start.
         self._sessionSpecs = list(sessions)
         #: name -> (log fd, listener) of each, once opened and bound, and
@@ -604,6 +609,7 @@ class Supervisor(MultiService):
             standby=standby,
             sessions=sessions,
             control=nextFd,
+            adoptSession=self._adoptSession,
         )
         control, theirs = connectSupervisorSide(self._reactor)
         childFDs[nextFd] = theirs.fileno()

@@ -64,6 +64,7 @@ def workerSpec(
     standby: bool = False,
     sessions: list[dict[str, Any]] | None = None,
     control: int | None = None,
+    adoptSession: str | None = None,
 ) -> str:
     """
     The JSON argument of a worker.
@@ -80,6 +81,11 @@ def workerSpec(
         listener.
     @param control: the worker's end of the control channel (see
         L{netlog.supervise.control}).
+    @param adoptSession: the dotted name of what serves a session from its
+        handed log and listener (L{netlog.session.manager.AdoptedSession}),
+        called with C{(proxy, reactor, name, log path, log fd, listener fd,
+        family, port)}; named, like C{buildProxy}, by whoever set sessions
+        up, so that the worker needs to know nothing of them.
     """
     return json.dumps(
         {
@@ -93,6 +99,7 @@ def workerSpec(
             "standby": standby,
             "sessions": sessions or [],
             "control": control,
+            "adoptSession": adoptSession,
         }
     )
 
@@ -132,21 +139,26 @@ def _startLogging(forked: bool = False) -> None:
         globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
 
 
-def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any) -> None:
+def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any) -> None:
     """
     Serve the supervisor's control channel on C{fd}: sessions made and
-    deleted over the API while this worker runs.
+    deleted over the API while this worker runs, each served by
+    C{AdoptedSession} (see L{workerSpec}'s C{adoptSession}).
     """
     import os
 
     from twisted.internet.protocol import Factory
 
-    from netlog.session.manager import AdoptedSession
     from netlog.supervise.control import WorkerSide
 
     def add(message: dict[str, Any], logFd: int, listenFd: int) -> None:
         name = str(message["name"])
-        if name in sessions.namedServices:
+        if AdoptedSession is None:
+            from twisted.logger import Logger
+
+            Logger(namespace="netlog.worker").error(
+                "the session {name} was handed to a worker that serves none", name=name)
+        if AdoptedSession is None or name in sessions.namedServices:
             os.close(logFd)
             os.close(listenFd)
             return
@@ -224,17 +236,19 @@ def main(argv: list[str], forked: bool = False) -> int:
             [(h["fd"], getattr(socket, h["family"]), factory) for h, (_, _, factory) in zip(handed, listeners)],
         )
         adopted.setServiceParent(top)
-        from netlog.session.manager import AdoptedSession
-
+        handedSessions = spec.get("sessions") or []
+        AdoptedSession: Any = namedAny(spec["adoptSession"]) if spec.get("adoptSession") else None
+        if AdoptedSession is None and handedSessions:
+            raise RuntimeError("the worker was handed sessions but no adoptSession to serve them")
         sessions = MultiService()
         sessions.setServiceParent(top)
-        for held in spec.get("sessions") or []:
+        for held in handedSessions:
             AdoptedSession(
                 proxy, reactor, held["name"], held["log"]["path"], held["log"]["fd"],
                 held["fd"], getattr(socket, held["family"]), held["port"],
             ).setServiceParent(sessions)
         if spec.get("control") is not None:
-            _serveControl(reactor, spec["control"], proxy, sessions)
+            _serveControl(reactor, spec["control"], proxy, sessions, AdoptedSession)
     except Exception:
         log.failure("the worker could not set up the proxy")
         return EXIT_SETUP_FAILED

@@ -310,6 +310,8 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
     argv = getattr(config, "argv", None)
     if argv is None:
         raise usage.UsageError("a supervised proxy needs options parsed by LogOptions.parseOptions")
+    from netlog.session.manager import AdoptedSession
+
     return Supervisor(
         reactor=reactor,
         optionsClass=dottedName(type(config)),
@@ -328,6 +330,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         policy=RestartPolicy(maxQuickDeaths=config.get("give-up-after")),
         sessions=_heldSessions(config),
         fork=True,
+        adoptSession=dottedName(AdoptedSession),
     )
 
 
