@@ -220,8 +220,8 @@ def _dumps(record: dict[str, Any], default: Callable[[Any], Any]) -> bytes:
     """
     A record as UTF-8 JSON, compact, keys in order.
 
-    orjson writes it three to four times faster than the C{json} module
-    (measured per exchange through the stand-in), and calls C{default} only
+    orjson writes it over ten times faster than the C{json} module (an
+    open line's fields: 0.5 µs against 7.4 µs), and calls C{default} only
     for what JSON has no type for; what it refuses, the C{json} module
     writes as it always did: a lone surrogate (from bytes read with
     C{surrogateescape}) as its escape, an integer past 64 bits, a key that
