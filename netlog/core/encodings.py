@@ -340,36 +340,33 @@ def _eucJPStep(data: bytes, p: int) -> tuple[str | None, int]:
     return _pairError(byte, p)
 
 
-def _eucKRStep(data: bytes, p: int) -> tuple[str | None, int]:
-    lead = data[p]
-    if lead < 0x80:
-        return chr(lead), p + 1
-    if not 0x81 <= lead <= 0xFE:
-        return None, p + 1
-    if p + 1 >= len(data):
-        return None, _INCOMPLETE
-    byte = data[p + 1]
-    if 0x41 <= byte <= 0xFE:
-        text = _lookup("EUC-KR", data[p : p + 2])
-        if text is not None:
-            return text, p + 2
-    return _pairError(byte, p)
+def _pairStep(name: str, trailing: Callable[[int], bool]) -> _Step:
+    """
+    The step of a two-byte encoding whose lead bytes are 0x81 to 0xFE (EUC-KR,
+    Big5): a lead and a trailing byte C{trailing} accepts make the pair the
+    encoding's index (read through C{name}'s codec) has, if it has it.
+    """
+
+    def step(data: bytes, p: int) -> tuple[str | None, int]:
+        lead = data[p]
+        if lead < 0x80:
+            return chr(lead), p + 1
+        if not 0x81 <= lead <= 0xFE:
+            return None, p + 1
+        if p + 1 >= len(data):
+            return None, _INCOMPLETE
+        byte = data[p + 1]
+        if trailing(byte):
+            text = _lookup(name, data[p : p + 2])
+            if text is not None:
+                return text, p + 2
+        return _pairError(byte, p)
+
+    return step
 
 
-def _big5Step(data: bytes, p: int) -> tuple[str | None, int]:
-    lead = data[p]
-    if lead < 0x80:
-        return chr(lead), p + 1
-    if not 0x81 <= lead <= 0xFE:
-        return None, p + 1
-    if p + 1 >= len(data):
-        return None, _INCOMPLETE
-    byte = data[p + 1]
-    if 0x40 <= byte <= 0x7E or 0xA1 <= byte <= 0xFE:
-        text = _lookup("Big5", data[p : p + 2])
-        if text is not None:
-            return text, p + 2
-    return _pairError(byte, p)
+_eucKRStep = _pairStep("EUC-KR", lambda byte: 0x41 <= byte <= 0xFE)
+_big5Step = _pairStep("Big5", lambda byte: 0x40 <= byte <= 0x7E or 0xA1 <= byte <= 0xFE)
 
 
 def _gb18030Step(data: bytes, p: int) -> tuple[str | None, int]:
