@@ -171,7 +171,27 @@ class _JSONResource(Resource):
         raise NotImplementedError()
 
 
-class NetworkResource(_JSONResource):
+class _LogResource(_JSONResource):
+    """
+    A leaf that reads the log (at C{logPath}, L{None} when the proxy keeps
+    none) in C{threadpool}'s threads.
+    """
+
+    def __init__(self, reactor: Any, threadpool: Any, logPath: str | None) -> None:
+        Resource.__init__(self)
+        self._reactor = reactor
+        self._threadpool = threadpool
+        self._logPath = logPath
+
+    @staticmethod
+    def _noLog(request: Request) -> Any:
+        """
+        The answer when the proxy keeps no log.
+        """
+        return _sendJSON(request, 404, {"error": "this proxy keeps no log (--no-log)"})
+
+
+class NetworkResource(_LogResource):
     """
     C{GET /network?after=N&limit=BYTES}: one page of the log.
 
@@ -181,10 +201,7 @@ class NetworkResource(_JSONResource):
     """
 
     def __init__(self, reactor: Any, threadpool: Any, logPath: str | None) -> None:
-        Resource.__init__(self)
-        self._reactor = reactor
-        self._threadpool = threadpool
-        self._logPath = logPath
+        _LogResource.__init__(self, reactor, threadpool, logPath)
         self._lock = DeferredLock()
         self._reader: Any = None
 
@@ -194,7 +211,7 @@ class NetworkResource(_JSONResource):
             {"after": (0, 0, 2**63 - 1), "limit": (DEFAULT_LIMIT, 1, MAX_LIMIT)},
         )
         if self._logPath is None:
-            return _sendJSON(request, 404, {"error": "this proxy keeps no log (--no-log)"})
+            return self._noLog(request)
         if self._reader is None:
             from netlog.log.reader import LogReader
 
@@ -319,23 +336,17 @@ def _sizeThrough(upto: int) -> Callable[[int, int], int]:
     return upTo
 
 
-class HarResource(_JSONResource):
+class HarResource(_LogResource):
     """
     C{GET /network.har[?upto=N]}: the HAR export of the whole log, or of the
     log as it was when it ended at line C{N} (what a reader whose cursor is
     C{N} has seen), streamed.
     """
 
-    def __init__(self, reactor: Any, threadpool: Any, logPath: str | None) -> None:
-        Resource.__init__(self)
-        self._reactor = reactor
-        self._threadpool = threadpool
-        self._logPath = logPath
-
     def renderGET(self, request: Request) -> Any:
         upto = parseQuery(_query(request), {"upto": (-1, 0, 2**63 - 1)})["upto"]
         if self._logPath is None:
-            return _sendJSON(request, 404, {"error": "this proxy keeps no log (--no-log)"})
+            return self._noLog(request)
         from netlog.har.export import writeHar
 
         request.setHeader(b"content-type", JSON_TYPE)
@@ -402,7 +413,7 @@ def _exchangeDetail(logPath: str, exchangeId: int, endLine: int | None) -> bytes
     return json.dumps(exchangeDetail(opened, ended, notes)).encode("ascii") + b"\n"
 
 
-class ExchangeResource(_JSONResource):
+class ExchangeResource(_LogResource):
     """
     C{GET /exchange?id=N[&end=M]}: the exchange whose open line is C{N}
     (and whose end line is C{M}, when the caller knows it) as
@@ -411,18 +422,12 @@ class ExchangeResource(_JSONResource):
     opened, so the page never holds every body.
     """
 
-    def __init__(self, reactor: Any, threadpool: Any, logPath: str | None) -> None:
-        Resource.__init__(self)
-        self._reactor = reactor
-        self._threadpool = threadpool
-        self._logPath = logPath
-
     def renderGET(self, request: Request) -> Any:
         params = parseQuery(_query(request), {"id": (0, 1, 2**63 - 1), "end": (0, 1, 2**63 - 1)})
         if params["id"] == 0:
             raise BadParameter("id", "is required: the n of the exchange's open line")
         if self._logPath is None:
-            return _sendJSON(request, 404, {"error": "this proxy keeps no log (--no-log)"})
+            return self._noLog(request)
         d = deferToThreadPool(
             self._reactor,
             self._threadpool,
