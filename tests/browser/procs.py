@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from tests.support import REPO, netlogArgv, sourceEnv, twistdArgv
 
@@ -226,17 +226,17 @@ class Proxy:
     state: str | None = None
 
 
-def writeSites(directory: str, site: Site) -> str:
+def writeSites(directory: str, site: Site, origins: Sequence[str] = ("https://shop.test",)) -> str:
     """
-    A C{sites.toml} with the test site as C{shop.test} (HTTPS) on its HTTP
-    backend.
+    A C{sites.toml} with the test site as C{shop.test} (by default its
+    HTTPS origin; or C{origins}) on its HTTP backend.
     """
     path = os.path.join(directory, "sites.toml")
     with open(path, "w", encoding="utf-8") as f:
         f.write(
             "[[site]]\n"
             'name = "shop"\n'
-            'origins = ["https://shop.test"]\n'
+            f"origins = {json.dumps(list(origins))}\n"
             f'backend = "http://127.0.0.1:{site.http}"\n'
         )
     return path

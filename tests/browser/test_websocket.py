@@ -130,14 +130,7 @@ class WebSocketThroughSiteProxyTests(SynchronousTestCase):
         self.tmp = tempfile.mkdtemp(prefix="netlog-browser-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.site = procs.startSite(self.tmp, self.addCleanup)
-        sitesPath = os.path.join(self.tmp, "sites.toml")
-        with open(sitesPath, "w", encoding="utf-8") as f:
-            f.write(
-                "[[site]]\n"
-                'name = "shop"\n'
-                f'origins = ["http://shop.test:{self.site.http}"]\n'
-                f'backend = "http://127.0.0.1:{self.site.http}"\n'
-            )
+        sitesPath = procs.writeSites(self.tmp, self.site, [f"http://shop.test:{self.site.http}"])
         self.proxy = procs.startSiteProxy(
             self.tmp, self.site, self.addCleanup, sitesPath=sitesPath, httpsRoute=False
         )
