@@ -76,7 +76,12 @@ class SupervisorTests(SynchronousTestCase):
         self.reactor = FakeReactor()
         self.gaveUp: list[int] = []
 
-    def supervisor(self, standby: bool = True, hangTimeout: float = 0, **kw: Any) -> Supervisor:
+    def supervisor(self, standby: bool = True, hangTimeout: float = 0, policy: RestartPolicy | None = None,
+                   **kw: Any) -> Supervisor:
+        """
+        A started supervisor of dummy workers, restarting them by C{policy}
+        (by default one that gives up after 4 quick deaths).
+        """
         supervisor = Supervisor(
             reactor=self.reactor,
             optionsClass="tests.supervise.dummy.Options",
@@ -87,7 +92,7 @@ class SupervisorTests(SynchronousTestCase):
             onGiveUp=self.gaveUp.append,
             standby=standby,
             hangTimeout=hangTimeout,
-            policy=RestartPolicy(quick=1.0, minDelay=0.25, maxDelay=8.0, maxQuickDeaths=4),
+            policy=policy or RestartPolicy(quick=1.0, minDelay=0.25, maxDelay=8.0, maxQuickDeaths=4),
             grace=5.0,
             **kw,
         )
@@ -262,18 +267,8 @@ class SupervisorTests(SynchronousTestCase):
         With the default policy, many quick deaths in a row never stop it:
         it starts another after at most 30 s, each time.
         """
-        supervisor = Supervisor(
-            reactor=self.reactor,
-            optionsClass="tests.supervise.dummy.Options",
-            buildProxy="tests.supervise.dummy.buildProxy",
-            argv=["--x"],
-            logPath=None,
-            listeners=[],
-            onGiveUp=self.gaveUp.append,
-            standby=False,
-            hangTimeout=0,
-        )
-        supervisor.startService()
+        # (RestartPolicy() is the policy a Supervisor makes when given none.)
+        supervisor = self.supervisor(standby=False, policy=RestartPolicy())
         for _ in range(20):
             before = len(self.reactor.processes)
             self.reactor.processes[-1].die()
