@@ -262,18 +262,28 @@ class Exchange:
         if not self.done:
             self.fail("the proxy failed: " + failure.getErrorMessage())
 
-    def _connected(self, result: tuple[UpstreamProtocol, bool, str, float | None]) -> None:
+    def _use(self, result: tuple[UpstreamProtocol, bool, str, float | None]) -> bool:
+        """
+        Make the connection C{result} names (as L{IEngine.upstreamFor}
+        gives it) this exchange's; C{False}, and the connection back to the
+        pool, when the exchange ended meanwhile (the browser went away while
+        we connected).
+        """
         upstream, reused, address, connectedAt = result
         if self.done:
-            # The browser went away while we connected.
             self.proxy.pool.put(upstream)
-            return
+            return False
         self.upstream = upstream
         self.reused = reused
         self.address = address
         self.connectedAt = None if reused else connectedAt
         upstream.exchange = self
         upstream.raw = False
+        return True
+
+    def _connected(self, result: tuple[UpstreamProtocol, bool, str, float | None]) -> None:
+        if not self._use(result):
+            return
         if not self.id:
             # Logged before it goes: the backend never has a request the log
             # doesn't.
@@ -602,15 +612,10 @@ class Exchange:
         d = self.proxy.upstreamFor(self.route, fresh=True)
 
         def again(result: tuple[UpstreamProtocol, bool, str, float | None]) -> None:
-            upstream, reused, address, connectedAt = result
-            if self.done:
-                self.proxy.pool.put(upstream)
+            if not self._use(result):
                 return
-            self.upstream = upstream
-            self.address = address
-            self.connectedAt = connectedAt
-            upstream.exchange = self
-            upstream.reader.expectResponseTo(self.head.method)
+            assert self.upstream is not None
+            self.upstream.reader.expectResponseTo(self.head.method)
             self._write(sent)
             self._attach()
 
