@@ -306,6 +306,25 @@ def _checkOurs(path: str, st: os.stat_result) -> None:
         )
 
 
+def _checkFile(path: str, st: os.stat_result, shared: bool) -> None:
+    """
+    Refuse a log file that isn't a regular file, isn't ours in a shared
+    (sticky) folder, or has another name.
+    """
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeLogPath(f"the log path {path} is not a regular file; remove it or choose another --log")
+    if shared:
+        _checkOurs(path, st)
+    if st.st_nlink != 1:
+        # Another name for the same file (a hard link) could be any file
+        # of root's; making it 0644 and root's would be a gift.
+        raise UnsafeLogPath(
+            f"the log file {path} has {st.st_nlink} names (hard links); "
+            f"netlog only writes a file with one: remove the other names "
+            f"or choose another --log"
+        )
+
+
 def checkLogPath(path: str, uid: int | None = None, gid: int | None = None) -> None:
     """
     Check, without opening it, that the log can be opened safely at C{path}:
@@ -351,16 +370,7 @@ def checkLogPath(path: str, uid: int | None = None, gid: int | None = None) -> N
             f"the log path {path} is a symbolic link; netlog never writes "
             f"through one: remove it or choose another --log"
         )
-    if not stat.S_ISREG(st.st_mode):
-        raise UnsafeLogPath(f"the log path {path} is not a regular file; remove it or choose another --log")
-    if shared:
-        _checkOurs(path, st)
-    if st.st_nlink != 1:
-        raise UnsafeLogPath(
-            f"the log file {path} has {st.st_nlink} names (hard links); "
-            f"netlog only writes a file with one: remove the other names "
-            f"or choose another --log"
-        )
+    _checkFile(path, st, shared)
 
 
 def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> int:
@@ -413,21 +423,7 @@ def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> in
         raise
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafeLogPath(
-                f"the log path {path} is not a regular file; remove it or "
-                f"choose another --log"
-            )
-        if shared:
-            _checkOurs(path, st)
-        if st.st_nlink != 1:
-            # Another name for the same file (a hard link) could be any file
-            # of root's; making it 0644 and root's would be a gift.
-            raise UnsafeLogPath(
-                f"the log file {path} has {st.st_nlink} names (hard links); "
-                f"netlog only writes a file with one: remove the other names "
-                f"or choose another --log"
-            )
+        _checkFile(path, st, shared)
         os.set_blocking(fd, True)
         os.fchmod(fd, FILE_MODE)
         if os.geteuid() == 0:
