@@ -32,8 +32,11 @@ from netlog.core.http1 import (
     Refused,
     RequestHead,
     RequestReader,
+    ResponseHead,
+    HeadFields,
     keepAlive,
     readRefusedRequest,
+    serializeHead,
 )
 from netlog.core.logline import REASON_STOPPED
 from netlog.core.records import (
@@ -41,8 +44,6 @@ from netlog.core.records import (
     EXCHANGE,
     REFUSED_TEXT,
     TUNNEL,
-    UNANSWERED_TEXT,
-    UNREACHED_TEXT,
     connectUrl,
     endRecord,
     hostPort,
@@ -53,8 +54,8 @@ from netlog.core.records import (
     urlAuthority,
 )
 from netlog.net.relay import CLIENT, TUNNEL_ANSWER, Gate, tunnelAnswerFields
-from netlog.net.send import noDelay
-from netlog.proxy.contracts import IEngine
+from netlog.net.send import noDelay, sendNow
+from netlog.proxy.contracts import IBrowserStream, IEngine
 from netlog.proxy.exchange import Exchange, latin1
 from netlog.proxy.mode import BLIND, OPEN, Refusal, Route
 from netlog.proxy.tunnel import CONNECTING, Tunnel
@@ -88,10 +89,12 @@ BAD_REQUEST = 400
 BUSY = "busy"
 
 
-@implementer(IHandshakeListener)
+@implementer(IHandshakeListener, IBrowserStream)
 class BrowserConnection(Protocol):
     """
-    One connection from the browser, on any of the listeners.
+    One connection from the browser, on any of the listeners; over HTTP/1.1,
+    the browser's side of each exchange on it in turn (L{IBrowserStream}:
+    the answer's events framed as HTTP/1.1 bytes).
 
     @ivar state: what this connection reads: L{FORWARD}, L{HTTPS_ROUTE},
         L{HTTP_ROUTE}; once a CONNECT the mode opens is answered
@@ -100,13 +103,16 @@ class BrowserConnection(Protocol):
     """
 
     __slots__ = (
+        "_batch",
         "_handshake",
         "_idleCall",
         "_lastActive",
         "_partialStart",
         "client",
+        "closeAfter",
         "closing",
         "connectionId",
+        "dechunk",
         "discarding",
         "exchange",
         "gate",
@@ -123,6 +129,7 @@ class BrowserConnection(Protocol):
     )
 
     transport: Any
+    version = b"HTTP/1.1"
 
     def __init__(self, proxy: IEngine, state: str) -> None:
         self.proxy = proxy
@@ -146,6 +153,14 @@ class BrowserConnection(Protocol):
         #: A site's CONNECT whose TLS handshake hasn't finished: its head,
         #: URL, start and server, for the entry written if it fails.
         self._handshake: tuple[RequestHead, str, float, tuple[str, int]] | None = None
+        #: The exchange's connection is closed once it ends (the request
+        #: said so, or the answer is framed by the close).
+        self.closeAfter = False
+        #: The answer comes chunked and the browser speaks HTTP/1.0, which
+        #: has no chunks: it gets the body's bytes, ended by the close.
+        self.dechunk = False
+        #: What is gathered for one write (see L{gather}), or L{None}.
+        self._batch: list[bytes] | None = None
 
     # -- connection ---------------------------------------------------------------
 
@@ -377,13 +392,13 @@ class BrowserConnection(Protocol):
                 self.gate.release(CONNECTING)
             self.pump()
 
-    def exchangeDone(self, exchange: Exchange, close: bool) -> None:
+    def exchangeDone(self, exchange: Exchange, cut: bool) -> None:
         if exchange is not self.exchange:
             return
         if self.rawPeer is exchange:
             return
         self.exchange = None
-        if close or self.gone:
+        if cut or self.closeAfter or self.gone:
             self.close()
             return
         if self.gate.reasons:
@@ -479,9 +494,94 @@ class BrowserConnection(Protocol):
     def _startExchange(self, head: RequestHead, url: str, route: Route, at: float) -> None:
         exchange = Exchange(self.proxy, self, head, url, route, at)
         self.exchange = exchange
+        self.closeAfter = not exchange.fields.keepAlive
+        self.dechunk = False
         # (The timer, set for the head, looks again when it fires: the
         # exchange's idle deadline is later.)
         exchange.start()
+
+    # -- the answer, framed as HTTP/1.1 (IBrowserStream) ------------------------------------
+
+    def answerInterim(self, head: ResponseHead) -> int:
+        self._send(head.raw)
+        return len(head.raw)
+
+    def answerHead(self, head: ResponseHead, fields: HeadFields, headers: list[tuple[bytes, bytes]],
+                   upgraded: bool) -> tuple[list[tuple[bytes, bytes]], int]:
+        exchange = self.exchange
+        assert exchange is not None
+        request = exchange.head
+        if request.version == b"HTTP/1.0" and not head.eofFramed and fields.has(b"transfer-encoding"):
+            # (The reader frames a response with Transfer-Encoding either by
+            # its chunks or, when chunked isn't last, by the close.)
+            self.dechunk = True
+            self.closeAfter = True
+            headers = [field for field in headers if field[0].lower() != b"transfer-encoding"]
+        if head.eofFramed:
+            self.closeAfter = True
+        extra: list[tuple[bytes, bytes]] = []
+        if upgraded:
+            extra.append((b"Connection", b"Upgrade"))
+        elif self.closeAfter:
+            extra.append((b"Connection", b"close"))
+        elif request.version == b"HTTP/1.0":
+            extra.append((b"Connection", b"keep-alive"))
+        data = serializeHead(b"HTTP/1.1 %d %s" % (head.status, head.reason), headers, extra=extra)
+        self._send(data)
+        return headers + extra, len(data)
+
+    def answerData(self, data: bytes, raw: bytes) -> int:
+        out = data if self.dechunk else raw
+        self._send(out)
+        return len(out)
+
+    def answerEnd(self, end: EndOfMessage) -> int:
+        if not end.raw or self.dechunk:
+            return 0
+        self._send(end.raw)
+        return len(end.raw)
+
+    def cutAnswer(self, raw: bytes) -> int | None:
+        """
+        The server left in the middle of the answer with C{raw} (its
+        framing) read and not relayed: relayed as it came (its framing then
+        tells the browser the answer is cut, and the connection closes),
+        unless the answer is dechunked, where only an abort says it.
+        """
+        if self.dechunk:
+            return None
+        self._send(raw)
+        self.closeAfter = True
+        return len(raw)
+
+    def _send(self, data: bytes) -> None:
+        if self._batch is not None:
+            self._batch.append(data)
+        else:
+            sendNow(self.transport, data)
+
+    def gather(self) -> None:
+        self._batch = []
+
+    def flush(self) -> None:
+        batch, self._batch = self._batch, None
+        if batch:
+            sendNow(self.transport, batch[0] if len(batch) == 1 else b"".join(batch))
+
+    def abort(self) -> None:
+        self.transport.abortConnection()
+
+    def finishRaw(self) -> None:
+        self.transport.loseConnection()
+
+    def attachAnswerProducer(self, producer: Any) -> None:
+        self.transport.registerProducer(producer, True)
+
+    def detachAnswerProducer(self) -> None:
+        try:
+            self.transport.unregisterProducer()
+        except Exception:
+            pass
 
     # -- answers netlog gives itself ------------------------------------------------------
 
@@ -563,47 +663,6 @@ class BrowserConnection(Protocol):
             self.close()
         elif self.queue:
             self.queue.popleft()
-
-    def refuseExchange(self, exchange: Exchange, status: int, reason: str) -> None:
-        """
-        The destination policy refused where the exchange would go.
-        """
-        exchange.done = True
-        self.exchange = None
-        self.refuse(exchange.head, exchange.url, exchange.started, status, reason,
-                     server=(exchange.route.host, exchange.route.port))
-
-    def failBeforeAnswer(self, exchange: Exchange, status: int, reason: str) -> None:
-        """
-        No upstream connection could be made: the browser gets C{status}; the
-        entry is written whole, C{_failed}.
-        """
-        self.exchange = None
-        response, size = self.answer(status, UNREACHED_TEXT.format(reason))
-        self.proxy.writer.refuse(
-            exchange._openFields(),
-            endRecord(self.reactor.seconds(), up=len(exchange.head.raw), down=size, response=response,
-                      failed=reason, failedStatus=status),
-        )
-        self.close()
-
-    def failAfterOpen(self, exchange: Exchange, status: int, reason: str, refused: bool = False) -> None:
-        """
-        The upstream went away before answering (or the request's body turned
-        out malformed, C{refused}): the browser gets C{status}, the open entry
-        ends C{_failed} (or C{_refused}).
-        """
-        self.exchange = None
-        response, size = self.answer(status, (REFUSED_TEXT if refused else UNANSWERED_TEXT).format(reason))
-        exchange.response = response
-        exchange.responseBody = None
-        exchange.down += size
-        if refused:
-            fields = exchange.endFields(refused=(reason, status))
-        else:
-            fields = exchange.endFields(failed=reason, failedStatus=status)
-        self.proxy.writer.end(exchange.id, fields)
-        self.close()
 
     # -- CONNECT --------------------------------------------------------------------------
 

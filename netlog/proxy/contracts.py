@@ -1,8 +1,10 @@
 """
 What the engine's parts ask of each other, declared once so that none of
 them imports another to name it: the service that owns the listeners and the
-pool (L{IEngine}), the browser's connection as an exchange or a tunnel sees it
-(L{IBrowserSide}), and the exchange as its upstream connection feeds it
+pool (L{IEngine}), the browser's connection as a tunnel sees it
+(L{IBrowserSide}), the browser's side of one exchange whatever protocol
+carries it (L{IBrowserStream}: an HTTP/1.1 connection, or one stream of an
+HTTP/2 connection), and the exchange as its upstream connection feeds it
 (L{IAnswerSink}). The arrows then run one way: service, browser, exchange and
 tunnel, upstream.
 """
@@ -13,6 +15,7 @@ from typing import Any, Callable, Protocol
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
+from zope.interface import Attribute, Interface
 
 from netlog.log.writer import LogWriter
 from netlog.net.policy import DestinationPolicy
@@ -51,7 +54,7 @@ class IEngine(Protocol):
 
 class IBrowserSide(Protocol):
     """
-    The browser's connection, as an exchange or a tunnel on it uses it.
+    The browser's connection, as a blind tunnel on it uses it.
     """
 
     transport: Any
@@ -61,19 +64,7 @@ class IBrowserSide(Protocol):
     gone: bool
     rawPeer: Any
 
-    def exchangeReady(self, exchange: Any) -> None: ...
-
-    def exchangeDone(self, exchange: Any, close: bool) -> None: ...
-
-    def discardRestOfRequest(self, exchange: Any) -> None: ...
-
     def enterRaw(self, peer: Any) -> bytes: ...
-
-    def refuseExchange(self, exchange: Any, status: int, reason: str) -> None: ...
-
-    def failBeforeAnswer(self, exchange: Any, status: int, reason: str) -> None: ...
-
-    def failAfterOpen(self, exchange: Any, status: int, reason: str, refused: bool = False) -> None: ...
 
     def refuse(self, head: Any, url: str, at: float, status: int, reason: str,
                server: tuple[str, int], kind: str = ...) -> None: ...
@@ -83,9 +74,138 @@ class IBrowserSide(Protocol):
 
     def close(self) -> None: ...
 
-    def touch(self, now: float) -> None: ...
 
-    def wakeBy(self, when: float) -> None: ...
+class IBrowserStream(Interface):
+    """
+    The browser's side of one exchange: where its request comes from and
+    where its answer goes, in protocol-neutral events (an answer's head, its
+    body's pieces, its end, an abort). An HTTP/1.1 connection is one (it
+    frames the answer in bytes: chunks, C{Connection}, whether the
+    connection is kept); a stream of an HTTP/2 connection is another (it
+    sends HEADERS and DATA frames under flow control). The exchange doesn't
+    know which it has.
+
+    Backpressure runs per stream: L{gate} pauses the reading of this
+    exchange's request (a producer the upstream connection's transport is
+    given), and L{attachAnswerProducer} hands the stream the upstream's gate
+    to pause while the browser can't take more of the answer.
+    """
+
+    client = Attribute("The browser's address, C{host:port}.")
+    connectionId = Attribute("The browser connection's id in the log (shared by an HTTP/2 connection's streams).")
+    version = Attribute("The protocol toward the browser as the log names it: C{b'HTTP/1.1'} or C{b'HTTP/2'}.")
+    gate = Attribute("The producer that pauses the reading of this stream's request (a L{Gate}).")
+
+    def exchangeReady(exchange: Any) -> None:
+        """
+        The exchange's head has gone up: the request's body may follow.
+        """
+
+    def exchangeDone(exchange: Any, cut: bool) -> None:
+        """
+        The exchange has ended and its end line is written; C{cut}: its
+        answer didn't end as it should (the stream can't carry more).
+        """
+
+    def discardRestOfRequest(exchange: Any) -> None:
+        """
+        The answer came before the request ended: the request's rest is read
+        and dropped.
+        """
+
+    def enterRaw(peer: Any) -> bytes:
+        """
+        Hand the rest of the connection to C{peer} (a WebSocket, an answer
+        that isn't HTTP); return what was read and not relayed yet.
+        """
+
+    def answer(status: int, text: str, headers: list[tuple[bytes, bytes]] = ...,
+               close: bool = True) -> tuple[dict[str, Any], int]:
+        """
+        Answer with netlog's own C{status} and plain C{text}; return its
+        C{response} record and the bytes it took.
+        """
+
+    def answerInterim(head: Any) -> int:
+        """
+        Send an interim (1xx) answer's head; return the bytes it took.
+        """
+
+    def answerHead(head: Any, fields: Any, headers: list[tuple[bytes, bytes]],
+                   upgraded: bool) -> tuple[list[tuple[bytes, bytes]], int]:
+        """
+        Send the answer's head: C{head} as the server sent it, C{fields} its
+        fields read once, C{headers} what is relayed of them (hop-by-hop
+        fields dropped, backend names rewritten). Return the fields as the
+        browser gets them and the bytes the head took.
+        """
+
+    def answerData(data: bytes, raw: bytes) -> int:
+        """
+        Send a piece of the answer's body: C{data} with the transfer coding
+        undone, C{raw} as the server framed it (a stream whose framing is the
+        server's may send it as it came). Return the bytes it took.
+        """
+
+    def answerEnd(end: Any) -> int:
+        """
+        The answer's body has ended (C{end}: its trailers, and the last of
+        the server's framing); return the bytes it took.
+        """
+
+    def cutAnswer(raw: bytes) -> int | None:
+        """
+        The server left in the middle of the answer, C{raw} its framing read
+        and not relayed. A stream that relays the server's framing as it
+        came sends it (that framing tells the browser the answer is cut) and
+        returns the bytes it took; otherwise L{None}, and the exchange
+        aborts the answer.
+        """
+
+    def gather() -> None:
+        """
+        Hold what is sent until L{flush}: the pieces one read brought go in
+        one write.
+        """
+
+    def flush() -> None:
+        """
+        Send what was gathered, and send at once again.
+        """
+
+    def abort() -> None:
+        """
+        Cut the answer: the browser must see it is incomplete (the
+        connection aborted, or the stream reset).
+        """
+
+    def finishRaw() -> None:
+        """
+        A raw relay's server side closed: close the browser's side after
+        what is sent.
+        """
+
+    def attachAnswerProducer(producer: Any) -> None:
+        """
+        Pause C{producer} (the upstream's gate) while the browser can't take
+        more of the answer.
+        """
+
+    def detachAnswerProducer() -> None:
+        """
+        Stop pausing the producer L{attachAnswerProducer} gave.
+        """
+
+    def touch(now: float) -> None:
+        """
+        Something passed for the exchange at C{now}: its idle timeout starts
+        again.
+        """
+
+    def wakeBy(when: float) -> None:
+        """
+        Have the exchange's timer fire by C{when} (its head line is due).
+        """
 
 
 class IAnswerSink(Protocol):

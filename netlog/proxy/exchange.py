@@ -3,11 +3,13 @@ One exchange through the engine: a request relayed to its upstream (a site's
 backend or a live host) and the answer relayed back, both streamed with
 backpressure, and kept in the network log as the mode says.
 
-The browser side (L{netlog.proxy.browser.BrowserConnection}) hands the
-exchange the request's events; the upstream side
-(L{netlog.proxy.upstream.UpstreamProtocol}) hands it the server's bytes. Once
-an answer is a C{101} (a WebSocket) or can't be read as HTTP, both sides are
-relayed raw until one closes.
+The browser side (an L{IBrowserStream}: an HTTP/1.1 connection, or one
+stream of an HTTP/2 connection) hands the exchange the request's events and
+carries the answer's events to the browser in its own protocol; the
+upstream side (L{netlog.proxy.upstream.UpstreamProtocol}) hands it the
+server's bytes. The exchange writes no bytes of its own toward the browser.
+Once an answer is a C{101} (a WebSocket, on HTTP/1.1 only) or can't be read
+as HTTP, both sides are relayed raw until one closes.
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from netlog.core.http1 import (
     ResponseHead,
     Unparsable,
     HeadFields,
-    serializeHead,
 )
 from netlog.core.records import (
     EXCHANGE,
+    REFUSED_TEXT,
+    UNANSWERED_TEXT,
+    UNREACHED_TEXT,
     endRecord,
     headRecord,
     isWebSocket,
@@ -51,7 +55,7 @@ from netlog.core.wsmessages import KeptBudget, Message, MessageAssembler, parseD
 from netlog.net.connect import describeFailure
 from netlog.net.relay import BACKPRESSURE, CLIENT, PROXY, SERVER
 from netlog.net.send import sendNow
-from netlog.proxy.contracts import IBrowserSide, IEngine
+from netlog.proxy.contracts import IBrowserStream, IEngine
 from netlog.proxy.mode import DestinationRefused, Route
 from netlog.proxy.upstream import UpstreamProtocol
 
@@ -130,15 +134,13 @@ class Exchange:
     """
 
     __slots__ = (
-        "_batch",
         "_sent",
         "_sentSize",
         "_trimmed",
         "address",
         "browser",
-        "closeBrowser",
         "closedBy",
-        "dechunk",
+        "cut",
         "done",
         "down",
         "fields",
@@ -179,7 +181,7 @@ class Exchange:
     def __init__(
         self,
         proxy: IEngine,
-        browser: IBrowserSide,
+        browser: IBrowserStream,
         head: RequestHead,
         url: str,
         route: Route,
@@ -208,10 +210,9 @@ class Exchange:
         self.retried = False
         #: The request's fields, read once.
         self.fields = HeadFields(head.version, head.headers)
-        self.closeBrowser = not self.fields.keepAlive
-        #: The answer comes chunked and the browser speaks HTTP/1.0, which
-        #: has no chunks: it gets the body's bytes, ended by the close.
-        self.dechunk = False
+        #: The answer was cut (the server left in its middle, a timeout):
+        #: the browser's side can't carry another exchange.
+        self.cut = False
         #: When the upstream connection was made (None when reused), the
         #: request had gone up whole, and the answer's first byte came.
         self.connectedAt: float | None = None
@@ -240,7 +241,6 @@ class Exchange:
         self.wsDown: MessageAssembler | FrameCounter | None = None
         self._sent: list[bytes] | None = []
         self._sentSize = 0
-        self._batch: list[bytes] | None = None
         self._trimmed = False
 
     # -- starting ---------------------------------------------------------------
@@ -323,11 +323,47 @@ class Exchange:
         if self.done:
             return
         if failure.check(DestinationRefused):
-            self.browser.refuseExchange(self, 403, str(failure.value))
+            self._endUnopened(403, REFUSED_TEXT, str(failure.value), refused=True)
             return
         reason, status = describeFailure(failure, self.route.host, self.route.port)
+        self._endUnopened(status, UNREACHED_TEXT, reason)
+
+    def _endUnopened(self, status: int, text: str, reason: str, refused: bool = False) -> None:
+        """
+        End an exchange whose request never went up (its destination was
+        refused, no connection could be made, a timeout while connecting):
+        the browser gets netlog's own C{status}, and the open line is
+        written with the end, C{_refused} or C{_failed}.
+        """
         self.done = True
-        self.browser.failBeforeAnswer(self, status, reason)
+        response, size = self.browser.answer(status, text.format(reason))
+        if refused:
+            end = endRecord(self.reactor.seconds(), up=len(self.head.raw), down=size, response=response,
+                            refused=(reason, status))
+        else:
+            end = endRecord(self.reactor.seconds(), up=len(self.head.raw), down=size, response=response,
+                            failed=reason, failedStatus=status)
+        self.proxy.writer.refuse(self._openFields(), end)
+        self.browser.exchangeDone(self, cut=True)
+
+    def _endUnanswered(self, status: int, reason: str, refused: bool = False) -> None:
+        """
+        End an open exchange that got no answer (the upstream went away
+        before answering, or the request's body turned out malformed,
+        C{refused}): the browser gets netlog's own C{status}, the entry ends
+        C{_failed} (or C{_refused}).
+        """
+        self.done = True
+        response, size = self.browser.answer(status, (REFUSED_TEXT if refused else UNANSWERED_TEXT).format(reason))
+        self.response = response
+        self.responseBody = None
+        self.down += size
+        if refused:
+            fields = self.endFields(refused=(reason, status))
+        else:
+            fields = self.endFields(failed=reason, failedStatus=status)
+        self.proxy.writer.end(self.id, fields)
+        self.browser.exchangeDone(self, cut=True)
 
     def _openFields(self) -> dict[str, Any]:
         return openRecord(self.proxy.mode.name, EXCHANGE, self.started, self.browser.client, self.browser.connectionId,
@@ -340,7 +376,7 @@ class Exchange:
         upstream = self.upstream
         assert upstream is not None and upstream.gate is not None
         upstream.transport.registerProducer(self.browser.gate, True)
-        self.browser.transport.registerProducer(upstream.gate, True)
+        self.browser.attachAnswerProducer(upstream.gate)
 
     def _detach(self) -> None:
         upstream = self.upstream
@@ -350,10 +386,7 @@ class Exchange:
             upstream.transport.unregisterProducer()
         except Exception:
             pass
-        try:
-            self.browser.transport.unregisterProducer()
-        except Exception:
-            pass
+        self.browser.detachAnswerProducer()
         if self.browser.gate.reasons:
             self.browser.gate.release(BACKPRESSURE)
         if upstream.gate is not None and upstream.gate.reasons:
@@ -393,8 +426,7 @@ class Exchange:
             else:
                 self._detach()
                 self._dropUpstream()
-                self.done = True
-                self.browser.failAfterOpen(self, event.status, event.reason, refused=True)
+                self._endUnanswered(event.status, event.reason, refused=True)
 
     def browserLost(self, reason: Failure) -> None:
         if self.done:
@@ -420,7 +452,7 @@ class Exchange:
             return
         # What these bytes bring for the browser (a head, body pieces, the
         # end) goes in one write, not one per event.
-        self._batch = []
+        self.browser.gather()
         try:
             for event in upstream.reader.feed(data):
                 self._fromServer(event)
@@ -432,49 +464,33 @@ class Exchange:
                 if self.done:
                     return
         finally:
-            self._flushBrowser()
+            self.browser.flush()
         if self.responseStarted and self.headDue is None and not self.headLogged and self.id:
             # The body didn't end in the read that brought the head: the
             # head line is due a second after it, if the body still runs.
             self.headDue = now + HEAD_LINE_DELAY
             self.browser.wakeBy(self.headDue)
 
-    def _flushBrowser(self) -> None:
-        """
-        Write what was gathered for the browser, and write directly again.
-        """
-        batch, self._batch = self._batch, None
-        if batch:
-            sendNow(self.browser.transport, batch[0] if len(batch) == 1 else b"".join(batch))
-
     def _fromServer(self, event: Event) -> None:
         if isinstance(event, ResponseHead):
             if event.interim:
                 self.interim.append(event.status)
-                self._writeBrowser(event.raw)
+                self.down += self.browser.answerInterim(event)
             else:
                 self._responseHead(event)
         elif isinstance(event, Body):
             assert self.responseBody is not None
             self.responseBody.feed(event.data)
-            self._writeBrowser(event.data if self.dechunk else event.raw)
+            self.down += self.browser.answerData(event.data, event.raw)
         elif isinstance(event, EndOfMessage):
             if self.upgraded:
                 return
-            if event.raw and not self.dechunk:
-                self._writeBrowser(event.raw)
+            self.down += self.browser.answerEnd(event)
             self._responseEnded()
         elif isinstance(event, Unparsable):
             self._unparsable(event)
         elif isinstance(event, Incomplete):
             self._upstreamClosedEarly(event.reason, event.raw)
-
-    def _writeBrowser(self, data: bytes) -> None:
-        self.down += len(data)
-        if self._batch is not None:
-            self._batch.append(data)
-        else:
-            sendNow(self.browser.transport, data)
 
     def _responseHead(self, event: ResponseHead) -> None:
         self.responseStarted = True
@@ -483,16 +499,8 @@ class Exchange:
         upgraded = event.status == 101 and head.upgrade
         fields = HeadFields(event.version, event.headers)
         drop = fields.relayDrop
-        if head.version == b"HTTP/1.0" and not event.eofFramed and fields.has(b"transfer-encoding"):
-            # (The reader frames a response with Transfer-Encoding either by
-            # its chunks or, when chunked isn't last, by the close.)
-            self.dechunk = True
-            self.closeBrowser = True
-            drop = drop | {b"transfer-encoding"}
-        extra: list[tuple[bytes, bytes]] = []
         if upgraded:
             drop = drop - {b"upgrade"}
-            extra.append((b"Connection", b"Upgrade"))
         # One pass: drop the hop-by-hop fields, have the mode rewrite what
         # names a configured upstream.
         route = self.route
@@ -506,18 +514,10 @@ class Exchange:
             headers = [field for field, lower in zip(event.headers, fields.lowered) if lower not in drop]
         contentType = fields.first(b"content-type")
         self.responseKeepAlive = fields.keepAlive and not event.eofFramed
-        if event.eofFramed:
-            self.closeBrowser = True
-        if not upgraded:
-            if self.closeBrowser:
-                extra.append((b"Connection", b"close"))
-            elif head.version == b"HTTP/1.0":
-                extra.append((b"Connection", b"keep-alive"))
-        reason = event.reason
-        data = serializeHead(b"HTTP/1.1 %d %s" % (event.status, reason), headers, extra=extra)
-        self._writeBrowser(data)
+        sent, size = self.browser.answerHead(event, fields, headers, upgraded)
+        self.down += size
         self.responseBody = mode.responseCapture(contentType, self.proxy.logging)
-        self.response = responseRecord(event.status, reason, b"HTTP/1.1", headers + extra, len(data), None,
+        self.response = responseRecord(event.status, event.reason, self.browser.version, sent, size, None,
                                        self.signIn)
         if upgraded or (contentType is not None and contentType[:17].lower() == b"text/event-stream"):
             # An answer that goes on streaming: its head is logged now,
@@ -554,14 +554,15 @@ class Exchange:
             return
         self.closedBy = SERVER
         why = f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer"
-        if raw and not self.dechunk:
-            # Bytes read and not yet relayed (a last chunk cut inside its
-            # trailers): the browser gets them as they came, then the close;
-            # their framing tells it the answer is cut. An abort would drop
-            # them with the rest of the write buffer. (Without chunks, only
-            # the abort says the answer is cut.)
-            self._writeBrowser(raw)
-            self.closeBrowser = True
+        # Bytes read and not yet relayed (a last chunk cut inside its
+        # trailers): a browser side that relays the server's framing sends
+        # them as they came, then closes; their framing tells it the answer
+        # is cut. An abort would drop them with the rest of the write
+        # buffer. Otherwise only the abort says the answer is cut.
+        sent = self.browser.cutAnswer(raw) if raw else None
+        if sent is not None:
+            self.down += sent
+            self.cut = True
             self.fail(why)
         else:
             self.fail(why, abortBrowser=True)
@@ -627,11 +628,10 @@ class Exchange:
         No answer came: the browser gets a C{status} (502, or 504 on a
         timeout), the entry C{_failed}.
         """
-        self._flushBrowser()
+        self.browser.flush()
         self._detach()
         self._dropUpstream()
-        self.done = True
-        self.browser.failAfterOpen(self, status, reason)
+        self._endUnanswered(status, reason)
 
     def timedOut(self, reason: str) -> None:
         """
@@ -644,12 +644,11 @@ class Exchange:
         if self.raw or self.responseStarted:
             self.closedBy = PROXY
             # Nothing more is read from this browser connection.
-            self.closeBrowser = True
+            self.cut = True
             self.fail(reason, abortBrowser=True)
         elif not self.id:
             # Still connecting (and no entry open yet).
-            self.done = True
-            self.browser.failBeforeAnswer(self, GATEWAY_TIMEOUT, reason)
+            self._endUnopened(GATEWAY_TIMEOUT, UNREACHED_TEXT, reason)
         else:
             self._noAnswer(reason, GATEWAY_TIMEOUT)
 
@@ -717,7 +716,7 @@ class Exchange:
             messages = ws.feed(data)
             if messages:
                 self._logMessages("down", messages)
-        self._writeBrowser(data)
+        self.down += self.browser.answerData(data, data)
 
     def _rawEnded(self, closedBy: str, reason: Failure) -> None:
         self.closedBy = closedBy
@@ -729,7 +728,7 @@ class Exchange:
         if closedBy == CLIENT:
             self._dropUpstream(gently=True)
         else:
-            self.browser.transport.loseConnection()
+            self.browser.finishRaw()
 
     def abort(self) -> None:
         """
@@ -748,7 +747,7 @@ class Exchange:
         self._finish(reason, reuseUpstream=False)
         self._dropUpstream()
         if abortBrowser:
-            self.browser.transport.abortConnection()
+            self.browser.abort()
 
     def _dropUpstream(self, gently: bool = False) -> None:
         upstream, self.upstream = self.upstream, None
@@ -803,7 +802,7 @@ class Exchange:
             self.id = self.proxy.writer.refuse(self._openFields(), self.endFields(failed=failed))
         # The answer's last bytes go after its end line is written, and
         # before anything the browser's next request brings.
-        self._flushBrowser()
+        self.browser.flush()
         self._detach()
         upstream = self.upstream
         if upstream is not None:
@@ -813,7 +812,7 @@ class Exchange:
                 self.proxy.pool.put(upstream)
             elif not self.raw:
                 self._dropUpstream(gently=True)
-        self.browser.exchangeDone(self, close=self.closeBrowser and not self.raw)
+        self.browser.exchangeDone(self, cut=self.cut)
 
 
 def _closeOf(side: MessageAssembler | FrameCounter) -> tuple[int | None, str] | None:
