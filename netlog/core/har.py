@@ -732,6 +732,30 @@ def _int(v: object, default: int = -1) -> int:
     return default
 
 
+#: The log's protocol versions as Playwright's recorder writes them in a HAR
+#: (the log names HTTP/2 as the wire does).
+HAR_VERSIONS = {"HTTP/2": "HTTP/2.0"}
+
+
+def _harVersion(version: object) -> str:
+    if not isinstance(version, str):
+        return "HTTP/1.1"
+    return HAR_VERSIONS.get(version, version)
+
+
+def asPlaywrightShowsH2(headers: list[dict[str, str]]) -> list[dict[str, str]]:
+    """
+    An HTTP/2 message's fields as Playwright's recorder shows them: sorted
+    by name (Chromium hands them over so), and the request's cookie crumbs
+    (which HTTP/2 sends as separate fields) one C{cookie} again, joined by
+    C{"; "} as RFC 9113 8.2.3 joins them for HTTP/1.1.
+    """
+    crumbs = [h["value"] for h in headers if h["name"] == "cookie"]
+    if len(crumbs) > 1:
+        headers = [h for h in headers if h["name"] != "cookie"] + [{"name": "cookie", "value": "; ".join(crumbs)}]
+    return sorted(headers, key=lambda h: h["name"])
+
+
 def _pairs(headers: object) -> list[dict[str, str]]:
     """
     C{[name, value]} pairs as HAR's C{{name, value}}; pairs that aren't two
@@ -1234,6 +1258,9 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None,
         url = "https://%s:%d/" % (server.get("host") or "", _int(server.get("port"), 443))
     url = _safeUrl(_bareHostUrl(method, url, server))
     headers = _pairs(request.get("headers"))
+    version = _harVersion(request.get("version"))
+    if version == "HTTP/2.0":
+        headers = asPlaywrightShowsH2(headers)
 
     started = _num(opened.get("started"))
     if started is None:
@@ -1242,7 +1269,7 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None,
     harRequest: dict[str, Any] = {
         "method": method,
         "url": url,
-        "httpVersion": version if isinstance(version := request.get("version"), str) else "HTTP/1.1",
+        "httpVersion": version,
         "cookies": _requestCookies(headers),
         "headers": headers,
         "queryString": _queryString(url),
@@ -1390,6 +1417,9 @@ def _hostPort(url: str) -> tuple[str, int]:
 
 def _response(answer: dict[str, Any], url: str, ended: dict[str, Any]) -> dict[str, Any]:
     headers = _pairs(answer.get("headers"))
+    version = _harVersion(answer.get("version"))
+    if version == "HTTP/2.0":
+        headers = asPlaywrightShowsH2(headers)
     times = _times(ended)
     received = _num(times.get("first_byte")) or _num(ended.get("ended")) or _num(ended.get("time"))
     cookies = []
@@ -1415,7 +1445,7 @@ def _response(answer: dict[str, Any], url: str, ended: dict[str, Any]) -> dict[s
     harResponse: dict[str, Any] = {
         "status": status,
         "statusText": answer.get("reason") if isinstance(answer.get("reason"), str) else "",
-        "httpVersion": answer.get("version") if isinstance(answer.get("version"), str) else "HTTP/1.1",
+        "httpVersion": version,
         "cookies": cookies,
         "headers": headers,
         "content": _content(first, body) if body else {

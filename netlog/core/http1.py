@@ -84,6 +84,10 @@ class RequestHead:
         default of the URL's scheme (or of the reader's C{scheme} for an
         origin-form request).
     @ivar upgrade: the request asks to switch protocols (C{Upgrade}).
+    @ivar relayed: the fields as they go to an HTTP/1.1 upstream, when they
+        differ from C{headers} (an HTTP/2 request's: C{host} from
+        C{:authority}, no pseudo-fields); L{None} when C{headers} go as
+        they are.
     """
 
     method: bytes
@@ -95,6 +99,7 @@ class RequestHead:
     host: str | None = None
     port: int | None = None
     upgrade: bool = False
+    relayed: Headers | None = None
 
     @property
     def isConnect(self) -> bool:

@@ -156,7 +156,8 @@ def requestRecord(head: RequestHead, url: str, signIn: frozenset[str] | set[str]
         "url": url,
         "version": head.version.decode("latin-1"),
         "headers": headerPairs(head.headers, signIn),
-        "headers_size": len(head.raw),
+        # (An HTTP/2 head is HPACK-compressed: no size to give, as HAR's -1.)
+        "headers_size": len(head.raw) if head.relayed is None else -1,
     }
 
 
@@ -333,6 +334,21 @@ def messageRecord(direction: str, opcode: int, size: int, data: bytes | None, tr
 REFUSED_TEXT = "netlog refused this request: {}.\n"
 UNREACHED_TEXT = "netlog could not reach the server: {}.\n"
 UNANSWERED_TEXT = "netlog got no answer: {}.\n"
+
+
+def ownAnswerH2(status: int, text: str, headers: Iterable[tuple[bytes, bytes]] = (),
+                body: dict[str, Any] | None = None) -> tuple[list[tuple[bytes, bytes]], bytes, dict[str, Any]]:
+    """
+    What L{ownAnswer} says, as an HTTP/2 stream carries it: its fields
+    (C{:status} first, lowercase names), its body, and its C{response}
+    record (C{headers_size} -1: HPACK leaves no size).
+    """
+    data = text.encode("utf-8")
+    fields = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", b"%d" % len(data))]
+    fields += [(name.lower(), value) for name, value in headers]
+    record = responseRecord(status, b"", b"HTTP/2", fields, -1,
+                            body if body is not None else {"size": len(data)})
+    return [(b":status", b"%d" % status)] + fields, data, record
 
 
 def ownAnswer(status: int, text: str, headers: Iterable[tuple[bytes, bytes]] = (), close: bool = True,

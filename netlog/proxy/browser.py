@@ -57,6 +57,7 @@ from netlog.net.relay import CLIENT, TUNNEL_ANSWER, Gate, tunnelAnswerFields
 from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IBrowserStream, IEngine
 from netlog.proxy.exchange import Exchange, latin1
+from netlog.proxy.h2 import H2Connection
 from netlog.proxy.mode import BLIND, OPEN, Refusal, Route
 from netlog.proxy.tunnel import CONNECTING, Tunnel
 
@@ -117,6 +118,7 @@ class BrowserConnection(Protocol):
         "exchange",
         "gate",
         "gone",
+        "h2",
         "headStarted",
         "proxy",
         "queue",
@@ -161,6 +163,8 @@ class BrowserConnection(Protocol):
         self.dechunk = False
         #: What is gathered for one write (see L{gather}), or L{None}.
         self._batch: list[bytes] | None = None
+        #: The connection's HTTP/2 side, once its TLS handshake chose C{h2}.
+        self.h2: H2Connection | None = None
 
     # -- connection ---------------------------------------------------------------
 
@@ -181,6 +185,9 @@ class BrowserConnection(Protocol):
         self._arm()
 
     def dataReceived(self, data: bytes) -> None:
+        if self.h2 is not None:
+            self.h2.dataReceived(data)
+            return
         if self.rawPeer is not None:
             self._lastActive = self.reactor.seconds()
             self.rawPeer.browserRaw(data)
@@ -217,6 +224,9 @@ class BrowserConnection(Protocol):
         self.gone = True
         self._cancelIdle()
         self.proxy.connections.discard(self)
+        if self.h2 is not None:
+            self.h2.connectionLost(reason)
+            return
         if self._handshake is not None:
             self._handshakeFailed(
                 "the browser closed the tunnel before sending anything into it"
@@ -255,7 +265,7 @@ class BrowserConnection(Protocol):
         L{BROWSER_IDLE_TIMEOUT} (or the idle timeout, when shorter). A blind
         tunnel keeps its own timer (its relay's).
         """
-        if isinstance(self.rawPeer, Tunnel):
+        if isinstance(self.rawPeer, Tunnel) or self.h2 is not None:
             return None
         if self.exchange is None and self.rawPeer is None and self.headStarted is not None:
             return self.headStarted + self.proxy.headerTimeout
@@ -335,6 +345,10 @@ class BrowserConnection(Protocol):
         self._refuseUnread(buffered, at, REQUEST_TIMEOUT, reason)
 
     def close(self) -> None:
+        if self.h2 is not None:
+            self.closing = True
+            self.h2.close()
+            return
         if self._handshake is not None:
             # Only the proxy stopping closes a connection in its handshake.
             self._handshakeFailed(REASON_STOPPED)
@@ -507,7 +521,7 @@ class BrowserConnection(Protocol):
         return len(head.raw)
 
     def answerHead(self, head: ResponseHead, fields: HeadFields, headers: list[tuple[bytes, bytes]],
-                   upgraded: bool) -> tuple[list[tuple[bytes, bytes]], int]:
+                   upgraded: bool) -> tuple[list[tuple[bytes, bytes]], bytes, int]:
         exchange = self.exchange
         assert exchange is not None
         request = exchange.head
@@ -528,7 +542,7 @@ class BrowserConnection(Protocol):
             extra.append((b"Connection", b"keep-alive"))
         data = serializeHead(b"HTTP/1.1 %d %s" % (head.status, head.reason), headers, extra=extra)
         self._send(data)
-        return headers + extra, len(data)
+        return headers + extra, head.reason, len(data)
 
     def answerData(self, data: bytes, raw: bytes) -> int:
         out = data if self.dechunk else raw
@@ -725,9 +739,13 @@ class BrowserConnection(Protocol):
     def handshakeCompleted(self) -> None:
         """
         The browser accepted netlog's certificate: from here on each request
-        is an entry of its own.
+        is an entry of its own, read as HTTP/2 when ALPN chose C{h2}.
         """
         self._handshake = None
+        if _negotiated(self.transport) == b"h2":
+            self._cancelIdle()
+            self.h2 = H2Connection(self, self.proxy, BROWSER_IDLE_TIMEOUT)
+            self.h2.start()
 
     def _handshakeFailed(self, reason: str) -> None:
         """
@@ -744,6 +762,18 @@ class BrowserConnection(Protocol):
             endRecord(self.reactor.seconds(), up=len(head.raw), down=len(TUNNEL_ANSWER),
                       response=tunnelAnswerFields(), closedBy=CLIENT, failed=reason),
         )
+
+
+def _negotiated(transport: Any) -> bytes | None:
+    """
+    The protocol ALPN chose on C{transport} (a TLS listener's, or a
+    connection that started TLS), if any.
+    """
+    for candidate in (transport, getattr(transport, "protocol", None)):
+        chosen = getattr(candidate, "negotiatedProtocol", None)
+        if chosen is not None:
+            return chosen  # type: ignore[no-any-return]
+    return None
 
 
 #: What an alert from a browser that doesn't trust the certificate says

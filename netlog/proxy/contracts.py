@@ -132,12 +132,14 @@ class IBrowserStream(Interface):
         """
 
     def answerHead(head: Any, fields: Any, headers: list[tuple[bytes, bytes]],
-                   upgraded: bool) -> tuple[list[tuple[bytes, bytes]], int]:
+                   upgraded: bool) -> tuple[list[tuple[bytes, bytes]], bytes, int]:
         """
         Send the answer's head: C{head} as the server sent it, C{fields} its
         fields read once, C{headers} what is relayed of them (hop-by-hop
-        fields dropped, backend names rewritten). Return the fields as the
-        browser gets them and the bytes the head took.
+        fields dropped, backend names rewritten). Return the fields and the
+        reason phrase as the browser gets them (HTTP/2 has none), and the
+        bytes the head took (-1 where its protocol
+        compresses heads and the size isn't known, as HAR's C{headersSize}).
         """
 
     def answerData(data: bytes, raw: bytes) -> int:

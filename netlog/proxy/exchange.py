@@ -209,7 +209,8 @@ class Exchange:
         self.unparsed = False
         self.retried = False
         #: The request's fields, read once.
-        self.fields = HeadFields(head.version, head.headers)
+        self.fields = (HeadFields(head.version, head.headers) if head.relayed is None
+                       else HeadFields(b"HTTP/1.1", head.relayed))
         #: The answer was cut (the server left in its middle, a timeout):
         #: the browser's side can't carry another exchange.
         self.cut = False
@@ -514,11 +515,11 @@ class Exchange:
             headers = [field for field, lower in zip(event.headers, fields.lowered) if lower not in drop]
         contentType = fields.first(b"content-type")
         self.responseKeepAlive = fields.keepAlive and not event.eofFramed
-        sent, size = self.browser.answerHead(event, fields, headers, upgraded)
-        self.down += size
+        sent, reason, size = self.browser.answerHead(event, fields, headers, upgraded)
+        if size > 0:
+            self.down += size
         self.responseBody = mode.responseCapture(contentType, self.proxy.logging)
-        self.response = responseRecord(event.status, event.reason, self.browser.version, sent, size, None,
-                                       self.signIn)
+        self.response = responseRecord(event.status, reason, self.browser.version, sent, size, None, self.signIn)
         if upgraded or (contentType is not None and contentType[:17].lower() == b"text/event-stream"):
             # An answer that goes on streaming: its head is logged now,
             # before its bytes go to the browser.
@@ -729,6 +730,17 @@ class Exchange:
             self._dropUpstream(gently=True)
         else:
             self.browser.finishRaw()
+
+    def cancelled(self) -> None:
+        """
+        The browser cancelled the request (an HTTP/2 stream's C{RST_STREAM}):
+        the exchange ends, and its upstream connection is closed (the
+        answer's rest can't be told apart from the next one's).
+        """
+        if self.done:
+            return
+        self.closedBy = CLIENT
+        self.fail("the browser cancelled the request")
 
     def abort(self) -> None:
         """

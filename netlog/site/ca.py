@@ -9,6 +9,8 @@ P-256, one leaf key per process, one certificate per host) and cached.
 
 from __future__ import annotations
 
+import functools
+
 import base64
 import datetime
 import hashlib
@@ -113,6 +115,8 @@ class CertificateAuthority:
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
         self._contexts: dict[str, SSL.Context] = {}
+        #: What ALPN offers the browser, in netlog's order of preference.
+        self.protocols: tuple[bytes, ...] = PROTOCOLS
 
     @classmethod
     def loadOrCreate(cls, stateDir: str, openKey: Callable[[str, int], int] | None = None
@@ -214,13 +218,13 @@ class CertificateAuthority:
     def contextFor(self, host: str) -> SSL.Context:
         """
         A server TLS context presenting a certificate minted for C{host},
-        offering only C{http/1.1} in ALPN; cached.
+        offering L{protocols} in ALPN; cached.
         """
         context = self._contexts.get(host)
         if context is not None:
             return context
         cert = self.mint(host)
-        context = newServerContext()
+        context = newServerContext(self.protocols)
         context.use_certificate(cert)
         context.use_privatekey(self._leafKey)
         context.add_extra_chain_cert(self.cert)
@@ -231,20 +235,28 @@ class CertificateAuthority:
         return context
 
 
-def _selectALPN(connection: SSL.Connection, offered: list[bytes]) -> Any:
-    if b"http/1.1" in offered:
-        return b"http/1.1"
+#: What ALPN offers the browser by default, preferred first: HTTP/2, then
+#: HTTP/1.1 (C{--no-h2} leaves HTTP/1.1 alone).
+PROTOCOLS = (b"h2", b"http/1.1")
+HTTP1_ONLY = (b"http/1.1",)
+
+
+def _selectALPN(protocols: tuple[bytes, ...], connection: SSL.Connection, offered: list[bytes]) -> Any:
+    for protocol in protocols:
+        if protocol in offered:
+            return protocol
     return SSL.NO_OVERLAPPING_PROTOCOLS
 
 
-def newServerContext() -> SSL.Context:
+def newServerContext(protocols: tuple[bytes, ...] = PROTOCOLS) -> SSL.Context:
     """
-    A TLS 1.2+ server context offering only C{http/1.1} in ALPN.
+    A TLS 1.2+ server context offering C{protocols} in ALPN (the first the
+    browser also offers is chosen).
     """
     context = SSL.Context(SSL.TLS_SERVER_METHOD)
     context.set_min_proto_version(SSL.TLS1_2_VERSION)
     context.set_options(SSL.OP_NO_COMPRESSION | SSL.OP_CIPHER_SERVER_PREFERENCE)
-    context.set_alpn_select_callback(_selectALPN)
+    context.set_alpn_select_callback(functools.partial(_selectALPN, protocols))
     context.set_session_cache_mode(SSL.SESS_CACHE_SERVER)
     context.set_session_id(b"netlog")
     return context

@@ -14,7 +14,7 @@ from zope.interface import implementer
 from netlog.core.capture import BodyCapture, requestCapture, responseCaptureFor
 from netlog.core.records import urlAuthority
 from netlog.proxy.mode import BLIND, OPEN, IMode, Refusal, Route, Routed, liveRoute
-from netlog.site.ca import CERT_FILE, KEY_FILE, CertificateAuthority
+from netlog.site.ca import CERT_FILE, HTTP1_ONLY, KEY_FILE, PROTOCOLS, CertificateAuthority
 from netlog.site.config import Site, SitesConfig
 from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
 from netlog.site.tls import SNITLS, HostTLS, backendTLS
@@ -36,11 +36,13 @@ class SiteMode:
     name = "site"
 
     def __init__(self, config: SitesConfig, stateDir: str, ca: CertificateAuthority | None = None,
-                 openKey: Callable[[str, int], int] | None = None) -> None:
+                 openKey: Callable[[str, int], int] | None = None, h2: bool = True) -> None:
         """
         @param openKey: opens the CA key the supervisor opened for the worker
             (see L{netlog.supervise.privileged.openPrivileged}).
+        @param h2: offer HTTP/2 to the browser by ALPN (C{--no-h2}: not).
         """
+        self.protocols = PROTOCOLS if h2 else HTTP1_ONLY
         self.config = config
         self.stateDir = stateDir
         self.ca = ca
@@ -53,16 +55,19 @@ class SiteMode:
 
     def prepare(self) -> None:
         if self.ca is not None:
+            self.ca.protocols = self.protocols
             return
         if self.openKey is not None and os.path.exists(os.path.join(self.stateDir, CERT_FILE)):
-            self.ca = CertificateAuthority.loadOrCreate(self.stateDir, self.openKey)
+            ca = CertificateAuthority.loadOrCreate(self.stateDir, self.openKey)
         else:
-            self.ca = CertificateAuthority.loadOrCreate(self.stateDir)
+            ca = CertificateAuthority.loadOrCreate(self.stateDir)
+        ca.protocols = self.protocols
+        self.ca = ca
         # Mint the sites' certificates now, while the key is at hand.
         for site in self.config.sites:
             for origin in site.origins:
                 if origin.scheme == "https":
-                    self.ca.contextFor(origin.host)
+                    ca.contextFor(origin.host)
 
     # -- routing ----------------------------------------------------------------
 

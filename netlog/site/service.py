@@ -24,7 +24,7 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> ProxyService:
     if api:
         policy.addListener(api[0], api[1])
     return ProxyService(
-        SiteMode(config.sitesConfig, config["state"], openKey=openPrivileged),
+        SiteMode(config.sitesConfig, config["state"], openKey=openPrivileged, h2=not config.get("no-h2")),
         writer,
         reactor,
         resolver,

@@ -1,6 +1,7 @@
 """
 TLS for the site proxy: the server side (a minted certificate per host,
-chosen by the CONNECT's host or by SNI; ALPN offers only C{http/1.1}) and the
+chosen by the CONNECT's host or by SNI; ALPN offers C{h2} and C{http/1.1}
+unless C{--no-h2}) and the
 client side towards C{https://} backends.
 """
 
@@ -41,7 +42,7 @@ class SNITLS:
     def __init__(self, ca: CertificateAuthority, isSite: Callable[[str], bool], fallbackHost: str) -> None:
         self._ca = ca
         self._isSite = isSite
-        self._context = newServerContext()
+        self._context = newServerContext(ca.protocols)
         fallback = ca.contextFor(fallbackHost)
         # The default context needs a certificate for clients that send no SNI.
         self._fallbackHost = fallbackHost

@@ -43,6 +43,11 @@ class Options(LogOptions, DestinationOptions):
          "/var/lib/netlog as root, else ~/.local/state/netlog)."],
     ]
 
+    optFlags = LogOptions.optFlags + [  # type: ignore[assignment]
+        ["no-h2", None, "Offer the browser HTTP/1.1 only (by default ALPN offers h2 first on decrypted "
+                        "tunnels and the HTTPS route)."],
+    ]
+
     def __init__(self) -> None:
         LogOptions.__init__(self)
         self.sitesConfig: SitesConfig | None = None

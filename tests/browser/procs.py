@@ -249,12 +249,14 @@ def startSiteProxy(
     api: bool = False,
     sitesPath: str | None = None,
     httpsRoute: bool = True,
+    extra: tuple[str, ...] = (),
 ) -> Proxy:
     """
     C{twistd netlog-proxy} for the test site: a forward port and (unless
     C{httpsRoute} is false: it needs a site with an C{https://} origin) an
     HTTPS route, names resolved only by C{--resolve}. Its sites are
-    C{sitesPath}, or (by default) the ones L{writeSites} writes.
+    C{sitesPath}, or (by default) the ones L{writeSites} writes; C{extra}
+    options follow.
     """
     from tests.support import freePort
 
@@ -276,6 +278,7 @@ def startSiteProxy(
     if api:
         apiPort = freePort()
         args += ["--api", f"tcp:{apiPort}:interface=127.0.0.1"]
+    args += list(extra)
     out = os.path.join(directory, "netlog-proxy.out")
     proc = start(twistdCommand("netlog-proxy", directory, args), addCleanup, out)
     for p in (port, route, apiPort):

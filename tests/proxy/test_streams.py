@@ -15,6 +15,7 @@ from netlog.net.policy import DestinationPolicy
 from netlog.net.resolve import Resolver
 from netlog.proxy.browser import BrowserConnection
 from netlog.proxy.contracts import IBrowserStream
+from netlog.proxy.h2 import H2Connection, H2Stream
 from netlog.proxy.service import ProxyService
 from netlog.standin.mode import StandinMode
 from tests.standin.test_memory import RecordingWriter
@@ -45,3 +46,18 @@ class ProvidesTests(SynchronousTestCase):
                                                peerAddress=IPv4Address("TCP", "127.0.0.1", 50000)))
         self.assertTrue(verifyObject(IBrowserStream, browser))
         self.assertEqual(browser.version, b"HTTP/1.1")
+
+    def test_http2(self) -> None:
+        """
+        A stream of an HTTP/2 connection provides L{IBrowserStream}, names
+        its protocol C{HTTP/2}, and shares its connection's id.
+        """
+        [(_, _, factory)] = memoryProxy().listeners
+        browser = factory.buildProtocol(None)
+        browser.makeConnection(StringTransport(hostAddress=IPv4Address("TCP", "127.0.0.1", 3128),
+                                               peerAddress=IPv4Address("TCP", "127.0.0.1", 50000)))
+        connection = H2Connection(browser, browser.proxy, 120.0)
+        stream = H2Stream(connection, 1)
+        self.assertTrue(verifyObject(IBrowserStream, stream))
+        self.assertEqual(stream.version, b"HTTP/2")
+        self.assertEqual(stream.connectionId, browser.connectionId)
