@@ -7,6 +7,11 @@ CPU per request of each proxy's process, median over the rounds.
 
     .venv/bin/python -m benchmarks.bench_h2                 # 5 rounds of 4,000 requests
     .venv/bin/python -m benchmarks.bench_h2 --rounds 3 --requests 2000
+    .venv/bin/python -m benchmarks.bench_h2 --memory   # 100 streams x 100 MB: peak RSS
+
+With C{--memory}: the site proxy's peak RSS (C{VmHWM}, reset first) while
+C{nghttp} downloads 100 MB on each of 100 concurrent streams of one HTTP/2
+connection, beside one 100 MB download over HTTP/1.1 (C{h2load --h1}).
 
 The goals (issue 21): HTTP/2's CPU per request no more than the site proxy's
 HTTP/1.1 keep-alive's, and at most 2x nghttpx's.
@@ -23,7 +28,18 @@ import subprocess
 import sys
 import tempfile
 
-from benchmarks.harness import HOST, cpuSeconds, freePort, sourceEnv, startOrigin, stopProcess, waitListening
+from benchmarks.harness import (
+    HOST,
+    MIB,
+    cpuSeconds,
+    freePort,
+    peakRSS,
+    resetPeakRSS,
+    sourceEnv,
+    startOrigin,
+    stopProcess,
+    waitListening,
+)
 
 #: Streams in flight on the one connection (h2load -m) for HTTP/2.
 STREAMS = 10
@@ -73,14 +89,50 @@ def load(port: int, requests: int, h1: bool) -> None:
         raise SystemExit(f"h2load did not complete every request: {out.stdout.decode()[-400:]}")
 
 
+def memory(netlog: subprocess.Popen[bytes], route: int) -> None:
+    """
+    The site proxy's peak RSS over 100 concurrent HTTP/2 streams of 100 MB,
+    then over one HTTP/1.1 download of 100 MB.
+    """
+    nghttp = shutil.which("nghttp")
+    h2load = shutil.which("h2load")
+    if nghttp is None or h2load is None:
+        raise SystemExit("nghttp and h2load are missing: apt-get install nghttp2-client")
+    url = f"https://127.0.0.1:{route}/size/{100 * MIB}"
+    rows = []
+    for what, argv in (
+        ("100 streams x 100 MB, HTTP/2", [nghttp, "-n", "-m", "100", "-H", f":authority: {HOST}", url]),
+        ("1 x 100 MB, HTTP/1.1", [h2load, "--h1", "-n", "1", "-c", "1", "-H", f":authority: {HOST}", url]),
+    ):
+        resetPeakRSS(netlog.pid)
+        before = peakRSS(netlog.pid) or 0
+        cpu = cpuSeconds(netlog.pid) or 0.0
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, timeout=1800)
+        peak = peakRSS(netlog.pid) or 0
+        rows.append((what, before, peak, (cpuSeconds(netlog.pid) or 0.0) - cpu))
+    print("\n| transfer | RSS before | peak RSS | growth | CPU |")
+    print("|---|---|---|---|---|")
+    for what, before, peak, cpu in rows:
+        print(f"| {what} | {before / MIB:.1f} MiB | {peak / MIB:.1f} MiB | {(peak - before) / MIB:.1f} MiB "
+              f"| {cpu:.1f} s |")
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--requests", type=int, default=4000)
+    parser.add_argument("--memory", action="store_true", help="measure peak RSS over 100 x 100 MB instead")
     args = parser.parse_args(argv)
     directory = tempfile.mkdtemp(prefix="netlog-bench-h2-")
     env, origin = startOrigin(directory)
     netlog, route = startNetlog(directory, env.port)
+    if args.memory:
+        try:
+            memory(netlog, route)
+        finally:
+            stopProcess(netlog)
+            stopProcess(origin)
+        return
     keyPath = env.cert[:-len("origin.pem")] + "origin.key"
     nghttpx, front = startNghttpx(directory, env.port, env.cert, keyPath)
     runs = {

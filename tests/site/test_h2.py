@@ -231,30 +231,30 @@ class H2Tests(TestCase):
     @defer.inlineCallbacks
     def test_cancelled(self) -> Any:
         """
-        Of 20 streams downloading a megabyte each, the 5 the browser resets
-        mid-body end as cancelled, and the other 15 complete, all on one
-        connection.
+        Of 100 streams downloading a megabyte each on one connection, the
+        10 the browser resets mid-body end as cancelled, and the other 90
+        complete.
         """
 
         def run() -> tuple[H2Client, list[int]]:
             c = self.client()
-            sids = [c.get(f"/half?n={BIG}") for _ in range(5)] + [c.get(f"/big?n={BIG}") for _ in range(15)]
-            c.pump(lambda: all(len(c.answers[s].data) > 0 for s in sids[:5]), 20)
-            for s in sids[:5]:
+            sids = [c.get(f"/half?n={BIG}") for _ in range(10)] + [c.get(f"/big?n={BIG}") for _ in range(90)]
+            c.pump(lambda: all(len(c.answers[s].data) > 0 for s in sids[:10]), 20)
+            for s in sids[:10]:
                 c.h2.reset_stream(s, ErrorCodes.CANCEL)
                 c.answers[s].reset = int(ErrorCodes.CANCEL)
             c.flush()
-            c.wait(*sids[5:], timeout=40)
+            c.wait(*sids[10:], timeout=90)
             return c, sids
 
         c, sids = yield threads.deferToThread(run)
-        self.assertTrue(all(c.answers[s].ended and len(c.answers[s].data) == BIG for s in sids[5:]))
-        ended = yield self.proxy.waitForEnds(20)
+        self.assertTrue(all(c.answers[s].ended and len(c.answers[s].data) == BIG for s in sids[10:]))
+        ended = yield self.proxy.waitForEnds(100, timeout=30)
         failed = [e for _, e in ended if e.get("_failed")]
         whole = [e for _, e in ended if not e.get("_failed")]
-        self.assertEqual(len(failed), 5)
+        self.assertEqual(len(failed), 10)
         self.assertEqual({e["_failed"]["reason"] for e in failed}, {"the browser cancelled the request"})
-        self.assertEqual(len(whole), 15)
+        self.assertEqual(len(whole), 90)
         self.assertTrue(all(e["response"]["body"]["size"] == BIG for e in whole))
 
     @defer.inlineCallbacks
@@ -302,6 +302,26 @@ class H2Tests(TestCase):
         self.assertEqual((refused.status, after.status), (403, 200))
         ended = yield self.proxy.waitForEnds(2)
         self.assertEqual(sorted(bool(e.get("_refused")) for _, e in ended), [False, True])
+
+    @defer.inlineCallbacks
+    def test_stopSendsGoaway(self) -> Any:
+        """
+        The proxy stopping sends C{GOAWAY} on an HTTP/2 connection, and the
+        exchange in flight on it ends as stopped.
+        """
+
+        def open_() -> tuple[H2Client, int]:
+            c = self.client()
+            sid = c.get(f"/half?n={BIG}")
+            c.pump(lambda: len(c.answers[sid].data) > 0, 10)
+            return c, sid
+
+        c, sid = yield threads.deferToThread(open_)
+        self.proxy.proxy.stopService()
+        yield threads.deferToThread(c.pump, lambda: c.goaway is not None, 10)
+        self.assertEqual(c.goaway, int(ErrorCodes.NO_ERROR))
+        [(_, end)] = yield self.proxy.waitForEnds(1)
+        self.assertEqual(end["_failed"]["reason"], "the proxy stopped")
 
     @defer.inlineCallbacks
     def test_rapidReset(self) -> Any:

@@ -102,6 +102,8 @@
       url: url || (tunnel ? "https://" + host + "/" : ""), host: host, path: path, lower: null,
       tunnel: tunnel, ws: /^wss?:/i.test(url), dest: (header(request.headers, "sec-fetch-dest") || "").toLowerCase(),
       status: null, reason: "", state: "open", why: "", size: null, type: "other",
+      // The protocol toward the browser, as DevTools names it.
+      protocol: tunnel ? "" : request.version === "HTTP/2" ? "h2" : String(request.version || "").toLowerCase(),
       seenOpen: Date.now(), seenEnd: 0,
     };
     row.type = classify(row, null);
@@ -290,7 +292,7 @@
   function makeRow() {
     const element = document.createElement("div");
     element.className = "row";
-    for (const name of ["c-status", "c-method", "c-host", "c-path", "c-type", "c-size", "c-time", "c-fall"]) {
+    for (const name of ["c-status", "c-method", "c-proto", "c-host", "c-path", "c-type", "c-size", "c-time", "c-fall"]) {
       const cell = document.createElement("span");
       cell.className = name;
       element.appendChild(cell);
@@ -351,15 +353,16 @@
       cells[0].textContent = statusText(row);
       cells[0].title = row.why ? row.state + ": " + row.why : row.reason;
       cells[1].textContent = row.method;
-      cells[2].textContent = row.host;
-      cells[2].title = row.host;
-      cells[3].textContent = row.path;
-      cells[3].title = row.url;
-      cells[4].textContent = TYPE_LABEL[row.type];
-      cells[5].textContent = formatSize(row.size);
+      cells[2].textContent = row.protocol;
+      cells[3].textContent = row.host;
+      cells[3].title = row.host;
+      cells[4].textContent = row.path;
+      cells[4].title = row.url;
+      cells[5].textContent = TYPE_LABEL[row.type];
+      cells[6].textContent = formatSize(row.size);
       const stop = row.ended === null ? now : row.ended;
-      cells[6].textContent = row.ended === null ? "" : formatDuration(Math.max(0, stop - row.started));
-      const bar = cells[7].firstChild;
+      cells[7].textContent = row.ended === null ? "" : formatDuration(Math.max(0, stop - row.started));
+      const bar = cells[8].firstChild;
       bar.style.left = ((row.started - start) / span) * 100 + "%";
       bar.style.width = (Math.max(0, stop - row.started) / span) * 100 + "%";
     }
@@ -442,7 +445,8 @@
     const general = [
       ["URL", req.url || request.url || ""],
       ["Method", req.method || request.method || ""],
-      ["Status", end ? (end.response ? end.response.status + " " + (end.response.reason || "") : "no answer") : "open"],
+      ["Status", end ? (end.response ? (end.response.status + " " + (end.response.reason || "")).trim() : "no answer") : "open"],
+      ["Protocol", request.version || ""],
       ["Kind", open.kind || ""],
       ["Proxy", open.proxy || ""],
       ["Connection", open.connection || ""],
