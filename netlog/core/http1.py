@@ -105,23 +105,6 @@ class RequestHead:
     def isConnect(self) -> bool:
         return self.method == b"CONNECT"
 
-    def urlFor(self, scheme: str) -> str:
-        """
-        The request's absolute URL: L{url} when it was sent absolute, else
-        built from C{scheme}, the C{Host} field and the target (for a
-        CONNECT, C{https://host:port/}).
-        """
-        if self.url is not None:
-            return self.url
-        if self.method == b"CONNECT":
-            return "https://" + self.target.decode("latin-1") + "/"
-        hosts = headerValues(self.headers, b"host")
-        authority = hosts[0].decode("latin-1") if hosts else (self.host or "")
-        target = self.target.decode("latin-1")
-        if target == "*":
-            target = ""
-        return scheme + "://" + authority + (target or "/")
-
 
 @dataclass(frozen=True, slots=True)
 class ResponseHead:

@@ -108,22 +108,6 @@ class Resolver:
         self.overrides = {k.lower().rstrip("."): v for k, v in (overrides or {}).items()}
         self.resolveOnly = resolveOnly
 
-    def resolveNow(self, host: str) -> Resolution | None:
-        """
-        The addresses of C{host} when they are known without asking (an IP
-        address, a C{--resolve} name), L{None} when L{resolve} must ask the
-        reactor's resolver; raises L{DoesNotResolve} as L{resolve} fails.
-        """
-        literal = parseAddress(host)
-        if literal is not None:
-            return Resolution(host, (literal,))
-        key = host.lower().rstrip(".")
-        if key in self.overrides:
-            return Resolution(host, (self.overrides[key],), named=True)
-        if self.resolveOnly or not key:
-            raise DoesNotResolve(host)
-        return None
-
     def resolve(self, host: str) -> defer.Deferred[Resolution]:
         """
         The addresses of C{host}; fails with L{DoesNotResolve}.

@@ -45,20 +45,3 @@ def rewriteSetCookie(value: bytes, backend: Backend, publicHost: str) -> bytes:
         return match.group(0)
 
     return _DOMAIN.sub(replace, value)
-
-
-def rewriteHeaders(
-    headers: list[tuple[bytes, bytes]], backend: Backend, origin: str, publicHost: str
-) -> list[tuple[bytes, bytes]]:
-    """
-    An answer's fields with the rewrites applied, in the same order.
-    """
-    out = []
-    for name, value in headers:
-        lower = name.lower()
-        if lower == b"location" or lower == b"content-location":
-            value = rewriteLocation(value, backend, origin)
-        elif lower == b"set-cookie":
-            value = rewriteSetCookie(value, backend, publicHost)
-        out.append((name, value))
-    return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.site.config import Backend
-from netlog.site.rewrite import rewriteHeaders, rewriteLocation, rewriteSetCookie
+from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
 
 BACKEND = Backend("http", "127.0.0.1", 7770)
 ORIGIN = "https://shop.test"
@@ -55,16 +55,6 @@ class SetCookieTests(SynchronousTestCase):
         ]
         for given, expected in cases:
             self.assertEqual(rewriteSetCookie(given, BACKEND, "shop.test"), expected, given)
-
-    def test_headers(self) -> None:
-        """
-        Only Location, Content-Location and Set-Cookie are rewritten, in place.
-        """
-        headers = [(b"Location", b"http://127.0.0.1:7770/x"), (b"X-Other", b"http://127.0.0.1:7770/x"),
-                   (b"Set-Cookie", b"a=b; Domain=127.0.0.1")]
-        self.assertEqual(rewriteHeaders(headers, BACKEND, ORIGIN, "shop.test"), [
-            (b"Location", b"https://shop.test/x"), (b"X-Other", b"http://127.0.0.1:7770/x"),
-            (b"Set-Cookie", b"a=b; Domain=shop.test")])
 
 
 class RewriteProperties(SynchronousTestCase):
