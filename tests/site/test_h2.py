@@ -485,6 +485,28 @@ class H2TimeoutTests(TestCase):
         self.assertIn("idle-timeout", end["_failed"]["reason"])
 
     @defer.inlineCallbacks
+    def test_idleConnectionClosed(self) -> Any:
+        """
+        An HTTP/2 connection that carries no stream for the idle timeout is
+        closed with C{GOAWAY}, as an HTTP/1.1 connection between requests
+        is closed.
+        """
+        backend = Backend()
+        port = listenWeb(self, backend)
+        proxy = RunningProxy(self, SITES.format(port=port), resolve={"shop.test": "127.0.0.1"}, idleTimeout=1.0)
+
+        def run() -> H2Client:
+            c = H2Client.toRoute(proxy.ports["https-route"], "shop.test", proxy.caFile)
+            self.addCleanup(c.close)
+            c.wait(c.get("/one"))
+            c.pump(lambda: c.closed, 8)
+            return c
+
+        c = yield threads.deferToThread(run)
+        self.assertEqual(c.goaway, int(ErrorCodes.NO_ERROR))
+        self.assertTrue(c.closed)
+
+    @defer.inlineCallbacks
     def test_trailersAndEarlyHints(self) -> Any:
         """
         A backend's 103 reaches the stream as an interim answer, and its
