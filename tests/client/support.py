@@ -1,0 +1,89 @@
+"""
+What the client's tests share: a plain-HTTP origin on loopback (threads, no
+reactor), requests through a session's port, and a supervised stand-in with
+its API.
+"""
+
+from __future__ import annotations
+
+import http.client
+import http.server
+import os
+import threading
+from typing import Any, Callable
+
+from tests.supervise.running import Twistd
+
+#: Seconds a request through the proxy may take.
+REQUEST_TIMEOUT = 20.0
+
+
+class _OriginHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    #: Set to let C{/hold} requests answer.
+    release: threading.Event
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/hold"):
+            self.release.wait(REQUEST_TIMEOUT)
+        body = f"you asked for {self.path}\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def startOrigin(addCleanup: Callable[..., Any]) -> tuple[int, threading.Event]:
+    """
+    A plain-HTTP origin on loopback that answers every C{GET} with its path
+    (C{/hold...} once the event it hands back is set); its port.
+    """
+    release = threading.Event()
+    handler = type("Handler", (_OriginHandler,), {"release": release})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+    addCleanup(stop)
+    return server.server_address[1], release
+
+
+def get(proxy: str, url: str) -> int:
+    """
+    One C{GET} of C{url} through the proxy C{http://127.0.0.1:PORT}; its
+    status.
+    """
+    port = int(proxy.rsplit(":", 1)[1])
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT)
+    try:
+        conn.request("GET", url)
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+def startStandin(folder: str, originPort: int, addCleanup: Callable[..., Any],
+                 extra: list[str] = []) -> tuple[Twistd, str]:
+    """
+    A supervised C{twistd netlog-standin} with its API on a free port,
+    C{origin.test} resolved to loopback; it and its API's URL.
+    """
+    args = ["--listen", "tcp:0:interface=127.0.0.1", "--log", os.path.join(folder, "network.jsonl"),
+            "--api", "tcp:0", "--resolve-only", "--resolve", "origin.test=127.0.0.1",
+            "--connect-ports", f"443,{originPort}", *extra]
+    twistd = Twistd(folder, "netlog-standin", args)
+    addCleanup(twistd.stop)
+    twistd.waitServing(1)
+    return twistd, f"http://127.0.0.1:{twistd.apiPort()}"
