@@ -223,7 +223,8 @@ class StandinTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.originPort, self.release = startOrigin(self.addCleanup)
         self.folder = tempDirectory(self)
-        self.twistd, self.api = startStandin(self.folder, self.originPort, self.addCleanup)
+        self.twistd, self.api = startStandin(self.folder, self.addCleanup, [
+            "--resolve", "origin.test=127.0.0.1", "--connect-ports", f"443,{self.originPort}"])
 
     def url(self, path: str) -> str:
         return f"http://origin.test:{self.originPort}{path}"
