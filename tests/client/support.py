@@ -74,13 +74,15 @@ def get(proxy: str, url: str) -> int:
         conn.close()
 
 
-def startStandin(folder: str, addCleanup: Callable[..., Any], extra: list[str]) -> tuple[Twistd, str]:
+def startStandin(folder: str, addCleanup: Callable[..., Any], extra: list[str],
+                 api: str = "tcp:0:interface=127.0.0.1") -> tuple[Twistd, str]:
     """
-    A supervised C{twistd netlog-standin} with its API on a free port, names
-    resolved only by the C{--resolve} in C{extra}; it and its API's URL.
+    A supervised C{twistd netlog-standin} with its API (on a free port
+    unless C{api} says), names resolved only by the C{--resolve} in
+    C{extra}; it and its API's URL.
     """
     args = ["--listen", "tcp:0:interface=127.0.0.1", "--log", os.path.join(folder, "network.jsonl"),
-            "--api", "tcp:0", "--resolve-only", *extra]
+            "--api", api, "--resolve-only", *extra]
     twistd = Twistd(folder, "netlog-standin", args)
     addCleanup(twistd.stop)
     twistd.waitServing(1)

@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -354,3 +355,41 @@ class StandinTests(SynchronousTestCase):
             if line["n"] == len(seen):
                 break
         self.assertEqual(later, [len(seen) - 1, len(seen)])
+
+
+class FollowRestartTests(SynchronousTestCase):
+    @pytest.mark.slow
+    def test_followWaitsForTheApi(self) -> None:
+        """
+        C{follow} started before the proxy (as across a restart of an
+        unsupervised one) keeps asking, and yields the lines once the API
+        answers.
+        """
+        folder = tempDirectory(self)
+        originPort, _ = startOrigin(self.addCleanup)
+        apiPort = freePort()
+        nl = Netlog(f"http://127.0.0.1:{apiPort}", timeout=2)
+        seen: list[dict[str, Any]] = []
+        failed: list[BaseException] = []
+
+        def follow() -> None:
+            try:
+                for line in nl.follow(poll=0.05, patience=60):
+                    seen.append(line)
+                    if line["type"] == "end":
+                        return
+            except BaseException as e:
+                failed.append(e)
+
+        follower = threading.Thread(target=follow, daemon=True)
+        follower.start()
+        time.sleep(0.5)
+        twistd, _ = startStandin(folder, self.addCleanup, [
+            "--resolve", "origin.test=127.0.0.1", "--connect-ports", f"443,{originPort}"],
+            api=f"tcp:{apiPort}:interface=127.0.0.1")
+        proxy = f"http://127.0.0.1:{twistd.listenerPort('forward')}"
+        self.assertEqual(get(proxy, f"http://origin.test:{originPort}/late"), 200)
+        follower.join(30)
+        self.assertEqual(failed, [])
+        self.assertEqual([(r["n"], r["type"]) for r in seen], [(1, "open"), (2, "end")])
+        self.assertTrue(os.path.exists(os.path.join(folder, "network.jsonl")))
