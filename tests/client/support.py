@@ -12,6 +12,8 @@ import os
 import threading
 from typing import Any, Callable
 
+from netlog.client import Netlog
+
 from tests.supervise.running import Twistd
 
 #: Seconds a request through the proxy may take.
@@ -87,3 +89,28 @@ def startStandin(folder: str, addCleanup: Callable[..., Any], extra: list[str],
     addCleanup(twistd.stop)
     twistd.waitServing(1)
     return twistd, f"http://127.0.0.1:{twistd.apiPort()}"
+
+
+class Follower:
+    """
+    L{Netlog.follow} in a thread: the lines it yielded, until one that
+    C{last} says is the last, and what it raised.
+    """
+
+    def __init__(self, client: Netlog, last: Callable[[dict[str, Any]], bool], **kwargs: Any) -> None:
+        self.seen: list[dict[str, Any]] = []
+        self.failed: list[BaseException] = []
+        self._client = client
+        self._last = last
+        self._kwargs = kwargs
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            for line in self._client.follow(**self._kwargs):
+                self.seen.append(line)
+                if self._last(line):
+                    return
+        except BaseException as e:
+            self.failed.append(e)

@@ -18,7 +18,7 @@ import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.client import ApiError, ApiUnreachable, Netlog, apiURL, readToken
-from tests.client.support import get, startOrigin, startStandin
+from tests.client.support import Follower, get, startOrigin, startStandin
 from tests.har.support import validate
 from tests.standin.support import tempDirectory
 from tests.supervise.running import alive, checkLog, readLog, waitFor
@@ -311,20 +311,9 @@ class StandinTests(SynchronousTestCase):
         """
         nl = Netlog(self.api)
         proxy = f"http://127.0.0.1:{self.twistd.listenerPort('forward')}"
-        seen: list[dict[str, Any]] = []
-        failed: list[BaseException] = []
-
-        def follow() -> None:
-            try:
-                for line in nl.follow(after=0, poll=0.05):
-                    seen.append(line)
-                    if line["type"] == "open" and line["request"]["url"].endswith("/last"):
-                        return
-            except BaseException as e:
-                failed.append(e)
-
-        follower = threading.Thread(target=follow, daemon=True)
-        follower.start()
+        follower = Follower(nl, lambda line: line["type"] == "open" and line["request"]["url"].endswith("/last"),
+                            after=0, poll=0.05)
+        seen = follower.seen
         for i in range(3):
             self.assertEqual(get(proxy, self.url(f"/before-{i}")), 200)
         waitFor(lambda: len(seen) >= 6, "the follower to see the first lines")
@@ -338,9 +327,9 @@ class StandinTests(SynchronousTestCase):
         for i in range(3):
             self.assertEqual(get(proxy, self.url(f"/after-{i}")), 200)
         self.assertEqual(get(proxy, self.url("/last")), 200)
-        follower.join(30)
-        self.assertFalse(follower.is_alive())
-        self.assertEqual(failed, [])
+        follower.thread.join(30)
+        self.assertFalse(follower.thread.is_alive())
+        self.assertEqual(follower.failed, [])
         self.assertGreaterEqual(self.twistd.servingCount(), 2)
         records = readLog(os.path.join(self.folder, "network.jsonl"))
         self.assertEqual([r["n"] for r in seen], list(range(1, len(seen) + 1)))
@@ -369,27 +358,14 @@ class FollowRestartTests(SynchronousTestCase):
         originPort, _ = startOrigin(self.addCleanup)
         apiPort = freePort()
         nl = Netlog(f"http://127.0.0.1:{apiPort}", timeout=2)
-        seen: list[dict[str, Any]] = []
-        failed: list[BaseException] = []
-
-        def follow() -> None:
-            try:
-                for line in nl.follow(poll=0.05, patience=60):
-                    seen.append(line)
-                    if line["type"] == "end":
-                        return
-            except BaseException as e:
-                failed.append(e)
-
-        follower = threading.Thread(target=follow, daemon=True)
-        follower.start()
+        follower = Follower(nl, lambda line: line["type"] == "end", poll=0.05, patience=60)
         time.sleep(0.5)
         twistd, _ = startStandin(folder, self.addCleanup, [
             "--resolve", "origin.test=127.0.0.1", "--connect-ports", f"443,{originPort}"],
             api=f"tcp:{apiPort}:interface=127.0.0.1")
         proxy = f"http://127.0.0.1:{twistd.listenerPort('forward')}"
         self.assertEqual(get(proxy, f"http://origin.test:{originPort}/late"), 200)
-        follower.join(30)
-        self.assertEqual(failed, [])
-        self.assertEqual([(r["n"], r["type"]) for r in seen], [(1, "open"), (2, "end")])
+        follower.thread.join(30)
+        self.assertEqual(follower.failed, [])
+        self.assertEqual([(r["n"], r["type"]) for r in follower.seen], [(1, "open"), (2, "end")])
         self.assertTrue(os.path.exists(os.path.join(folder, "network.jsonl")))
