@@ -459,10 +459,11 @@ class Session:
             return
         try:
             self.delete(self.stop_timeout)
-        except NetlogError:
-            if kind is None:
+        except NetlogError as e:
+            if value is None:
                 raise
-            # The block's own exception says more than this one would.
+            # The block's own exception goes on, and says this too.
+            value.add_note(f"deleting session {self.name} failed too: {e}")
 
     def read(self, after: int = 0, limit: int | None = None) -> Page:
         """

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.client import ApiError, ApiUnreachable, Netlog, apiURL, readToken
+from netlog.client import ApiError, ApiUnreachable, Netlog, Session, apiURL, readToken
 from tests.client.support import Follower, get, startOrigin, startStandin
 from tests.har.support import validate
 from tests.standin.support import tempDirectory
@@ -158,6 +158,7 @@ class RequestTests(SynchronousTestCase):
         threading.Thread(target=server.serve_forever, daemon=True).start()
         self.addCleanup(server.server_close)
         self.addCleanup(server.shutdown)
+        self.server = server
         self.url = f"http://127.0.0.1:{server.server_address[1]}"
         self.patch(os, "environ", {"http_proxy": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9"})
 
@@ -178,6 +179,26 @@ class RequestTests(SynchronousTestCase):
             self.assertEqual(headers["authorization"], "Bearer right", method)
             if method != "GET":
                 self.assertEqual(headers["content-type"], "application/json", method)
+
+    def test_deleteFailsToo(self) -> None:
+        """
+        When the block of C{with nl.session()} raises and the delete fails
+        too (the API went away), the block's exception is the one raised,
+        with a note that the delete failed; without an exception of the
+        block's, the delete's own is raised.
+        """
+        nl = Netlog(self.url, token="right")
+        with self.assertRaises(RuntimeError) as caught:
+            with nl.session("t"):
+                self.server.shutdown()
+                self.server.server_close()
+                raise RuntimeError("the task failed")
+        self.assertEqual(len(caught.exception.__notes__), 1)
+        self.assertIn("deleting session t failed too", caught.exception.__notes__[0])
+        self.assertIn("can't be reached", caught.exception.__notes__[0])
+        with self.assertRaises(ApiUnreachable):
+            with Session(nl, {"name": "u", "port": 1, "proxy": "127.0.0.1:1", "log": "/u.jsonl"}):
+                pass
 
     def test_wrongToken(self) -> None:
         """
