@@ -14,7 +14,7 @@ built on this client, so the two say the same.
 
 The token that changes things (C{Authorization: Bearer ...}) is the one
 given, else C{NETLOG_API_TOKEN}, else the file C{api-token} in netlog's state
-folder (L{readToken}).
+folder (L{read_token}).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class ApiUnreachable(NetlogError):
         NetlogError.__init__(self, f"{method} {url}: the API can't be reached: {reason}")
 
 
-def apiURL(text: str | None = None) -> str:
+def api_url(text: str | None = None) -> str:
     """
     The API's base URL, from C{text} or else C{$NETLOG_API}: C{http://} is
     understood when only C{host:port} is given; a trailing C{/} is dropped.
@@ -138,19 +138,19 @@ def apiURL(text: str | None = None) -> str:
     return text.rstrip("/")
 
 
-def readToken(token: str | None = None, tokenFile: str | None = None) -> str | None:
+def read_token(token: str | None = None, token_file: str | None = None) -> str | None:
     """
     The API's token, found as C{netlog session} finds it: C{token} if given,
-    else C{$NETLOG_API_TOKEN}, else the contents of C{tokenFile} (default
+    else C{$NETLOG_API_TOKEN}, else the contents of C{token_file} (default
     C{api-token} in the state folder). None when there is none to be had (no
     such file, or one this user may not read): reads need no token.
     """
     if token:
         return token.strip()
-    fromEnv = os.environ.get(TOKEN_ENV, "").strip()
-    if fromEnv:
-        return fromEnv
-    path = tokenFile or os.path.join(defaultState(), TOKEN_FILE)
+    from_env = os.environ.get(TOKEN_ENV, "").strip()
+    if from_env:
+        return from_env
+    path = token_file or os.path.join(defaultState(), TOKEN_FILE)
     try:
         with open(path, encoding="ascii", errors="replace") as f:
             found = f.read().strip()
@@ -191,16 +191,16 @@ class Netlog:
     ) -> None:
         """
         @param url: the API, e.g. C{http://127.0.0.1:8081} (default
-            C{$NETLOG_API}); see L{apiURL}.
-        @param token: the API's token (default: see L{readToken}).
+            C{$NETLOG_API}); see L{api_url}.
+        @param token: the API's token (default: see L{read_token}).
         @param token_file: where the token is kept, when not in the default
             state folder.
         @param timeout: seconds each call may wait to connect and for each
             read of its answer.
         """
-        self.url = apiURL(url)
+        self.url = api_url(url)
         self.timeout = timeout
-        self._token = readToken(token, token_file)
+        self._token = read_token(token, token_file)
         # Never through the environment's http_proxy: the API is on loopback.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -234,11 +234,11 @@ class Netlog:
             response: http.client.HTTPResponse = self._opener.open(request, timeout=timeout or self.timeout)
         except urllib.error.HTTPError as e:
             with e:
-                raise ApiError(method, url, e.code, _errorOf(e)) from None
+                raise ApiError(method, url, e.code, _error_of(e)) from None
         except urllib.error.URLError as e:
             raise ApiUnreachable(method, url, str(e.reason)) from None
         except (OSError, http.client.HTTPException) as e:
-            raise ApiUnreachable(method, url, _reasonOf(e)) from None
+            raise ApiUnreachable(method, url, _reason_of(e)) from None
         return response
 
     def _json(self, method: str, path: str, body: dict[str, Any] | None = None,
@@ -248,7 +248,7 @@ class Netlog:
             try:
                 raw = response.read()
             except (OSError, http.client.HTTPException) as e:
-                raise ApiUnreachable(method, self.url + path, _reasonOf(e)) from None
+                raise ApiUnreachable(method, self.url + path, _reason_of(e)) from None
         try:
             return json.loads(raw)
         except ValueError:
@@ -265,7 +265,7 @@ class Netlog:
                 try:
                     chunk = response.read(COPY_CHUNK)
                 except (OSError, http.client.HTTPException) as e:
-                    raise ApiUnreachable("GET", self.url + path, _reasonOf(e)) from None
+                    raise ApiUnreachable("GET", self.url + path, _reason_of(e)) from None
                 if not chunk:
                     return written
                 out.write(chunk)
@@ -325,7 +325,7 @@ class Netlog:
         L{ApiError} is raised.
         """
         cursor = after
-        failingSince: float | None = None
+        failing_since: float | None = None
         while True:
             try:
                 page = self._page(path, cursor, None)
@@ -333,13 +333,13 @@ class Netlog:
                 if isinstance(e, ApiError) and e.status < 500:
                     raise
                 now = time.monotonic()
-                if failingSince is None:
-                    failingSince = now
-                elif now - failingSince > patience:
+                if failing_since is None:
+                    failing_since = now
+                elif now - failing_since > patience:
                     raise
                 time.sleep(poll)
                 continue
-            failingSince = None
+            failing_since = None
             if page.lines or page.begun_again:
                 cursor = page.next
             yield from page.lines
@@ -351,13 +351,13 @@ class Netlog:
         Stream the main log's HAR into the file C{path} (through line
         C{upto} only, if given); the bytes written.
         """
-        return self._save(_harPath("/network.har", upto), path)
+        return self._save(_har_path("/network.har", upto), path)
 
     def write_har(self, out: BinaryIO, *, upto: int | None = None) -> int:
         """
         Stream the main log's HAR into C{out}; the bytes written.
         """
-        return self._copy(_harPath("/network.har", upto), out)
+        return self._copy(_har_path("/network.har", upto), out)
 
     # -- the CA ----------------------------------------------------------------
 
@@ -371,7 +371,7 @@ class Netlog:
             try:
                 return bytes(response.read())
             except (OSError, http.client.HTTPException) as e:
-                raise ApiUnreachable("GET", self.url + "/ca.pem", _reasonOf(e)) from None
+                raise ApiUnreachable("GET", self.url + "/ca.pem", _reason_of(e)) from None
 
     def save_ca(self, path: str) -> int:
         """
@@ -403,7 +403,7 @@ class Netlog:
         """
         A session by name (a 404 L{ApiError} if there is none).
         """
-        return Session(self, self._json("GET", _sessionPath(name)))
+        return Session(self, self._json("GET", _session_path(name)))
 
     def delete_session(self, name: str, timeout: float = STOP_TIMEOUT) -> dict[str, Any]:
         """
@@ -412,7 +412,7 @@ class Netlog:
         file stays) and C{last}, its last line number.
         """
         seconds = max(0, math.ceil(timeout))
-        return dict(self._json("DELETE", f"{_sessionPath(name)}?timeout={seconds}",
+        return dict(self._json("DELETE", f"{_session_path(name)}?timeout={seconds}",
                                timeout=self.timeout + seconds))
 
     def session(self, name: str | None = None, port: int | None = None,
@@ -469,14 +469,14 @@ class Session:
         """
         One page of this session's log (see L{Netlog.read}).
         """
-        return self.client._page(_sessionPath(self.name) + "/network", after, limit)
+        return self.client._page(_session_path(self.name) + "/network", after, limit)
 
     def follow(self, after: int = 0, *, poll: float = FOLLOW_POLL,
                patience: float = FOLLOW_PATIENCE) -> Iterator[dict[str, Any]]:
         """
         This session's lines as they come (see L{Netlog.follow}).
         """
-        return self.client._follow(_sessionPath(self.name) + "/network", after, poll, patience)
+        return self.client._follow(_session_path(self.name) + "/network", after, poll, patience)
 
     def open_exchanges(self) -> set[int]:
         """
@@ -515,13 +515,13 @@ class Session:
         Stream this session's HAR into the file C{path} (through line C{upto}
         only, if given); the bytes written.
         """
-        return self.client._save(_harPath(_sessionPath(self.name) + "/network.har", upto), path)
+        return self.client._save(_har_path(_session_path(self.name) + "/network.har", upto), path)
 
     def write_har(self, out: BinaryIO, *, upto: int | None = None) -> int:
         """
         Stream this session's HAR into C{out}; the bytes written.
         """
-        return self.client._copy(_harPath(_sessionPath(self.name) + "/network.har", upto), out)
+        return self.client._copy(_har_path(_session_path(self.name) + "/network.har", upto), out)
 
     def delete(self, timeout: float | None = None) -> dict[str, Any]:
         """
@@ -531,21 +531,21 @@ class Session:
         return self.deleted
 
 
-def _sessionPath(name: str) -> str:
+def _session_path(name: str) -> str:
     return "/sessions/" + quote(name, safe="")
 
 
-def _harPath(path: str, upto: int | None) -> str:
+def _har_path(path: str, upto: int | None) -> str:
     return path if upto is None else f"{path}?{urlencode({'upto': upto})}"
 
 
-def _reasonOf(e: BaseException) -> str:
+def _reason_of(e: BaseException) -> str:
     if isinstance(e, (socket.timeout, TimeoutError)):
         return "timed out"
     return str(e) or type(e).__name__
 
 
-def _errorOf(e: urllib.error.HTTPError) -> dict[str, Any]:
+def _error_of(e: urllib.error.HTTPError) -> dict[str, Any]:
     """
     The API's JSON error from an error answer; an answer that is not a JSON
     object (a reverse proxy's page) is carried as its text.
@@ -565,5 +565,5 @@ def _errorOf(e: urllib.error.HTTPError) -> dict[str, Any]:
 
 __all__ = [
     "ApiError", "ApiUnreachable", "Netlog", "NetlogError", "Page", "Session",
-    "apiURL", "readToken",
+    "api_url", "read_token",
 ]

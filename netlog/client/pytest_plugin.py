@@ -31,7 +31,7 @@ from typing import Generator, Iterator
 
 import pytest
 
-from netlog.client import API_ENV, STOP_TIMEOUT, Netlog, Session, apiURL
+from netlog.client import API_ENV, STOP_TIMEOUT, Netlog, Session, api_url
 
 #: Where kept HARs go unless C{--netlog-output} says.
 DEFAULT_OUTPUT = "test-results"
@@ -68,7 +68,7 @@ def pytest_configure(config: pytest.Config) -> None:
     given = config.getoption("--netlog-api")
     if given is not None:
         try:
-            apiURL(given)
+            api_url(given)
         except ValueError as e:
             raise pytest.UsageError(f"--netlog-api: {e}") from None
     config.stash[_API] = given
@@ -107,7 +107,7 @@ class _KeptHars:
                 terminalreporter.write_line(f"HAR kept: {path}")
 
 
-def sessionName(nodeid: str, worker: str, run: str) -> str:
+def session_name(nodeid: str, worker: str, run: str) -> str:
     """
     A session name for a test: the worker, the run, and as much of the
     test's id as fits, with a hash of the whole id (names are unique per
@@ -120,7 +120,7 @@ def sessionName(nodeid: str, worker: str, run: str) -> str:
     return f"{prefix}{slug}-{digest}" if slug else f"{prefix}{digest}"
 
 
-def harFileName(nodeid: str) -> str:
+def har_file_name(nodeid: str) -> str:
     """
     The file a test's HAR is kept in: its id with what isn't a letter,
     digit, C{.}, C{_} or C{-} made C{-} (a hash ends one cut short).
@@ -154,7 +154,7 @@ def netlog_session(request: pytest.FixtureRequest, netlog_client: Netlog) -> Ite
     config = request.config
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     node = request.node
-    session = netlog_client.create_session(sessionName(node.nodeid, worker, config.stash[_RUN]))
+    session = netlog_client.create_session(session_name(node.nodeid, worker, config.stash[_RUN]))
     try:
         yield session
     finally:
@@ -165,7 +165,7 @@ def netlog_session(request: pytest.FixtureRequest, netlog_client: Netlog) -> Ite
                 session.wait_ended(SETTLE_TIMEOUT)
                 folder = config.getoption("--netlog-output")
                 os.makedirs(folder, exist_ok=True)
-                path = os.path.join(folder, harFileName(node.nodeid))
+                path = os.path.join(folder, har_file_name(node.nodeid))
                 session.save_har(path)
                 node.user_properties.append((KEPT_PROPERTY, path))
         finally:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.client import ApiError, ApiUnreachable, Netlog, Session, apiURL, readToken
+from netlog.client import ApiError, ApiUnreachable, Netlog, Session, api_url, read_token
 from tests.client.support import Follower, get, startOrigin, startStandin
 from tests.har.support import validate
 from tests.standin.support import tempDirectory
@@ -40,7 +40,7 @@ class URLTests(SynchronousTestCase):
             ("https://netlog.internal/api/", "https://netlog.internal/api"),
             (None, "http://127.0.0.1:8090"),
         ]:
-            self.assertEqual(apiURL(given), expected, given)
+            self.assertEqual(api_url(given), expected, given)
 
     def test_mistakes(self) -> None:
         """
@@ -56,11 +56,11 @@ class URLTests(SynchronousTestCase):
             ("http://", "http://127.0.0.1:PORT"),
         ]:
             with self.assertRaises(ValueError) as caught:
-                apiURL(given)
+                api_url(given)
             self.assertIn(shown, str(caught.exception), given)
         self.patch(os, "environ", {})
         with self.assertRaises(ValueError) as caught:
-            apiURL(None)
+            api_url(None)
         self.assertIn("NETLOG_API", str(caught.exception))
 
 
@@ -77,10 +77,10 @@ class TokenTests(SynchronousTestCase):
         file; the file's token has its newline stripped.
         """
         self.patch(os, "environ", {"NETLOG_API_TOKEN": "from-env"})
-        self.assertEqual(readToken("given", self.file), "given")
-        self.assertEqual(readToken(None, self.file), "from-env")
+        self.assertEqual(read_token("given", self.file), "given")
+        self.assertEqual(read_token(None, self.file), "from-env")
         self.patch(os, "environ", {})
-        self.assertEqual(readToken(None, self.file), "from-the-file")
+        self.assertEqual(read_token(None, self.file), "from-the-file")
 
     def test_defaultFile(self) -> None:
         """
@@ -95,7 +95,7 @@ class TokenTests(SynchronousTestCase):
         os.mkdir(os.path.join(self.folder, "netlog"))
         os.rename(self.file, os.path.join(self.folder, "netlog", "api-token"))
         self.patch(os, "environ", {"XDG_STATE_HOME": self.folder})
-        self.assertEqual(readToken(), "from-the-file")
+        self.assertEqual(read_token(), "from-the-file")
 
     def test_none(self) -> None:
         """
@@ -103,11 +103,11 @@ class TokenTests(SynchronousTestCase):
         is None: reads need none.
         """
         self.patch(os, "environ", {})
-        self.assertIsNone(readToken(None, os.path.join(self.folder, "missing")))
-        self.assertIsNone(readToken(None, self.folder))
+        self.assertIsNone(read_token(None, os.path.join(self.folder, "missing")))
+        self.assertIsNone(read_token(None, self.folder))
         with open(self.file, "w"):
             pass
-        self.assertIsNone(readToken(None, self.file))
+        self.assertIsNone(read_token(None, self.file))
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):

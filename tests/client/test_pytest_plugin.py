@@ -20,7 +20,7 @@ import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.client import Netlog
-from netlog.client.pytest_plugin import harFileName, sessionName
+from netlog.client.pytest_plugin import har_file_name, session_name
 from tests.browser.browser import CHROMIUM, chromiumArgs
 from tests.client.support import startStandin
 from tests.har.support import validate
@@ -45,24 +45,24 @@ class NameTests(SynchronousTestCase):
         """
         long = "tests/" + "a" * 100 + "/test_x.py::test_y[" + "p" * 50 + "]"
         names = {
-            sessionName(nodeid, worker, "abc123")
+            session_name(nodeid, worker, "abc123")
             for nodeid in ("t.py::test_a", "t.py::test_a[1]", "t.py::test_a-1", long, long + "x")
             for worker in ("main", "gw0", "gw1")
         }
         self.assertEqual(len(names), 15)
         for name in names:
             self.assertRegex(name, r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
-        self.assertTrue(sessionName("t.py::test_a", "gw1", "abc123").startswith("gw1-abc123-t.py-test_a-"))
+        self.assertTrue(session_name("t.py::test_a", "gw1", "abc123").startswith("gw1-abc123-t.py-test_a-"))
 
     def test_harFileNames(self) -> None:
         """
         A kept HAR is named after the test's id, its separators and brackets
         made C{-}; a very long id is cut and ends with its hash.
         """
-        self.assertEqual(harFileName("test_shop.py::test_teapots[chromium]"), FAILED_HAR)
-        long = harFileName("t.py::test_" + "x" * 300)
+        self.assertEqual(har_file_name("test_shop.py::test_teapots[chromium]"), FAILED_HAR)
+        long = har_file_name("t.py::test_" + "x" * 300)
         self.assertLessEqual(len(long), 220)
-        self.assertNotEqual(long, harFileName("t.py::test_" + "x" * 301))
+        self.assertNotEqual(long, har_file_name("t.py::test_" + "x" * 301))
 
 
 def _entryPoints(folder: str) -> str:
