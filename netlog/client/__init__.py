@@ -32,14 +32,7 @@ from types import TracebackType
 from typing import Any, BinaryIO, Iterator
 from urllib.parse import quote, urlencode, urlsplit
 
-from netlog.state import defaultState
-
-#: The environment variable that names the API when no URL is given.
-API_ENV = "NETLOG_API"
-#: The environment variable that holds the API's token.
-TOKEN_ENV = "NETLOG_API_TOKEN"
-#: The token's file in netlog's state folder.
-TOKEN_FILE = "api-token"
+from netlog.state import API_ENV, TOKEN_ENV, TOKEN_FILE, defaultState
 #: Seconds one call may wait for the API (to connect, and for each read).
 CALL_TIMEOUT = 30.0
 #: Seconds a deleted session's open exchanges have to end (the API's own

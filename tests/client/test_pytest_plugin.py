@@ -20,7 +20,7 @@ import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.client import Netlog
-from netlog.client.pytest_plugin import har_file_name, session_name
+from netlog.pytest_plugin import har_file_name, session_name
 from tests.browser.browser import CHROMIUM, chromiumArgs
 from tests.client.support import startStandin
 from tests.har.support import validate

@@ -27,11 +27,17 @@ import hashlib
 import os
 import re
 import secrets
-from typing import Generator, Iterator
+from typing import TYPE_CHECKING, Generator, Iterator
 
 import pytest
 
-from netlog.client import API_ENV, STOP_TIMEOUT, Netlog, Session, api_url
+if TYPE_CHECKING:
+    from netlog.client import Netlog, Session
+
+from netlog.state import API_ENV
+
+# netlog.client (urllib's import is most of it, 60 ms) is imported only once
+# the plugin is asked for: pytest loads this module on every run.
 
 #: Where kept HARs go unless C{--netlog-output} says.
 DEFAULT_OUTPUT = "test-results"
@@ -67,6 +73,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     given = config.getoption("--netlog-api")
     if given is not None:
+        from netlog.client import api_url
+
         try:
             api_url(given)
         except ValueError as e:
@@ -139,6 +147,8 @@ def netlog_client(pytestconfig: pytest.Config) -> Netlog:
     given = pytestconfig.stash[_API] or os.environ.get(API_ENV)
     if not given:
         pytest.fail(f"netlog's fixtures need its API: give --netlog-api URL or set {API_ENV}", pytrace=False)
+    from netlog.client import Netlog
+
     try:
         return Netlog(given)
     except ValueError as e:
@@ -169,4 +179,4 @@ def netlog_session(request: pytest.FixtureRequest, netlog_client: Netlog) -> Ite
                 session.save_har(path)
                 node.user_properties.append((KEPT_PROPERTY, path))
         finally:
-            session.delete(STOP_TIMEOUT)
+            session.delete()
