@@ -439,6 +439,9 @@ class Session:
         self.stop_timeout = STOP_TIMEOUT
         #: The API's answer to the delete, once deleted.
         self.deleted: dict[str, Any] | None = None
+        # What open_exchanges has read of the log so far.
+        self._cursor = 0
+        self._open: set[int] = set()
 
     def __repr__(self) -> str:
         return f"<Session {self.name} {self.proxy}>"
@@ -474,20 +477,21 @@ class Session:
     def open_exchanges(self) -> set[int]:
         """
         The ids of this session's exchanges (and tunnels) that have an open
-        line and no end line yet.
+        line and no end line yet (read on from where the last call stopped).
         """
-        opened: set[int] = set()
-        cursor = 0
         while True:
-            page = self.read(cursor)
+            page = self.read(self._cursor)
+            if page.begun_again:
+                self._open.clear()
             for line in page.lines:
                 if line.get("type") == "open":
-                    opened.add(line["id"])
+                    self._open.add(line["id"])
                 elif line.get("type") == "end":
-                    opened.discard(line.get("id"))
+                    self._open.discard(line.get("id"))
+            if page.lines or page.begun_again:
+                self._cursor = page.next
             if not page.lines:
-                return opened
-            cursor = page.next
+                return set(self._open)
 
     def wait_ended(self, timeout: float = STOP_TIMEOUT, poll: float = FOLLOW_POLL) -> bool:
         """
