@@ -23,6 +23,7 @@ import http.client
 import json
 import math
 import os
+import re
 import socket
 import time
 import urllib.error
@@ -33,6 +34,7 @@ from typing import Any, BinaryIO, Iterator
 from urllib.parse import quote, urlencode, urlsplit
 
 from netlog.state import API_ENV, TOKEN_ENV, TOKEN_FILE, defaultState
+
 #: Seconds one call may wait for the API (to connect, and for each read).
 CALL_TIMEOUT = 30.0
 #: Seconds a deleted session's open exchanges have to end (the API's own
@@ -113,11 +115,10 @@ def api_url(text: str | None = None) -> str:
             raise ValueError(f"no API given: pass its URL (http://127.0.0.1:PORT) or set {API_ENV}")
     text = text.strip()
     if "://" not in text:
-        port = text.rsplit(":", 1)[-1]
-        if text.isdigit() or text.startswith(("tcp:", "ssl:", "unix:")):
-            raise ValueError(
-                f"{text!r} is not the API's URL: write it as http://127.0.0.1:{port if port.isdigit() else 'PORT'}"
-            )
+        described = re.match(r"(?:(?:tcp|ssl):(?:port=)?)?(\d+)(?::|$)", text)
+        if described or text.startswith("unix:"):
+            port = described.group(1) if described else "PORT"
+            raise ValueError(f"{text!r} is not the API's URL: write it as http://127.0.0.1:{port}")
         text = "http://" + text
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -51,6 +51,8 @@ class URLTests(SynchronousTestCase):
         for given, shown in [
             ("8081", "http://127.0.0.1:8081"),
             ("tcp:8081", "http://127.0.0.1:8081"),
+            ("tcp:8081:interface=127.0.0.1", "http://127.0.0.1:8081"),
+            ("unix:/run/netlog.sock", "http://127.0.0.1:PORT"),
             ("ftp://127.0.0.1:8081", "http://127.0.0.1:PORT"),
             ("http://127.0.0.1:80x", "http://127.0.0.1:PORT"),
             ("http://", "http://127.0.0.1:PORT"),
