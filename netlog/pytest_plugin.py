@@ -31,13 +31,12 @@ from typing import TYPE_CHECKING, Generator, Iterator
 
 import pytest
 
-if TYPE_CHECKING:
-    from netlog.client import Netlog, Session
-
 from netlog.state import API_ENV
 
-# netlog.client (urllib's import is most of it, 60 ms) is imported only once
-# the plugin is asked for: pytest loads this module on every run.
+# netlog.client is imported only once the plugin is asked for: pytest loads
+# this module on every run, and urllib's import is 25 ms on top of pytest's.
+if TYPE_CHECKING:
+    from netlog.client import Netlog, Session
 
 #: Where kept HARs go unless C{--netlog-output} says.
 DEFAULT_OUTPUT = "test-results"
