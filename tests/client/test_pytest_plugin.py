@@ -142,8 +142,9 @@ class PluginTests(SynchronousTestCase):
         self.assertEqual(os.listdir(self.results), [FAILED_HAR])
         urls = entries(os.path.join(self.results, FAILED_HAR))
         self.assertIn(f"test-results/{FAILED_HAR}", done.stdout)
-        shop = [u for u in urls if u.startswith("http://shop.test:")]
-        self.assertEqual([u.split("/", 3)[3] for u in shop[:2]], ["search?q=teapot", "api/items?q=teapot"])
+        paths = [u.split("/", 3)[3] for u in urls if u.startswith("http://shop.test:")]
+        self.assertEqual(paths[0], "search?q=teapot")
+        self.assertIn("api/items?q=teapot", paths)
         self.assertFalse([u for u in urls if "mug" in u], urls)
         self.assertEqual(Netlog(self.api).sessions(), [])
         self.assertEqual(len(self.sessionLogs()), 2)
