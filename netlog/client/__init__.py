@@ -45,6 +45,10 @@ FOLLOW_POLL = 0.2
 #: Seconds L{Netlog.follow} keeps trying an API that can't be reached (or
 #: answers 5xx) before it gives up: a restarting proxy is back well within.
 FOLLOW_PATIENCE = 60.0
+#: Seconds a HAR download may wait for its next bytes, if longer than the
+#: call's timeout: the API runs two exports at once and a third waits its
+#: turn (and the API itself gives a stalled client 300 s).
+HAR_TIMEOUT = 300.0
 #: The most of an error's body read, in bytes.
 MAX_ERROR_BODY = 65536
 #: Bytes copied at a time when a HAR is streamed to a file.
@@ -248,11 +252,11 @@ class Netlog:
         except ValueError:
             raise NetlogError(f"{method} {self.url + path}: the answer is not JSON: {raw[:200]!r}") from None
 
-    def _copy(self, path: str, out: BinaryIO) -> int:
+    def _copy(self, path: str, out: BinaryIO, timeout: float | None = None) -> int:
         """
         Stream a GET's answer into C{out}; the bytes written.
         """
-        response = self._open("GET", path)
+        response = self._open("GET", path, timeout=timeout)
         written = 0
         with response:
             while True:
@@ -265,7 +269,7 @@ class Netlog:
                 out.write(chunk)
                 written += len(chunk)
 
-    def _save(self, path: str, to: str) -> int:
+    def _save(self, path: str, to: str, timeout: float | None = None) -> int:
         """
         Stream a GET's answer into the file C{to}, whole or not at all (a
         failed download leaves no file behind).
@@ -273,7 +277,7 @@ class Netlog:
         part = f"{to}.part"
         try:
             with open(part, "wb") as out:
-                written = self._copy(path, out)
+                written = self._copy(path, out, timeout)
             os.replace(part, to)
         except BaseException:
             try:
@@ -282,6 +286,13 @@ class Netlog:
                 pass
             raise
         return written
+
+    @property
+    def _har_timeout(self) -> float:
+        """
+        How long a HAR download waits for its bytes (L{HAR_TIMEOUT}).
+        """
+        return max(self.timeout, HAR_TIMEOUT)
 
     # -- the log ---------------------------------------------------------------
 
@@ -345,13 +356,13 @@ class Netlog:
         Stream the main log's HAR into the file C{path} (through line
         C{upto} only, if given); the bytes written.
         """
-        return self._save(_har_path("/network.har", upto), path)
+        return self._save(_har_path("/network.har", upto), path, self._har_timeout)
 
     def write_har(self, out: BinaryIO, *, upto: int | None = None) -> int:
         """
         Stream the main log's HAR into C{out}; the bytes written.
         """
-        return self._copy(_har_path("/network.har", upto), out)
+        return self._copy(_har_path("/network.har", upto), out, self._har_timeout)
 
     # -- the CA ----------------------------------------------------------------
 
@@ -513,13 +524,15 @@ class Session:
         Stream this session's HAR into the file C{path} (through line C{upto}
         only, if given); the bytes written.
         """
-        return self.client._save(_har_path(_session_path(self.name) + "/network.har", upto), path)
+        return self.client._save(_har_path(_session_path(self.name) + "/network.har", upto), path,
+                                 self.client._har_timeout)
 
     def write_har(self, out: BinaryIO, *, upto: int | None = None) -> int:
         """
         Stream this session's HAR into C{out}; the bytes written.
         """
-        return self.client._copy(_har_path(_session_path(self.name) + "/network.har", upto), out)
+        return self.client._copy(_har_path(_session_path(self.name) + "/network.har", upto), out,
+                                 self.client._har_timeout)
 
     def delete(self, timeout: float | None = None) -> dict[str, Any]:
         """
