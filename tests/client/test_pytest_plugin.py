@@ -65,6 +65,20 @@ class NameTests(SynchronousTestCase):
         self.assertNotEqual(long, har_file_name("t.py::test_" + "x" * 301))
 
 
+class ExampleOutputTests(SynchronousTestCase):
+    def test_keptHar(self) -> None:
+        """
+        The HAR the example shows is its failed test's, as the plugin keeps
+        it: named after the test, passing the HAR schema, holding that
+        test's requests and none of the other's.
+        """
+        folder = os.path.join(EXAMPLE, "example-output")
+        self.assertEqual(os.listdir(folder), [FAILED_HAR])
+        urls = entries(os.path.join(folder, FAILED_HAR))
+        self.assertIn("q=teapot", urls[0])
+        self.assertFalse([u for u in urls if "q=mug" in u], urls)
+
+
 def _entryPoints(folder: str) -> str:
     """
     Make the plugin findable as an installed netlog finds it (by the
