@@ -1,31 +1,36 @@
 """
-C{netlog session create|list|har|delete --api URL ...}: a proxy's sessions
-over its API, for shell scripts.
+C{netlog session create|list|har|delete [--api URL]}: a proxy's sessions
+over its API, for shell scripts, on L{netlog.client} (so the command and the
+Python client can't say different things).
 
-Each prints the API's JSON answer (C{har} writes the HAR); a JSON error is
-printed on stderr and the exit status is 1.
+Each prints the API's JSON answer (C{har} writes the HAR); an error is
+printed on stderr (the API's JSON error, with its status) and the exit status
+is 1. The API is C{--api} or else C{$NETLOG_API}; the token is C{--token},
+else C{$NETLOG_API_TOKEN}, else the file C{--token-file} (default
+C{api-token} in the state folder).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import urllib.error
-import urllib.request
-from typing import Any, BinaryIO
-from urllib.parse import quote
+from typing import Any
 
-#: Seconds a request to the API may take (a delete waits for open exchanges).
-REQUEST_TIMEOUT = 60.0
+from netlog.client import API_ENV, CALL_TIMEOUT, TOKEN_ENV, TOKEN_FILE, Netlog, NetlogError
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
 
     def api(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--api", required=True, metavar="URL", help="the proxy's API, e.g. http://127.0.0.1:8081")
+        p.add_argument("--api", metavar="URL",
+                       help=f"the proxy's API, e.g. http://127.0.0.1:8081 (default ${API_ENV})")
+        p.add_argument("--token", help=f"the API's token (default ${TOKEN_ENV}, else --token-file)")
+        p.add_argument("--token-file", metavar="FILE",
+                       help=f"where the API's token is kept (default {TOKEN_FILE} in the state folder)")
+        p.add_argument("--timeout", type=float, default=CALL_TIMEOUT, metavar="SECONDS",
+                       help=f"how long to wait for the API (default {CALL_TIMEOUT:g})")
 
     create = sub.add_parser("create", help="make a session; prints it (its proxy address among it)")
     api(create)
@@ -42,48 +47,31 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
     delete.add_argument("name")
 
 
-def _request(method: str, url: str, body: dict[str, Any] | None = None) -> Any:
-    data = json.dumps(body).encode("utf-8") if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        request.add_header("content-type", "application/json")
-    return urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT)
-
-
-def _copy(response: Any, out: BinaryIO) -> None:
-    shutil.copyfileobj(response, out)
+def _print(answer: Any) -> None:
+    sys.stdout.write(json.dumps(answer, indent=2) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:
-    base = args.api.rstrip("/") + "/sessions"
+    try:
+        client = Netlog(args.api, token=args.token, token_file=args.token_file, timeout=args.timeout)
+    except ValueError as e:
+        sys.stderr.write(f"netlog session {args.action}: --api: {e}\n")
+        return 1
     try:
         if args.action == "create":
-            body: dict[str, Any] = {}
-            if args.name is not None:
-                body["name"] = args.name
-            if args.port is not None:
-                body["port"] = args.port
-            response = _request("POST", base, body)
+            _print(client.create_session(args.name, args.port).info)
         elif args.action == "list":
-            response = _request("GET", base)
+            _print({"sessions": [s.info for s in client.sessions()]})
         elif args.action == "delete":
-            response = _request("DELETE", f"{base}/{quote(args.name, safe='')}")
+            _print(client.delete_session(args.name))
+        elif args.output:
+            client.get_session(args.name).save_har(args.output)
         else:
-            response = _request("GET", f"{base}/{quote(args.name, safe='')}/network.har")
-            with response:
-                if args.output:
-                    with open(args.output, "wb") as f:
-                        _copy(response, f)
-                else:
-                    _copy(response, sys.stdout.buffer)
-            return 0
-        with response:
-            sys.stdout.write(json.dumps(json.loads(response.read()), indent=2) + "\n")
-        return 0
-    except urllib.error.HTTPError as e:
-        text = e.read().decode("utf-8", "replace").strip()
-        sys.stderr.write(f"netlog session {args.action}: {e.code} {text}\n")
+            client.get_session(args.name).write_har(sys.stdout.buffer)
+    except NetlogError as e:
+        sys.stderr.write(f"netlog session {args.action}: {e}\n")
         return 1
-    except (urllib.error.URLError, OSError) as e:
-        sys.stderr.write(f"netlog session {args.action}: the API at {args.api} can't be reached: {e}\n")
+    except OSError as e:
+        sys.stderr.write(f"netlog session {args.action}: {e}\n")
         return 1
+    return 0

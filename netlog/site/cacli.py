@@ -9,21 +9,10 @@ the PEM is what a browser's or a system's trust store takes.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from netlog.site.ca import CAError, CertificateAuthority
-
-def defaultState() -> str:
-    """
-    Where the site proxy keeps its CA when no C{--state} is given:
-    C{/var/lib/netlog} as root, else C{~/.local/state/netlog}.
-    """
-    if os.geteuid() == 0:
-        return "/var/lib/netlog"
-    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return os.path.join(state, "netlog")
-
+from netlog.state import defaultState
 
 DEFAULT_STATE = defaultState()
 

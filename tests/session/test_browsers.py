@@ -97,19 +97,17 @@ class TwoBrowsersTests(SynchronousTestCase):
 
     def test_contextPerSession(self) -> None:
         """
-        As C{docs/sessions.rst} shows it: one Chromium, a browser context per
-        session (the launch proxy a placeholder each context overrides), the
-        contexts' pages open at once; each session's HAR holds its own
-        context's requests only.
+        As C{docs/sessions.rst} shows it, on L{netlog.client}: one Chromium,
+        a browser context per session (the launch proxy a placeholder each
+        context overrides), the contexts' pages open at once; each session's
+        log holds its own context's requests only.
         """
         from playwright.sync_api import sync_playwright
 
-        base = f"http://127.0.0.1:{self.apiPort}"
-        sessions = {}
-        for who in ("carol", "dave"):
-            status, made = api("POST", base + "/sessions", {"name": who})
-            self.assertEqual(status, 201, made)
-            sessions[who] = made
+        from netlog.client import Netlog
+
+        nl = Netlog(f"http://127.0.0.1:{self.apiPort}")
+        sessions = {who: nl.create_session(who) for who in ("carol", "dave")}
         with sync_playwright() as p:
             chromium = p.chromium.launch(
                 executable_path=browser.CHROMIUM, headless=True,
@@ -118,7 +116,7 @@ class TwoBrowsersTests(SynchronousTestCase):
             try:
                 pages = {}
                 for who, made in sessions.items():
-                    context = chromium.new_context(proxy={"server": "http://" + made["proxy"]})
+                    context = chromium.new_context(proxy={"server": made.proxy})
                     context.set_default_timeout(browser.ACTION_TIMEOUT_MS)
                     pages[who] = context.new_page()
                 for i in range(SEARCHES):
@@ -129,10 +127,9 @@ class TwoBrowsersTests(SynchronousTestCase):
             finally:
                 chromium.close()
         for who, other in (("carol", "dave"), ("dave", "carol")):
-            procs.waitForEnds(sessions[who]["log"])
-            status, deleted = api("DELETE", sessions[who]["urls"]["session"])
-            self.assertEqual(status, 200, deleted)
-            with open(sessions[who]["log"], "rb") as f:
+            self.assertTrue(sessions[who].wait_ended())
+            deleted = sessions[who].delete()
+            with open(sessions[who].log, "rb") as f:
                 lines = [json.loads(line) for line in f]
             urls = [line["request"]["url"] for line in lines if line["type"] == "open"]
             self.assertEqual(

@@ -1,0 +1,580 @@
+"""
+A client for netlog's loopback API, with the standard library only: sessions,
+the log page by page, the HAR streamed to a file, the CA.
+
+    with Netlog("http://127.0.0.1:8081") as nl, nl.session("task-17") as s:
+        context = browser.new_context(proxy={"server": s.proxy})
+        ...
+        s.save_har("task-17.har")
+
+An answer the API refuses raises L{ApiError}, carrying the API's JSON error
+and its status; an API that can't be reached (refused, reset, timed out)
+raises L{ApiUnreachable}. Every call has a timeout. C{netlog session} is
+built on this client, so the two say the same.
+
+The token that changes things (C{Authorization: Bearer ...}) is the one
+given, else C{NETLOG_API_TOKEN}, else the file C{api-token} in netlog's state
+folder (L{read_token}).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import os
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, BinaryIO, Iterator
+from urllib.parse import quote, urlencode, urlsplit
+
+from netlog.state import API_ENV, TOKEN_ENV, TOKEN_FILE, defaultState
+
+#: Seconds one call may wait for the API (to connect, and for each read).
+CALL_TIMEOUT = 30.0
+#: Seconds a deleted session's open exchanges have to end (the API's own
+#: default for C{DELETE /sessions/NAME}).
+STOP_TIMEOUT = 10.0
+#: Seconds L{Netlog.follow} waits between polls of a log with nothing new.
+FOLLOW_POLL = 0.2
+#: Seconds L{Netlog.follow} keeps trying an API that can't be reached (or
+#: answers 5xx) before it gives up: a restarting proxy is back well within.
+FOLLOW_PATIENCE = 60.0
+#: Seconds a HAR download may wait for its next bytes, if longer than the
+#: call's timeout: the API runs two exports at once and a third waits its
+#: turn (and the API itself gives a stalled client 300 s).
+HAR_TIMEOUT = 300.0
+#: The most of an error's body read, in bytes.
+MAX_ERROR_BODY = 65536
+#: Bytes copied at a time when a HAR is streamed to a file.
+COPY_CHUNK = 1 << 20
+
+_MUTATIONS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class NetlogError(Exception):
+    """
+    Something the client could not do; the subclasses say what.
+    """
+
+
+class ApiError(NetlogError):
+    """
+    The API answered with an error: C{status} (C{404}, C{409}, C{401}...),
+    and C{error}, the API's JSON error object (C{{"error": "..."}}, with
+    C{parameter} and C{reason} for a bad parameter).
+    """
+
+    def __init__(self, method: str, url: str, status: int, error: dict[str, Any]) -> None:
+        self.method = method
+        self.url = url
+        self.status = status
+        self.error = error
+        NetlogError.__init__(self, self._describe())
+
+    @property
+    def message(self) -> str:
+        """
+        The API's own words (its C{error} field).
+        """
+        return str(self.error.get("error", ""))
+
+    def _describe(self) -> str:
+        text = f"{self.method} {self.url}: {self.status} {json.dumps(self.error)}"
+        if self.status == 401:
+            text += (f" (give the API's token: token=..., ${TOKEN_ENV}, or a readable"
+                     f" {TOKEN_FILE} in the state folder)")
+        return text
+
+
+class ApiUnreachable(NetlogError):
+    """
+    The API could not be reached, or went away or timed out mid-answer:
+    nothing the API said, unlike L{ApiError}.
+    """
+
+    def __init__(self, method: str, url: str, reason: str) -> None:
+        self.method = method
+        self.url = url
+        self.reason = reason
+        NetlogError.__init__(self, f"{method} {url}: the API can't be reached: {reason}")
+
+
+def api_url(text: str | None = None) -> str:
+    """
+    The API's base URL, from C{text} or else C{$NETLOG_API}: C{http://} is
+    understood when only C{host:port} is given; a trailing C{/} is dropped.
+
+    @raise ValueError: there is none, or it is not an HTTP URL (a bare port,
+        or an endpoint description such as C{tcp:8081}, says what to write).
+    """
+    if text is None:
+        text = os.environ.get(API_ENV)
+        if not text:
+            raise ValueError(f"no API given: pass its URL (http://127.0.0.1:PORT) or set {API_ENV}")
+    text = text.strip()
+    if "://" not in text:
+        described = re.match(r"(?:(?:tcp|ssl):(?:port=)?)?(\d+)(?::|$)", text)
+        if described or text.startswith("unix:"):
+            port = described.group(1) if described else "PORT"
+            raise ValueError(f"{text!r} is not the API's URL: write it as http://127.0.0.1:{port}")
+        text = "http://" + text
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{text!r} is not the API's URL: write it as http://127.0.0.1:PORT")
+    try:
+        parts.port
+    except ValueError:
+        raise ValueError(f"{text!r} has a bad port: write it as http://127.0.0.1:PORT") from None
+    if parts.query or parts.fragment:
+        raise ValueError(f"{text!r} is not the API's URL: give it without ? or #")
+    return text.rstrip("/")
+
+
+def read_token(token: str | None = None, token_file: str | None = None) -> str | None:
+    """
+    The API's token, found as C{netlog session} finds it: C{token} if given,
+    else C{$NETLOG_API_TOKEN}, else the contents of C{token_file} (default
+    C{api-token} in the state folder). None when there is none to be had (no
+    such file, or one this user may not read): reads need no token.
+    """
+    if token:
+        return token.strip()
+    from_env = os.environ.get(TOKEN_ENV, "").strip()
+    if from_env:
+        return from_env
+    path = token_file or os.path.join(defaultState(), TOKEN_FILE)
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            found = f.read().strip()
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError):
+        return None
+    return found or None
+
+
+@dataclass(frozen=True)
+class Page:
+    """
+    One page of a log: its whole C{lines} after the cursor asked with, the
+    cursor to ask next (C{next}), and whether the log was begun again
+    (replaced or truncated: C{lines} then start from its new first line).
+    """
+
+    lines: list[dict[str, Any]]
+    next: int
+    begun_again: bool
+
+
+class Netlog:
+    """
+    One netlog's API.
+
+    A context manager only for the shape of C{with Netlog(url) as nl}: it
+    holds no connection between calls (each call is one request, so a
+    client may be shared by threads).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        token_file: str | None = None,
+        timeout: float = CALL_TIMEOUT,
+    ) -> None:
+        """
+        @param url: the API, e.g. C{http://127.0.0.1:8081} (default
+            C{$NETLOG_API}); see L{api_url}.
+        @param token: the API's token (default: see L{read_token}).
+        @param token_file: where the token is kept, when not in the default
+            state folder.
+        @param timeout: seconds each call may wait to connect and for each
+            read of its answer.
+        """
+        self.url = api_url(url)
+        self.timeout = timeout
+        self._token = read_token(token, token_file)
+        # Never through the environment's http_proxy: the API is on loopback.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def __enter__(self) -> Netlog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"Netlog({self.url!r})"
+
+    # -- one request ---------------------------------------------------------
+
+    def _open(self, method: str, path: str, body: dict[str, Any] | None = None,
+              timeout: float | None = None) -> http.client.HTTPResponse:
+        """
+        Send one request and hand back its (2xx) answer, unread.
+
+        @raise ApiError: an error answer.
+        @raise ApiUnreachable: no answer.
+        """
+        url = self.url + path
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        request = urllib.request.Request(url, data=data, method=method)
+        if method in _MUTATIONS:
+            request.add_header("Content-Type", "application/json")
+        if self._token is not None:
+            request.add_header("Authorization", f"Bearer {self._token}")
+        try:
+            response: http.client.HTTPResponse = self._opener.open(request, timeout=timeout or self.timeout)
+        except urllib.error.HTTPError as e:
+            with e:
+                raise ApiError(method, url, e.code, _error_of(e)) from None
+        except urllib.error.URLError as e:
+            raise ApiUnreachable(method, url, str(e.reason)) from None
+        except (OSError, http.client.HTTPException) as e:
+            raise ApiUnreachable(method, url, _reason_of(e)) from None
+        return response
+
+    def _json(self, method: str, path: str, body: dict[str, Any] | None = None,
+              timeout: float | None = None) -> Any:
+        response = self._open(method, path, body, timeout)
+        with response:
+            try:
+                raw = response.read()
+            except (OSError, http.client.HTTPException) as e:
+                raise ApiUnreachable(method, self.url + path, _reason_of(e)) from None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise NetlogError(f"{method} {self.url + path}: the answer is not JSON: {raw[:200]!r}") from None
+
+    def _copy(self, path: str, out: BinaryIO, timeout: float | None = None) -> int:
+        """
+        Stream a GET's answer into C{out}; the bytes written.
+        """
+        response = self._open("GET", path, timeout=timeout)
+        written = 0
+        with response:
+            while True:
+                try:
+                    chunk = response.read(COPY_CHUNK)
+                except (OSError, http.client.HTTPException) as e:
+                    raise ApiUnreachable("GET", self.url + path, _reason_of(e)) from None
+                if not chunk:
+                    return written
+                out.write(chunk)
+                written += len(chunk)
+
+    def _save(self, path: str, to: str, timeout: float | None = None) -> int:
+        """
+        Stream a GET's answer into the file C{to}, whole or not at all (a
+        failed download leaves no file behind).
+        """
+        part = f"{to}.part"
+        try:
+            with open(part, "wb") as out:
+                written = self._copy(path, out, timeout)
+            os.replace(part, to)
+        except BaseException:
+            try:
+                os.unlink(part)
+            except FileNotFoundError:
+                pass
+            raise
+        return written
+
+    @property
+    def _har_timeout(self) -> float:
+        """
+        How long a HAR download waits for its bytes (L{HAR_TIMEOUT}).
+        """
+        return max(self.timeout, HAR_TIMEOUT)
+
+    # -- the log ---------------------------------------------------------------
+
+    def read(self, after: int = 0, limit: int | None = None) -> Page:
+        """
+        One page of the main log: the whole lines numbered above C{after},
+        at most C{limit} bytes of them (the API's default 1 MiB) but at
+        least one.
+        """
+        return self._page("/network", after, limit)
+
+    def _page(self, path: str, after: int, limit: int | None) -> Page:
+        query: dict[str, int] = {"after": after}
+        if limit is not None:
+            query["limit"] = limit
+        answer = self._json("GET", f"{path}?{urlencode(query)}")
+        return Page(list(answer["lines"]), int(answer["next"]), bool(answer["begun_again"]))
+
+    def follow(self, after: int = 0, *, poll: float = FOLLOW_POLL,
+               patience: float = FOLLOW_PATIENCE) -> Iterator[dict[str, Any]]:
+        """
+        The main log's lines numbered above C{after}, each once and in
+        order, as they come: it never ends by itself (stop iterating to
+        stop). See L{_follow}.
+        """
+        return self._follow("/network", after, poll, patience)
+
+    def _follow(self, path: str, after: int, poll: float, patience: float) -> Iterator[dict[str, Any]]:
+        """
+        Page through a log with the cursor each page hands out, as the API's
+        cursor rules ask: a worker restart changes nothing (the log numbers
+        on), a log begun again goes on from its new first line. An API that
+        can't be reached or answers 5xx (a proxy restarting) is asked again
+        for up to C{patience} seconds in a row before L{ApiUnreachable} or
+        L{ApiError} is raised.
+        """
+        cursor = after
+        failing_since: float | None = None
+        while True:
+            try:
+                page = self._page(path, cursor, None)
+            except (ApiUnreachable, ApiError) as e:
+                if isinstance(e, ApiError) and e.status < 500:
+                    raise
+                now = time.monotonic()
+                if failing_since is None:
+                    failing_since = now
+                elif now - failing_since > patience:
+                    raise
+                time.sleep(poll)
+                continue
+            failing_since = None
+            if page.lines or page.begun_again:
+                cursor = page.next
+            yield from page.lines
+            if not page.lines:
+                time.sleep(poll)
+
+    def save_har(self, path: str, *, upto: int | None = None) -> int:
+        """
+        Stream the main log's HAR into the file C{path} (through line
+        C{upto} only, if given); the bytes written.
+        """
+        return self._save(_har_path("/network.har", upto), path, self._har_timeout)
+
+    def write_har(self, out: BinaryIO, *, upto: int | None = None) -> int:
+        """
+        Stream the main log's HAR into C{out}; the bytes written.
+        """
+        return self._copy(_har_path("/network.har", upto), out, self._har_timeout)
+
+    # -- the CA ----------------------------------------------------------------
+
+    def ca(self) -> bytes:
+        """
+        The site proxy's CA certificate, PEM (the stand-in has none: a 404
+        L{ApiError}).
+        """
+        response = self._open("GET", "/ca.pem")
+        with response:
+            try:
+                return bytes(response.read())
+            except (OSError, http.client.HTTPException) as e:
+                raise ApiUnreachable("GET", self.url + "/ca.pem", _reason_of(e)) from None
+
+    def save_ca(self, path: str) -> int:
+        """
+        Write the CA certificate to the file C{path}; the bytes written.
+        """
+        return self._save("/ca.pem", path)
+
+    # -- sessions --------------------------------------------------------------
+
+    def sessions(self) -> list[Session]:
+        """
+        The proxy's sessions.
+        """
+        return [Session(self, info) for info in self._json("GET", "/sessions")["sessions"]]
+
+    def create_session(self, name: str | None = None, port: int | None = None) -> Session:
+        """
+        Make a session (C{POST /sessions}): netlog picks the name and a free
+        port unless they are given.
+        """
+        body: dict[str, Any] = {}
+        if name is not None:
+            body["name"] = name
+        if port is not None:
+            body["port"] = port
+        return Session(self, self._json("POST", "/sessions", body))
+
+    def get_session(self, name: str) -> Session:
+        """
+        A session by name (a 404 L{ApiError} if there is none).
+        """
+        return Session(self, self._json("GET", _session_path(name)))
+
+    def delete_session(self, name: str, timeout: float = STOP_TIMEOUT) -> dict[str, Any]:
+        """
+        Stop a session: its open exchanges have C{timeout} seconds to end,
+        then are ended as stopped. The API's answer: C{name}, C{log} (the
+        file stays) and C{last}, its last line number.
+        """
+        seconds = max(0, math.ceil(timeout))
+        return dict(self._json("DELETE", f"{_session_path(name)}?timeout={seconds}",
+                               timeout=self.timeout + seconds))
+
+    def session(self, name: str | None = None, port: int | None = None,
+                stop_timeout: float = STOP_TIMEOUT) -> Session:
+        """
+        Make a session to use as a context manager: it is deleted on leaving
+        the C{with} block, by an exception too (waiting up to
+        C{stop_timeout} seconds for its open exchanges, as C{DELETE} does).
+        """
+        made = self.create_session(name, port)
+        made.stop_timeout = stop_timeout
+        return made
+
+
+class Session:
+    """
+    One session of a proxy: its C{name}, its C{proxy} (C{http://127.0.0.1:PORT},
+    what a browser's proxy setting takes), C{port}, C{log} (its file on the
+    proxy's machine) and C{info}, the API's description as it came.
+
+    As a context manager, it is deleted on leaving the block.
+    """
+
+    def __init__(self, client: Netlog, info: dict[str, Any]) -> None:
+        self.client = client
+        self.info = info
+        self.name: str = info["name"]
+        self.port: int = int(info["port"])
+        self.proxy = f"http://{info['proxy']}"
+        self.log: str = info["log"]
+        self.stop_timeout = STOP_TIMEOUT
+        #: The API's answer to the delete, once deleted.
+        self.deleted: dict[str, Any] | None = None
+        # What open_exchanges has read of the log so far.
+        self._cursor = 0
+        self._open: set[int] = set()
+
+    def __repr__(self) -> str:
+        return f"<Session {self.name} {self.proxy}>"
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.deleted is not None:
+            return
+        try:
+            self.delete(self.stop_timeout)
+        except NetlogError as e:
+            if value is None:
+                raise
+            # The block's own exception goes on, and says this too.
+            value.add_note(f"deleting session {self.name} failed too: {e}")
+
+    def read(self, after: int = 0, limit: int | None = None) -> Page:
+        """
+        One page of this session's log (see L{Netlog.read}).
+        """
+        return self.client._page(_session_path(self.name) + "/network", after, limit)
+
+    def follow(self, after: int = 0, *, poll: float = FOLLOW_POLL,
+               patience: float = FOLLOW_PATIENCE) -> Iterator[dict[str, Any]]:
+        """
+        This session's lines as they come (see L{Netlog.follow}).
+        """
+        return self.client._follow(_session_path(self.name) + "/network", after, poll, patience)
+
+    def open_exchanges(self) -> set[int]:
+        """
+        The ids of this session's exchanges (and tunnels) that have an open
+        line and no end line yet (read on from where the last call stopped).
+        """
+        while True:
+            page = self.read(self._cursor)
+            if page.begun_again:
+                self._open.clear()
+            for line in page.lines:
+                if line.get("type") == "open":
+                    self._open.add(line["id"])
+                elif line.get("type") == "end":
+                    self._open.discard(line.get("id"))
+            if page.lines or page.begun_again:
+                self._cursor = page.next
+            if not page.lines:
+                return set(self._open)
+
+    def wait_ended(self, timeout: float = STOP_TIMEOUT, poll: float = FOLLOW_POLL) -> bool:
+        """
+        Wait up to C{timeout} seconds until every exchange of the session has
+        ended (a browser context just closed: its connections end a moment
+        later), so that a HAR saved next has each entry whole. Whether they
+        all did.
+        """
+        deadline = time.monotonic() + timeout
+        while self.open_exchanges():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll)
+        return True
+
+    def save_har(self, path: str, *, upto: int | None = None) -> int:
+        """
+        Stream this session's HAR into the file C{path} (through line C{upto}
+        only, if given); the bytes written.
+        """
+        return self.client._save(_har_path(_session_path(self.name) + "/network.har", upto), path,
+                                 self.client._har_timeout)
+
+    def write_har(self, out: BinaryIO, *, upto: int | None = None) -> int:
+        """
+        Stream this session's HAR into C{out}; the bytes written.
+        """
+        return self.client._copy(_har_path(_session_path(self.name) + "/network.har", upto), out,
+                                 self.client._har_timeout)
+
+    def delete(self, timeout: float | None = None) -> dict[str, Any]:
+        """
+        Stop the session (see L{Netlog.delete_session}).
+        """
+        self.deleted = self.client.delete_session(self.name, self.stop_timeout if timeout is None else timeout)
+        return self.deleted
+
+
+def _session_path(name: str) -> str:
+    return "/sessions/" + quote(name, safe="")
+
+
+def _har_path(path: str, upto: int | None) -> str:
+    return path if upto is None else f"{path}?{urlencode({'upto': upto})}"
+
+
+def _reason_of(e: BaseException) -> str:
+    if isinstance(e, (socket.timeout, TimeoutError)):
+        return "timed out"
+    return str(e) or type(e).__name__
+
+
+def _error_of(e: urllib.error.HTTPError) -> dict[str, Any]:
+    """
+    The API's JSON error from an error answer; an answer that is not a JSON
+    object (a reverse proxy's page) is carried as its text.
+    """
+    try:
+        raw = e.read(MAX_ERROR_BODY)
+    except (OSError, http.client.HTTPException):
+        raw = b""
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        found = None
+    if isinstance(found, dict):
+        return found
+    return {"error": raw.decode("utf-8", "replace").strip() or str(e.reason)}
+
+
+__all__ = [
+    "ApiError", "ApiUnreachable", "Netlog", "NetlogError", "Page", "Session",
+    "api_url", "read_token",
+]

@@ -1,0 +1,28 @@
+"""
+Where netlog keeps its state (the site proxy's CA, the API's token) when no
+C{--state} is given, and the environment its tools read the API's address
+and token from. Standard library only, and light: the client and the pytest
+plugin (loaded by every pytest run) import it.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: The environment variable that names the API (C{netlog session}, the
+#: client, the pytest plugin).
+API_ENV = "NETLOG_API"
+#: The environment variable that holds the API's token.
+TOKEN_ENV = "NETLOG_API_TOKEN"
+#: The token's file in the state folder.
+TOKEN_FILE = "api-token"
+
+
+def defaultState() -> str:
+    """
+    C{/var/lib/netlog} as root, else C{~/.local/state/netlog}.
+    """
+    if os.geteuid() == 0:
+        return "/var/lib/netlog"
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return os.path.join(state, "netlog")
