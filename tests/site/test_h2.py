@@ -23,7 +23,7 @@ from twisted.web import resource, server
 
 from netlog.core.http1 import MAX_HEAD
 from netlog.proxy.h2 import MAX_CONCURRENT_STREAMS, RESET_BURST, RESETS_PER_SECOND
-from tests.site.h2client import H2Client, h2Context
+from tests.site.h2client import Answer, H2Client, h2Context
 from tests.site.support import RunningProxy, connectTunnel, listenScripted, listenWeb
 
 #: A megabyte and a bit, not a multiple of any frame or window size.
@@ -209,6 +209,33 @@ class H2Tests(TestCase):
         self.assertEqual(big["response"]["body"]["sha256"], hashlib.sha256(bigBody(BIG)).hexdigest())
         sizes = sorted(e["request_body"]["size"] for o, e in ended if "request_body" in e)
         self.assertEqual(sizes, [15, len(upload)])
+
+    @defer.inlineCallbacks
+    def test_expectContinue(self) -> Any:
+        """
+        A request that says C{expect: 100-continue} gets the backend's
+        C{100} on its stream before it sends its body, then the answer.
+        """
+
+        def run() -> Any:
+            c = self.client()
+            sid = c.h2.get_next_available_stream_id()
+            c.answers[sid] = Answer()
+            c.h2.send_headers(sid, [(b":method", b"POST"), (b":scheme", b"https"), (b":authority", b"shop.test"),
+                                    (b":path", b"/echo"), (b"expect", b"100-continue"),
+                                    (b"content-length", b"5")])
+            c.flush()
+            c.pump(lambda: bool(c.answers[sid].interim), 10)
+            interim = list(c.answers[sid].interim)
+            c.sendBody(sid, b"hello")
+            [answer] = c.wait(sid)
+            return interim, answer
+
+        interim, answer = yield threads.deferToThread(run)
+        self.assertEqual(interim, [100])
+        self.assertEqual(bytes(answer.data), b"5 " + hashlib.sha256(b"hello").hexdigest().encode())
+        [(_, end)] = yield self.proxy.waitForEnds(1)
+        self.assertEqual(end.get("interim"), [100])
 
     @defer.inlineCallbacks
     def test_answerKinds(self) -> Any:
