@@ -17,6 +17,9 @@ import urllib.request
 from typing import Any, BinaryIO
 from urllib.parse import quote
 
+from netlog.api.token import TOKEN_ENV, defaultTokenPath, findToken
+from netlog.state import DEFAULT_STATE
+
 #: Seconds a request to the API may take (a delete waits for open exchanges).
 REQUEST_TIMEOUT = 60.0
 
@@ -26,6 +29,9 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
 
     def api(p: argparse.ArgumentParser) -> None:
         p.add_argument("--api", required=True, metavar="URL", help="the proxy's API, e.g. http://127.0.0.1:8081")
+        p.add_argument("--token", help=f"the API's token (default: ${TOKEN_ENV}, else the token file)")
+        p.add_argument("--token-file", default=defaultTokenPath(DEFAULT_STATE), metavar="PATH",
+                       help="where the proxy keeps its token (its --api-token-file; default %(default)s)")
 
     create = sub.add_parser("create", help="make a session; prints it (its proxy address among it)")
     api(create)
@@ -42,9 +48,11 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
     delete.add_argument("name")
 
 
-def _request(method: str, url: str, body: dict[str, Any] | None = None) -> Any:
+def _request(method: str, url: str, body: dict[str, Any] | None = None, token: str | None = None) -> Any:
     data = json.dumps(body).encode("utf-8") if body is not None else None
     request = urllib.request.Request(url, data=data, method=method)
+    if token:
+        request.add_header("authorization", f"Bearer {token}")
     if data is not None:
         request.add_header("content-type", "application/json")
     return urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT)
@@ -56,6 +64,7 @@ def _copy(response: Any, out: BinaryIO) -> None:
 
 def run(args: argparse.Namespace) -> int:
     base = args.api.rstrip("/") + "/sessions"
+    token = findToken(args.token, args.token_file)
     try:
         if args.action == "create":
             body: dict[str, Any] = {}
@@ -63,13 +72,13 @@ def run(args: argparse.Namespace) -> int:
                 body["name"] = args.name
             if args.port is not None:
                 body["port"] = args.port
-            response = _request("POST", base, body)
+            response = _request("POST", base, body, token)
         elif args.action == "list":
-            response = _request("GET", base)
+            response = _request("GET", base, token=token)
         elif args.action == "delete":
-            response = _request("DELETE", f"{base}/{quote(args.name, safe='')}")
+            response = _request("DELETE", f"{base}/{quote(args.name, safe='')}", token=token)
         else:
-            response = _request("GET", f"{base}/{quote(args.name, safe='')}/network.har")
+            response = _request("GET", f"{base}/{quote(args.name, safe='')}/network.har", token=token)
             with response:
                 if args.output:
                     with open(args.output, "wb") as f:

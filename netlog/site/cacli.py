@@ -13,19 +13,7 @@ import os
 import sys
 
 from netlog.site.ca import CAError, CertificateAuthority
-
-def defaultState() -> str:
-    """
-    Where the site proxy keeps its CA when no C{--state} is given:
-    C{/var/lib/netlog} as root, else C{~/.local/state/netlog}.
-    """
-    if os.geteuid() == 0:
-        return "/var/lib/netlog"
-    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return os.path.join(state, "netlog")
-
-
-DEFAULT_STATE = defaultState()
+from netlog.state import DEFAULT_STATE, defaultState  # noqa: F401 (named here before)
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
