@@ -17,14 +17,12 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> ProxyService:
     """
     The site proxy for the parsed options of C{twistd netlog-proxy}.
     """
-    from netlog.supervise.privileged import openPrivileged
-
     resolver, policy = buildDestinations(config, reactor)
     api = config.get("api-address")
     if api:
         policy.addListener(api[0], api[1])
     return ProxyService(
-        SiteMode(config.sitesConfig, config["state"], openKey=openPrivileged),
+        SiteMode(config.sitesConfig, config["state"], keepKey=bool(config.get("no-supervise"))),
         writer,
         reactor,
         resolver,

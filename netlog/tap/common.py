@@ -344,6 +344,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         listeners=listeners,
         privileged=proxy.privilegedStartService,
         privilegedFiles=lambda: list(getattr(proxy, "privilegedFiles", [])),
+        handedData=lambda: dict(getattr(proxy, "handedData", {})),
         uid=uid,
         gid=gid,
         apiAddress=lambda: config.get("api-address"),
