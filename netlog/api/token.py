@@ -10,6 +10,7 @@ with L{findToken}: C{--token}, then C{NETLOG_API_TOKEN}, then the file.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import os
 import secrets
@@ -85,6 +86,9 @@ def loadOrCreateToken(path: str) -> str:
             os.close(fd)
         return token
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise TokenError(f"{path} is a symbolic link, which netlog never follows for its token; "
+                             f"remove it and netlog makes a new token") from None
         raise TokenError(f"{path} can't be used as the API's token file: {e.strerror}") from None
 
 

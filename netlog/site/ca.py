@@ -280,6 +280,11 @@ def mintInChild(stateDir: str, hosts: Iterable[str]) -> bytes:
                 answer = b"0" + leafBundle(CertificateAuthority.loadOrCreate(stateDir), hosts)
             except CAError as e:
                 answer = b"1" + str(e).encode("utf-8", "replace")
+            except Exception:
+                import traceback
+
+                traceback.print_exc()
+                raise
             view = memoryview(answer)
             while view:
                 view = view[os.write(writeTo, view):]

@@ -37,12 +37,13 @@ def inherited(path: str) -> bool:
 
 def openPrivileged(path: str, flags: int = os.O_RDONLY) -> int:
     """
-    Open a file only root may read (a CA key, say), also in a supervised
-    worker that runs unprivileged.
+    Open a file only root may read, or what the supervisor made for the
+    worker, also in a supervised worker that runs unprivileged.
 
-    A proxy lists such paths in its C{privilegedFiles} attribute; the
-    supervisor opens them (read-only) in twistd's privileged step and hands
-    them to each worker, where this returns a copy of the inherited
+    A proxy lists such paths in its C{privilegedFiles} attribute (and its
+    C{handedData}); the supervisor opens them (read-only) in twistd's
+    privileged step (or writes them to anonymous files) and hands them to
+    each worker, where this returns a copy of the inherited
     descriptor, at offset 0. Elsewhere (C{--no-supervise}, tests) it is
     C{os.open(path, flags)}.
     """

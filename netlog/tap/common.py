@@ -14,9 +14,11 @@ plugin's C{Options} and C{buildProxy} by name and parses the same arguments
 again, so both must be importable module-level names, and C{buildProxy} must
 only build (start nothing) since the supervisor calls it too: to learn the
 listeners, and to run the proxy's C{privilegedStartService} as root (the
-worker never runs it). Files only root may read that the worker needs (a CA
-key) are listed in the proxy's C{privilegedFiles} and opened in the worker
-with L{netlog.supervise.privileged.openPrivileged}.
+worker never runs it). Files only root may read that the worker needs are
+listed in the proxy's C{privilegedFiles}, and what the supervisor's copy made
+in that step for the workers (the site proxy's certificates, never its CA
+key) is its C{handedData}; the worker opens either with
+L{netlog.supervise.privileged.openPrivileged}.
 
 With C{--no-supervise} it wires everything in this process: the LogWriter
 first, so the file is open before privileges drop, then the proxy, then a

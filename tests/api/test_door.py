@@ -75,6 +75,7 @@ class TokenFileTests(SynchronousTestCase):
         with self.assertRaises(TokenError) as caught:
             loadOrCreateToken(link)
         self.assertIn(link, str(caught.exception))
+        self.assertIn("symbolic link", str(caught.exception))
         loose = os.path.join(folder, "loose")
         with open(loose, "w") as f:
             f.write("y" * 43)
