@@ -406,3 +406,29 @@ class DoorProcessTests(SynchronousTestCase):
         status, _, _ = request(port, "GET", path)
         self.assertEqual(status, 401)
 
+
+    def test_siteProxy(self) -> None:
+        """
+        The site proxy's API has the same door: its token is made in its
+        C{--state} beside its CA; a session needs it.
+        """
+        sites = os.path.join(self.folder, "sites.toml")
+        with open(sites, "w") as f:
+            f.write('[live]\nhosts = ["live.test"]\n')
+        state = os.path.join(self.folder, "state")
+        self.twistd = Twistd(self.folder, "netlog-proxy", [
+            "--listen", "tcp:0:interface=127.0.0.1", "--log", self.log, "--api", "tcp:0",
+            "--state", state, "--resolve-only", "--sites", sites])
+        self.addCleanup(self.twistd.stop)
+        port = self.twistd.apiPort()
+        self.twistd.waitServing()
+        self.assertEqual(sorted(os.listdir(state)), ["api-token", "ca.key", "ca.pem"])
+        with open(os.path.join(state, "api-token")) as f:
+            token = f.read().strip()
+        body = b'{"name": "task-1"}'
+        status, _, answer = request(port, "POST", "/sessions", {"Content-Type": "application/json"}, body)
+        self.assertEqual(status, 401, answer)
+        status, _, answer = request(port, "POST", "/sessions", {
+            "Content-Type": "application/json", "Authorization": f"Bearer {token}"}, body)
+        self.assertEqual(status, 201, answer)
+        self.assertEqual(self.sessions(port), ["task-1"])
