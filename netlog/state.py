@@ -1,8 +1,9 @@
 """
-Where netlog keeps its state (the site proxy's CA, the API's token) when no
-C{--state} is given, and the environment its tools read the API's address
-and token from. Standard library only, and light: the client and the pytest
-plugin (loaded by every pytest run) import it.
+Where netlog keeps its state (C{--state}: the site proxy's CA, the API's
+token of either proxy) when no C{--state} is given, and the environment its
+tools read the API's address and token from. Standard library only, and
+light: the client and the pytest plugin (loaded by every pytest run) import
+it.
 """
 
 from __future__ import annotations
@@ -20,9 +21,13 @@ TOKEN_FILE = "api-token"
 
 def defaultState() -> str:
     """
+    Where netlog keeps its state when no C{--state} is given:
     C{/var/lib/netlog} as root, else C{~/.local/state/netlog}.
     """
     if os.geteuid() == 0:
         return "/var/lib/netlog"
     state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
     return os.path.join(state, "netlog")
+
+
+DEFAULT_STATE = defaultState()

@@ -14,3 +14,6 @@ MAX_API_CONNECTIONS = 64
 #: between two) before it is closed (a request being answered, a HAR
 #: streaming, is not idle); C{--api-idle-timeout}.
 API_IDLE_TIMEOUT = 15.0
+#: Sessions C{POST /sessions} makes a second at most (and at once after a
+#: quiet spell); more get C{429}. C{--api-session-rate}.
+SESSION_RATE = 20.0

@@ -89,13 +89,31 @@ class BadParameter(Exception):
         self.reason = reason
 
 
+#: Characters a JSON answer writes as C{\\uXXXX} escapes, so that no
+#: attacker text (a path, a Host, a name) in an error reads as markup if a
+#: browser ever takes the answer for HTML.
+_MARKUP = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
+
+
+def jsonBytes(body: Any) -> bytes:
+    """
+    C{body} as one line of JSON, with C{<}, C{>} and C{&} escaped.
+    """
+    return json.dumps(body).translate(_MARKUP).encode("utf-8") + b"\n"
+
+
+def _jsonHead(request: Request) -> None:
+    request.setHeader(b"content-type", JSON_TYPE)
+    request.setHeader(b"cache-control", b"no-store")
+    request.setHeader(b"x-content-type-options", b"nosniff")
+
+
 def _finishJSON(request: Request, body: bytes) -> None:
     """
     Answer C{request} with C{body}, JSON made for it (a page of the log, an
     exchange), never cached; a C{HEAD} gets the head alone.
     """
-    request.setHeader(b"content-type", JSON_TYPE)
-    request.setHeader(b"cache-control", b"no-store")
+    _jsonHead(request)
     request.setHeader(b"content-length", str(len(body)).encode("ascii"))
     if request.method != b"HEAD":
         request.write(body)
@@ -104,9 +122,8 @@ def _finishJSON(request: Request, body: bytes) -> None:
 
 def _sendJSON(request: Request, code: int, body: dict[str, Any], message: bytes | None = None) -> bytes:
     request.setResponseCode(code, message)
-    request.setHeader(b"content-type", JSON_TYPE)
-    request.setHeader(b"cache-control", b"no-store")
-    return json.dumps(body).encode("utf-8") + b"\n"
+    _jsonHead(request)
+    return jsonBytes(body)
 
 
 def parseQuery(query: bytes, allowed: dict[str, tuple[int, int, int]]) -> dict[str, int]:
@@ -565,29 +582,64 @@ def hostAllowed(request: Request, names: frozenset[str]) -> bool:
 class ApiRoot(Resource):
     """
     The API's root: its resources, and JSON for anything else; a request
-    whose C{Host} is not one of the API's own names gets C{421}.
+    whose C{Host} is not one of the API's own names gets C{421}, and one
+    its L{netlog.api.door.Door} refuses gets the door's answer, before any
+    resource sees it.
     """
 
-    def __init__(self, hosts: frozenset[str] = frozenset()) -> None:
+    def __init__(self, hosts: frozenset[str] = frozenset(), door: Any = None) -> None:
         Resource.__init__(self)
-        self._hosts = hosts
+        from netlog.api.door import Door
 
-    def getChildWithDefault(self, path: bytes, request: Request) -> Resource:
+        self._hosts = hosts
+        self.door = door if door is not None else Door(None)
+
+    def _refusal(self, request: Request) -> Resource | None:
         if not hostAllowed(request, self._hosts):
             return _Misdirected()
+        refusal: Resource | None = self.door.refusal(request)
+        return refusal
+
+    def getChildWithDefault(self, path: bytes, request: Request) -> Resource:
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
         return Resource.getChildWithDefault(self, path, request)
 
     def getChild(self, path: bytes, request: Request) -> Resource:
         return _NotFound()
 
     def render(self, request: Request) -> bytes:
-        if not hostAllowed(request, self._hosts):
-            return _Misdirected().render(request)
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal.render(request)  # type: ignore[no-any-return]
         return _sendJSON(
             request,
             404,
             {"error": "no such resource", "resources": sorted(n.decode() for n in self.children)},
         )
+
+
+class JSONError(Resource):
+    """
+    A JSON error answered in place of a resource: C{{"error": ...}} and
+    whatever else C{body} says, with C{headers}.
+    """
+
+    isLeaf = True
+
+    def __init__(self, status: int, body: dict[str, Any], message: bytes | None = None,
+                 headers: dict[bytes, bytes] | None = None) -> None:
+        Resource.__init__(self)
+        self._status = status
+        self._body = body
+        self._message = message
+        self._headers = headers or {}
+
+    def render(self, request: Request) -> bytes:
+        for name, value in self._headers.items():
+            request.setHeader(name, value)
+        return _sendJSON(request, self._status, self._body, self._message)
 
 
 class _Misdirected(Resource):

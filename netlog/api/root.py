@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from netlog.api import SESSION_RATE
 from netlog.api.resource import (
     VIEW_FILES,
     ApiRoot,
@@ -28,6 +29,8 @@ def makeApiRoot(
     harThreadpool: Any = None,
     hosts: frozenset[str] = frozenset(),
     sessions: Any = None,
+    door: Any = None,
+    sessionRate: float = SESSION_RATE,
 ) -> ApiRoot:
     """
     The API's resource tree.
@@ -42,8 +45,11 @@ def makeApiRoot(
     @param sessions: the proxy's L{netlog.session.manager.SessionManager},
         or None for a proxy that serves no sessions (C{/sessions} then says
         so).
+    @param door: what the API lets in (a L{netlog.api.door.Door}); by
+        default one with no token, which takes no changes.
+    @param sessionRate: sessions C{POST /sessions} makes a second at most.
     """
-    root = ApiRoot(hosts)
+    root = ApiRoot(hosts, door)
     children: dict[bytes, Any] = {
         b"network": NetworkResource(reactor, threadpool, logPath),
         b"network.har": HarResource(reactor, harThreadpool or threadpool, logPath),
@@ -54,7 +60,9 @@ def makeApiRoot(
     if caPath is not None:
         children[b"ca.pem"] = FileResource(caPath, b"application/x-pem-file", "there is no CA certificate")
     if sessions is not None:
-        children[b"sessions"] = SessionsResource(sessions, reactor, threadpool, harThreadpool or threadpool)
+        children[b"sessions"] = SessionsResource(
+            sessions, reactor, threadpool, harThreadpool or threadpool, sessionRate
+        )
     else:
         children[b"sessions"] = unsupportedSessions()
     for name, child in children.items():

@@ -17,9 +17,12 @@ from twisted.web.server import Site
 
 from twisted.python.threadpool import ThreadPool
 
-from netlog.api import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS
+from netlog.api import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS, SESSION_RATE
+from netlog.api.door import Door
 from netlog.api.resource import HAR_EXPORTS_AT_ONCE
 from netlog.api.root import makeApiRoot
+from netlog.api.token import defaultTokenPath, loadOrCreateToken
+from netlog.state import DEFAULT_STATE
 
 _log = Logger()
 
@@ -60,9 +63,10 @@ class ApiService(StreamServerEndpointService):
 
     name = "api"
 
-    def __init__(self, endpoint: Any, factory: Any, config: Any) -> None:
+    def __init__(self, endpoint: Any, factory: Any, config: Any, door: Door | None = None) -> None:
         StreamServerEndpointService.__init__(self, endpoint, factory)
         self._config = config
+        self._door = door
         self.port: Any = None
 
     def privilegedStartService(self) -> None:
@@ -76,27 +80,41 @@ class ApiService(StreamServerEndpointService):
         host = self._config.get("api-address", (address.host, address.port))[0]
         self._config["api-address"] = (host, address.port)
         _log.info("the API serves on http://{host}:{port}/network", host=address.host, port=address.port)
+        login = self._door.loginURL(f"http://{address.host}:{address.port}") if self._door is not None else None
+        if login is not None:
+            _log.info("the live view opens once at {url} (the API's reads need its token)", url=login)
         return port
 
 
 def makeApiService(config: Any, reactor: Any, sessions: Any = None) -> ApiService:
     """
     The API listener for a proxy's C{config} (its C{api}, C{api-host},
-    C{api-idle-timeout}, C{log}, and, for the site proxy, C{state}).
+    C{api-idle-timeout}, C{api-token-file}, C{api-token-reads},
+    C{api-session-rate}, C{log}, and, for the site proxy, C{state}).
+
+    The token file is read, or made, here: in twistd's C{makeService}, as
+    root, before privileges drop.
 
     @param sessions: the in-process proxy's
         L{netlog.session.manager.SessionManager}, if it serves sessions.
+
+    @raise TokenError: the token file can't be made or read safely.
     """
-    state = config.get("state") if "state" in config else None
+    state = config.get("state") if getattr(config, "hasCA", False) else None
     caPath = (lambda: os.path.join(state, CA_CERT_FILE)) if state else None
+    tokenPath = config.get("api-token-file") or defaultTokenPath(config.get("state") or DEFAULT_STATE)
+    door = Door(loadOrCreateToken(tokenPath), tokenPath, bool(config.get("api-token-reads")))
     harPool = ThreadPool(minthreads=0, maxthreads=HAR_EXPORTS_AT_ONCE, name="netlog-har")
     reactor.callWhenRunning(harPool.start)
     reactor.addSystemEventTrigger("during", "shutdown", harPool.stop)
     hosts = frozenset(config.get("api-host") or ())
-    root = makeApiRoot(reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool, hosts, sessions)
+    root = makeApiRoot(
+        reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool, hosts, sessions, door,
+        config.get("api-session-rate") or SESSION_RATE,
+    )
     site = Site(root, timeout=config.get("api-idle-timeout") or API_IDLE_TIMEOUT)
     site.displayTracebacks = False
     # A poller asks many times a second: no access log line for each.
     site.log = lambda request: None  # type: ignore[method-assign]
     endpoint = serverFromString(reactor, config["api"])
-    return ApiService(endpoint, CappedFactory(site, MAX_API_CONNECTIONS), config)
+    return ApiService(endpoint, CappedFactory(site, MAX_API_CONNECTIONS), config, door)

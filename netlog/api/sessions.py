@@ -13,20 +13,27 @@ The API's sessions (see L{netlog.session.manager}):
     last line number.
 
 Errors are JSON: C{400} a bad name, port or body, C{404} no such session,
-C{409} a name in use or a port taken, C{503} a log that can't be opened.
+C{409} a name in use or a port taken, C{429} more sessions a second than
+C{--api-session-rate}, C{503} a log that can't be opened. (The door, see
+L{netlog.api.door}, answers C{401}, C{403} and C{415} before this.)
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
+
+from twisted.internet.interfaces import IReactorTime
 
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
 
-from netlog.api.resource import BadParameter, HarResource, NetworkResource, _query, _sendJSON, parseQuery
+from netlog.api import SESSION_RATE
+from netlog.api.resource import BadParameter, HarResource, JSONError, NetworkResource, _query, _sendJSON, parseQuery
+from netlog.core.ratelimit import TokenBucket
 from netlog.session.manager import STOP_TIMEOUT, SessionError
 
 _log = Logger()
@@ -57,14 +64,17 @@ class SessionsResource(Resource):
     C{/sessions}: the list, and a new session.
     """
 
-    def __init__(self, manager: Any, reactor: Any, threadpool: Any, harThreadpool: Any) -> None:
+    def __init__(self, manager: Any, reactor: IReactorTime, threadpool: Any, harThreadpool: Any,
+                 rate: float = SESSION_RATE) -> None:
         """
         @param manager: a L{netlog.session.manager.SessionManager} (in
             process) or L{netlog.session.manager.HeldSessions} (supervised).
+        @param rate: sessions made a second at most (past it, C{429}).
         """
         Resource.__init__(self)
         self._manager = manager
         self._reactor = reactor
+        self._made = TokenBucket(rate, max(1.0, rate), reactor.seconds())
         self._threadpool = threadpool
         self._harThreadpool = harThreadpool
         #: Per log path, its pages and its HAR: one reader per log keeps
@@ -90,6 +100,13 @@ class SessionsResource(Resource):
         if request.method != b"POST":
             request.setHeader(b"allow", b"GET, HEAD, POST")
             return _sendJSON(request, 405, {"error": "GET lists the sessions, POST makes one"})
+        now = self._reactor.seconds()
+        if not self._made.allow(now):
+            request.setHeader(b"retry-after", str(max(1, math.ceil(self._made.wait(now)))).encode("ascii"))
+            return _sendJSON(
+                request, 429, {"error": f"sessions are made at most {self._made.rate:g} a second; try again"},
+                b"Too Many Requests",
+            )
         raw = request.content.read(MAX_BODY + 1) if request.content is not None else b""
         if len(raw) > MAX_BODY:
             return _sendJSON(request, 400, {"error": f"the body is longer than {MAX_BODY} bytes"})
@@ -126,7 +143,7 @@ class _SessionResource(Resource):
         try:
             session = self._parent._manager.get(self._name)
         except SessionError as e:
-            return _Error(e.status, e.message)
+            return JSONError(e.status, {"error": e.message})
         network, har = self._parent.resourcesFor(session.logPath)
         if path == b"network":
             return network
@@ -134,7 +151,7 @@ class _SessionResource(Resource):
             return har
         if path == b"":
             return self
-        return _Error(404, "no such resource (a session has network and network.har)")
+        return JSONError(404, {"error": "no such resource (a session has network and network.har)"})
 
     def render(self, request: Request) -> Any:
         manager = self._parent._manager
@@ -169,20 +186,8 @@ class _SessionResource(Resource):
         return NOT_DONE_YET
 
 
-class _Error(Resource):
-    isLeaf = True
-
-    def __init__(self, status: int, message: str) -> None:
-        Resource.__init__(self)
-        self._status = status
-        self._message = message
-
-    def render(self, request: Request) -> bytes:
-        return _sendJSON(request, self._status, {"error": self._message})
-
-
 def unsupportedSessions() -> Resource:
     """
     C{/sessions} of an API built without sessions (a bare L{netlog.api.root.makeApiRoot}).
     """
-    return _Error(404, "this API serves no sessions")
+    return JSONError(404, {"error": "this API serves no sessions"})

@@ -33,6 +33,7 @@ from types import TracebackType
 from typing import Any, BinaryIO, Iterator
 from urllib.parse import quote, urlencode, urlsplit
 
+from netlog.api.token import defaultTokenPath, findToken
 from netlog.state import API_ENV, TOKEN_ENV, TOKEN_FILE, defaultState
 
 #: Seconds one call may wait for the API (to connect, and for each read).
@@ -143,18 +144,7 @@ def read_token(token: str | None = None, token_file: str | None = None) -> str |
     C{api-token} in the state folder). None when there is none to be had (no
     such file, or one this user may not read): reads need no token.
     """
-    if token:
-        return token.strip()
-    from_env = os.environ.get(TOKEN_ENV, "").strip()
-    if from_env:
-        return from_env
-    path = token_file or os.path.join(defaultState(), TOKEN_FILE)
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            found = f.read().strip()
-    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError):
-        return None
-    return found or None
+    return findToken(token, token_file or defaultTokenPath(defaultState()))
 
 
 @dataclass(frozen=True)

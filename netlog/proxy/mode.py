@@ -103,7 +103,12 @@ class IMode(Interface):
     name = Attribute("The open line's C{proxy} field: C{site} or C{standin}.")
 
     privilegedFiles = Attribute(
-        "Files the worker can't read itself, opened for it by the supervisor (a CA key)."
+        "Files the worker can't read itself, opened for it by the supervisor."
+    )
+
+    handedData = Attribute(
+        "After L{prepare} in the supervisor: what it hands each worker, by the path the "
+        "worker opens it by (the site proxy's certificates)."
     )
 
     def prepare() -> None:

@@ -108,6 +108,14 @@ class ProxyService(Service):
         """
         return list(self.mode.privilegedFiles)
 
+    @property
+    def handedData(self) -> dict[str, bytes]:
+        """
+        What a supervisor hands its workers once this (its copy) is
+        prepared: the mode's.
+        """
+        return dict(self.mode.handedData)
+
     def privilegedStartService(self) -> None:
         self.mode.prepare()
         Service.privilegedStartService(self)

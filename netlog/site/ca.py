@@ -1,10 +1,18 @@
 """
 netlog's own certificate authority, and the certificates it mints for sites.
 
-The CA lives in C{--state}: C{ca.key} (0600) and C{ca.pem} (0644). It is
-loaded in the privileged step, so the worker that serves the browser never
-needs to read the key file. Site certificates are minted on demand (ECDSA
-P-256, one leaf key per process, one certificate per host) and cached.
+The CA lives in C{--state}: C{ca.key} (0600) and C{ca.pem} (0644). Site
+certificates are minted (ECDSA P-256, one leaf key per process, one
+certificate per host) and cached.
+
+Supervised, no long-lived process holds the CA's key: in twistd's privileged
+step the supervisor forks a child (L{mintInChild}) that loads the key, mints a
+certificate for every host of every site, and hands back the certificates and
+their leaf key (L{leafBundle}); the supervisor passes them to each worker,
+which serves from them (L{HandedLeaves}) and can't mint. The workers parse
+untrusted traffic: what they hold can impersonate the configured sites only,
+never sign for another name. With C{--no-supervise} the one process loads
+the CA (L{CertificateAuthority.loadOrCreate}) and holds the key.
 """
 
 from __future__ import annotations
@@ -15,9 +23,10 @@ import base64
 import datetime
 import hashlib
 import ipaddress
+import json
 import os
 import stat
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -98,6 +107,12 @@ def spkiHash(cert: x509.Certificate) -> str:
     return base64.b64encode(hashlib.sha256(spki).digest()).decode("ascii")
 
 
+#: What ALPN offers the browser by default, preferred first: HTTP/2, then
+#: HTTP/1.1 (C{--no-h2} leaves HTTP/1.1 alone).
+PROTOCOLS = (b"h2", b"http/1.1")
+HTTP1_ONLY = (b"http/1.1",)
+
+
 class CertificateAuthority:
     """
     The CA and its minted certificates.
@@ -119,14 +134,9 @@ class CertificateAuthority:
         self.protocols: tuple[bytes, ...] = PROTOCOLS
 
     @classmethod
-    def loadOrCreate(cls, stateDir: str, openKey: Callable[[str, int], int] | None = None
-                     ) -> "CertificateAuthority":
+    def loadOrCreate(cls, stateDir: str) -> "CertificateAuthority":
         """
         Load the CA from C{stateDir}, creating it (and the folder) on first use.
-
-        @param openKey: opens the key file (C{os.open} by default; a
-            supervised worker opens the descriptor its supervisor inherited
-            to it, since it may not read the file itself).
 
         @raise CAError: the files can't be read, are unsafe, or don't match.
         """
@@ -135,26 +145,25 @@ class CertificateAuthority:
                 os.makedirs(stateDir, mode=STATE_MODE, exist_ok=True)
             keyPath = os.path.join(stateDir, KEY_FILE)
             certPath = os.path.join(stateDir, CERT_FILE)
-            if openKey is None and not os.path.lexists(keyPath) and not os.path.lexists(certPath):
+            if not os.path.lexists(keyPath) and not os.path.lexists(certPath):
                 key, cert = createCA()
                 _writeFile(keyPath, key.private_bytes(
                     serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                     serialization.NoEncryption()), KEY_MODE)
                 _writeFile(certPath, cert.public_bytes(serialization.Encoding.PEM), CERT_MODE)
                 return cls(key, cert)
-            if openKey is None and (not os.path.lexists(keyPath) or not os.path.lexists(certPath)):
+            if not os.path.lexists(keyPath) or not os.path.lexists(certPath):
                 raise CAError(
                     f"{stateDir} holds only one of {KEY_FILE} and {CERT_FILE}; restore the other "
                     f"or remove both to make a new CA"
                 )
-            return cls.load(keyPath, certPath, openKey)
+            return cls.load(keyPath, certPath)
         except OSError as e:
             raise CAError(f"netlog can't use its CA in {stateDir}: {e.strerror} ({e.filename})") from None
 
     @classmethod
-    def load(cls, keyPath: str, certPath: str, openKey: Callable[[str, int], int] | None = None
-             ) -> "CertificateAuthority":
-        fd = (openKey or os.open)(keyPath, os.O_RDONLY | os.O_NOFOLLOW)
+    def load(cls, keyPath: str, certPath: str) -> "CertificateAuthority":
+        fd = os.open(keyPath, os.O_RDONLY | os.O_NOFOLLOW)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -223,22 +232,130 @@ class CertificateAuthority:
         context = self._contexts.get(host)
         if context is not None:
             return context
-        cert = self.mint(host)
-        context = newServerContext(self.protocols)
-        context.use_certificate(cert)
-        context.use_privatekey(self._leafKey)
-        context.add_extra_chain_cert(self.cert)
-        context.check_privatekey()
+        context = leafContext(self.mint(host), self._leafKey, self.cert, self.protocols)
         if len(self._contexts) >= MAX_CACHED:
             self._contexts.pop(next(iter(self._contexts)))
         self._contexts[host] = context
         return context
 
 
-#: What ALPN offers the browser by default, preferred first: HTTP/2, then
-#: HTTP/1.1 (C{--no-h2} leaves HTTP/1.1 alone).
-PROTOCOLS = (b"h2", b"http/1.1")
-HTTP1_ONLY = (b"http/1.1",)
+    def leafKeyPEM(self) -> bytes:
+        """
+        The leaf key every certificate this process mints is for (PKCS#8 PEM).
+        """
+        return self._leafKeyPEM
+
+
+def leafContext(cert: x509.Certificate, leafKey: Any, caCert: x509.Certificate,
+                protocols: tuple[bytes, ...]) -> SSL.Context:
+    """
+    A server TLS context presenting C{cert} (for C{leafKey}) and the CA's,
+    offering C{protocols} in ALPN.
+    """
+    context = newServerContext(protocols)
+    context.use_certificate(cert)
+    context.use_privatekey(leafKey)
+    context.add_extra_chain_cert(caCert)
+    context.check_privatekey()
+    return context
+
+
+def leafBundle(ca: CertificateAuthority, hosts: Iterable[str]) -> bytes:
+    """
+    What a worker serves from: the CA certificate, the leaf key, and a
+    certificate minted for each of C{hosts}, as JSON.
+    """
+    pem = serialization.Encoding.PEM
+    return json.dumps({
+        "ca": ca.certPEM().decode("ascii"),
+        "key": ca.leafKeyPEM().decode("ascii"),
+        "certs": {host: ca.mint(host).public_bytes(pem).decode("ascii") for host in hosts},
+    }).encode("ascii")
+
+
+def mintInChild(stateDir: str, hosts: Iterable[str]) -> bytes:
+    """
+    L{leafBundle} for C{hosts}, made by a child process that loads (or, the
+    first time, creates) the CA in C{stateDir} and exits: the key is never
+    in this process's memory, nor in any process forked from it later.
+
+    @raise CAError: the child could not (its message says why).
+    """
+    hosts = list(hosts)
+    readFrom, writeTo = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(readFrom)
+            try:
+                answer = b"0" + leafBundle(CertificateAuthority.loadOrCreate(stateDir), hosts)
+            except CAError as e:
+                answer = b"1" + str(e).encode("utf-8", "replace")
+            except Exception:
+                import traceback
+
+                traceback.print_exc()
+                raise
+            view = memoryview(answer)
+            while view:
+                view = view[os.write(writeTo, view):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writeTo)
+    chunks = []
+    try:
+        while chunk := os.read(readFrom, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(readFrom)
+        _, status = os.waitpid(pid, 0)
+    answer = b"".join(chunks)
+    if os.waitstatus_to_exitcode(status) != 0 or not answer:
+        raise CAError(f"the process that loads the CA in {stateDir} failed "
+                      f"(status {os.waitstatus_to_exitcode(status)}); see the output above")
+    if answer[:1] == b"1":
+        raise CAError(answer[1:].decode("utf-8", "replace"))
+    return answer[1:]
+
+
+class HandedLeaves:
+    """
+    A worker's certificates: those L{leafBundle} made, with no CA key, so
+    no other name can be signed for.
+    """
+
+    def __init__(self, bundle: bytes, protocols: tuple[bytes, ...] = PROTOCOLS) -> None:
+        """
+        @param protocols: what ALPN offers the browser.
+        """
+        self.protocols = protocols
+        data = json.loads(bundle)
+        self.cert = x509.load_pem_x509_certificate(data["ca"].encode("ascii"))
+        self._leafKey = serialization.load_pem_private_key(data["key"].encode("ascii"), None)
+        self._contexts = {
+            host: leafContext(x509.load_pem_x509_certificate(pem.encode("ascii")), self._leafKey, self.cert,
+                              protocols)
+            for host, pem in data["certs"].items()
+        }
+
+    def hosts(self) -> list[str]:
+        return sorted(self._contexts)
+
+    def contextFor(self, host: str) -> SSL.Context:
+        """
+        The context for C{host} (any case, a trailing dot or brackets
+        aside), as minted at start.
+
+        @raise CAError: none was minted for it.
+        """
+        from netlog.site.config import normalizeHost
+
+        context = self._contexts.get(host) or self._contexts.get(normalizeHost(host))
+        if context is None:
+            raise CAError(f"no certificate was minted at start for {host!r} (not a site's host)")
+        return context
 
 
 def _selectALPN(protocols: tuple[bytes, ...], connection: SSL.Connection, offered: list[bytes]) -> Any:

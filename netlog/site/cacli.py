@@ -12,9 +12,7 @@ import argparse
 import sys
 
 from netlog.site.ca import CAError, CertificateAuthority
-from netlog.state import defaultState
-
-DEFAULT_STATE = defaultState()
+from netlog.state import DEFAULT_STATE, defaultState  # noqa: F401 (named here before)
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:

@@ -7,20 +7,24 @@ rewritten; allowed live hosts are relayed; anything else is refused.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any
 
 from zope.interface import implementer
 
 from netlog.core.capture import BodyCapture, requestCapture, responseCaptureFor
 from netlog.core.records import urlAuthority
 from netlog.proxy.mode import BLIND, OPEN, IMode, Refusal, Route, Routed, liveRoute
-from netlog.site.ca import CERT_FILE, HTTP1_ONLY, KEY_FILE, PROTOCOLS, CertificateAuthority
+from netlog.site.ca import HTTP1_ONLY, PROTOCOLS, CertificateAuthority, HandedLeaves, mintInChild
 from netlog.site.config import Site, SitesConfig
 from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
 from netlog.site.tls import SNITLS, HostTLS, backendTLS
+from netlog.supervise.privileged import inherited, openPrivileged
 
 #: Routes kept for reuse (one per site and public origin; cleared when full).
 MAX_CACHED_ROUTES = 1024
+#: The name (in the state folder, never written there) under which the
+#: supervisor hands its workers the sites' certificates.
+LEAVES_NAME = "handed-leaves"
 #: What the site proxy answers for a host or port it doesn't serve.
 FORBIDDEN = 403
 
@@ -30,44 +34,69 @@ class SiteMode:
     """
     The site proxy's decisions, from its C{sites.toml}.
 
-    @ivar ca: netlog's CA, loaded by L{prepare} (in the privileged step).
+    @ivar ca: what serves the sites' certificates, set by L{prepare} (in
+        the privileged step): netlog's CA in one process, the certificates
+        minted at start in a supervised worker (see L{netlog.site.ca}).
     """
 
     name = "site"
+    #: Files a supervised worker can't read itself: none (the CA's key is
+    #: never handed to a worker).
+    privilegedFiles: tuple[str, ...] = ()
 
     def __init__(self, config: SitesConfig, stateDir: str, ca: CertificateAuthority | None = None,
-                 openKey: Callable[[str, int], int] | None = None, h2: bool = True) -> None:
+                 keepKey: bool = True, h2: bool = True) -> None:
         """
-        @param openKey: opens the CA key the supervisor opened for the worker
-            (see L{netlog.supervise.privileged.openPrivileged}).
-        @param h2: offer HTTP/2 to the browser by ALPN (C{--no-h2}: not).
+        @param keepKey: this process loads the CA and holds its key
+            (C{--no-supervise}, tests); otherwise the supervisor's copy has
+            a child process mint every site's certificate and hands them to
+            the workers, which serve from them.
         """
         self.protocols = PROTOCOLS if h2 else HTTP1_ONLY
         self.config = config
         self.stateDir = stateDir
-        self.ca = ca
-        self.openKey = openKey
+        self.ca: CertificateAuthority | HandedLeaves | None = ca
+        self.keepKey = keepKey
+        #: What the supervisor hands its workers: the path they open it by
+        #: (see L{netlog.supervise.privileged.openPrivileged}) -> its bytes.
+        self.handedData: dict[str, bytes] = {}
         self._routes: dict[tuple[Any, ...], Route] = {}
 
-    @property
-    def privilegedFiles(self) -> list[str]:
-        return [os.path.join(self.stateDir, KEY_FILE)]
+    def siteHosts(self) -> list[str]:
+        """
+        Every host a site's origin names: the only names this mode decrypts
+        (a CONNECT to a site's origin, or the HTTPS route's SNI).
+        """
+        return sorted({origin.host for site in self.config.sites for origin in site.origins})
 
     def prepare(self) -> None:
         if self.ca is not None:
             self.ca.protocols = self.protocols
             return
-        if self.openKey is not None and os.path.exists(os.path.join(self.stateDir, CERT_FILE)):
-            ca = CertificateAuthority.loadOrCreate(self.stateDir, self.openKey)
+        handed = os.path.join(self.stateDir, LEAVES_NAME)
+        if self.keepKey:
+            ca = self.ca = CertificateAuthority.loadOrCreate(self.stateDir)
+            ca.protocols = self.protocols
+            # Mint the sites' certificates now, before the first handshake.
+            for host in self.siteHosts():
+                ca.contextFor(host)
+        elif inherited(handed):
+            fd = openPrivileged(handed)
+            try:
+                # By offset: the standby's descriptor shares its offset with
+                # the serving worker's and the supervisor's.
+                chunks: list[bytes] = []
+                offset = 0
+                while chunk := os.pread(fd, 1 << 16, offset):
+                    chunks.append(chunk)
+                    offset += len(chunk)
+            finally:
+                os.close(fd)
+            self.ca = HandedLeaves(b"".join(chunks), self.protocols)
         else:
-            ca = CertificateAuthority.loadOrCreate(self.stateDir)
-        ca.protocols = self.protocols
-        self.ca = ca
-        # Mint the sites' certificates now, while the key is at hand.
-        for site in self.config.sites:
-            for origin in site.origins:
-                if origin.scheme == "https":
-                    ca.contextFor(origin.host)
+            bundle = mintInChild(self.stateDir, self.siteHosts())
+            self.handedData = {handed: bundle}
+            self.ca = HandedLeaves(bundle, self.protocols)
 
     # -- routing ----------------------------------------------------------------
 

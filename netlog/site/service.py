@@ -17,14 +17,13 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> ProxyService:
     """
     The site proxy for the parsed options of C{twistd netlog-proxy}.
     """
-    from netlog.supervise.privileged import openPrivileged
-
     resolver, policy = buildDestinations(config, reactor)
     api = config.get("api-address")
     if api:
         policy.addListener(api[0], api[1])
     return ProxyService(
-        SiteMode(config.sitesConfig, config["state"], openKey=openPrivileged, h2=not config.get("no-h2")),
+        SiteMode(config.sitesConfig, config["state"], keepKey=bool(config.get("no-supervise")),
+                 h2=not config.get("no-h2")),
         writer,
         reactor,
         resolver,

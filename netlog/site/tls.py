@@ -14,7 +14,7 @@ from twisted.internet import ssl
 from twisted.internet.interfaces import IOpenSSLClientConnectionCreator, IOpenSSLServerConnectionCreator
 from zope.interface import implementer
 
-from netlog.site.ca import CertificateAuthority, newServerContext
+from netlog.site.ca import CertificateAuthority, HandedLeaves, newServerContext
 from netlog.site.config import Backend, normalizeHost
 
 
@@ -25,7 +25,7 @@ class HostTLS:
     browser asked for.
     """
 
-    def __init__(self, ca: CertificateAuthority, host: str) -> None:
+    def __init__(self, ca: CertificateAuthority | HandedLeaves, host: str) -> None:
         self._context = ca.contextFor(host)
 
     def serverConnectionForTLS(self, protocol: Any) -> SSL.Connection:
@@ -39,7 +39,8 @@ class SNITLS:
     name, among the hosts C{isSite} accepts.
     """
 
-    def __init__(self, ca: CertificateAuthority, isSite: Callable[[str], bool], fallbackHost: str) -> None:
+    def __init__(self, ca: CertificateAuthority | HandedLeaves, isSite: Callable[[str], bool],
+                 fallbackHost: str) -> None:
         self._ca = ca
         self._isSite = isSite
         self._context = newServerContext(ca.protocols)

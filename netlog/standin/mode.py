@@ -32,6 +32,7 @@ class StandinMode:
 
     name = "standin"
     privilegedFiles: tuple[str, ...] = ()
+    handedData: dict[str, bytes] = {}
 
     def __init__(self, connectPorts: frozenset[int] = DEFAULT_CONNECT_PORTS) -> None:
         self.connectPorts = connectPorts

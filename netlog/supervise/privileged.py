@@ -1,8 +1,11 @@
 """
-Files only root may read (a CA key, say) that a supervised worker needs.
+Files only root may read that a supervised worker needs, and what the
+supervisor made for it in the privileged step (the site proxy's
+certificates, see L{netlog.site.ca.mintInChild}).
 
 The supervisor opens a proxy's C{privilegedFiles} in twistd's privileged
-step and hands them to each worker; the worker records them here with
+step, writes its C{handedData} to anonymous files, and hands them all to
+each worker; the worker records them here with
 L{inheritPrivilegedFiles} before it builds the proxy, and the proxy opens
 them with L{openPrivileged}. The record lives in this module, not in
 L{netlog.supervise.worker}, because the worker runs as C{__main__}: state
@@ -25,14 +28,22 @@ def inheritPrivilegedFiles(files: dict[str, int]) -> None:
     _inherited.update({os.path.abspath(path): fd for path, fd in files.items()})
 
 
+def inherited(path: str) -> bool:
+    """
+    Whether this process is a worker its supervisor handed C{path} to.
+    """
+    return os.path.abspath(path) in _inherited
+
+
 def openPrivileged(path: str, flags: int = os.O_RDONLY) -> int:
     """
-    Open a file only root may read (a CA key, say), also in a supervised
-    worker that runs unprivileged.
+    Open a file only root may read, or what the supervisor made for the
+    worker, also in a supervised worker that runs unprivileged.
 
-    A proxy lists such paths in its C{privilegedFiles} attribute; the
-    supervisor opens them (read-only) in twistd's privileged step and hands
-    them to each worker, where this returns a copy of the inherited
+    A proxy lists such paths in its C{privilegedFiles} attribute (and its
+    C{handedData}); the supervisor opens them (read-only) in twistd's
+    privileged step (or writes them to anonymous files) and hands them to
+    each worker, where this returns a copy of the inherited
     descriptor, at offset 0. Elsewhere (C{--no-supervise}, tests) it is
     C{os.open(path, flags)}.
     """

@@ -138,6 +138,21 @@ def importRoot(dotted: str) -> str | None:
     return None
 
 
+def _anonymousFile(data: bytes) -> int:
+    """
+    A descriptor of a file in memory only, holding C{data}.
+    """
+    fd = os.memfd_create("netlog-handed", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class _Lines:
     """
     Split a stream into lines, bounded.
@@ -268,6 +283,9 @@ class Supervisor(MultiService):
     @param privilegedFiles: after it, the files only root may read that the
         worker needs; they are opened here and handed over (see
         L{netlog.supervise.privileged.openPrivileged}).
+    @param handedData: after it, what the proxy made there for its workers
+        (by the path they open it by): written to anonymous files, handed
+        over the same way.
 
     @param hangTimeout: seconds the serving worker may go without a
         heartbeat (its event loop stuck) before it is killed and replaced;
@@ -296,6 +314,7 @@ class Supervisor(MultiService):
         listeners: list[tuple[str, str]],
         privileged: Callable[[], None] = lambda: None,
         privilegedFiles: Callable[[], list[str]] = lambda: [],
+        handedData: Callable[[], dict[str, bytes]] = lambda: {},
         uid: int | None = None,
         gid: int | None = None,
         apiAddress: Callable[[], tuple[str, int] | None] = lambda: None,
@@ -329,6 +348,7 @@ class Supervisor(MultiService):
         self._listenerSpecs = listeners
         self._proxyPrivileged = privileged
         self._privilegedPaths = privilegedFiles
+        self._handedData = handedData
         self.privilegedFiles: dict[str, int] = {}
         self._uid = uid
         self._gid = gid
@@ -368,6 +388,8 @@ class Supervisor(MultiService):
         self._proxyPrivileged()
         for path in self._privilegedPaths():
             self.privilegedFiles[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        for path, data in self._handedData().items():
+            self.privilegedFiles[path] = _anonymousFile(data)
         for role, description in self._listenerSpecs:
             bound = bindListener(self._reactor, role, description)
             self.listeners.append(bound)

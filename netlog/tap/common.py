@@ -14,9 +14,11 @@ plugin's C{Options} and C{buildProxy} by name and parses the same arguments
 again, so both must be importable module-level names, and C{buildProxy} must
 only build (start nothing) since the supervisor calls it too: to learn the
 listeners, and to run the proxy's C{privilegedStartService} as root (the
-worker never runs it). Files only root may read that the worker needs (a CA
-key) are listed in the proxy's C{privilegedFiles} and opened in the worker
-with L{netlog.supervise.privileged.openPrivileged}.
+worker never runs it). Files only root may read that the worker needs are
+listed in the proxy's C{privilegedFiles}, and what the supervisor's copy made
+in that step for the workers (the site proxy's certificates, never its CA
+key) is its C{handedData}; the worker opens either with
+L{netlog.supervise.privileged.openPrivileged}.
 
 With C{--no-supervise} it wires everything in this process: the LogWriter
 first, so the file is open before privileges drop, then the proxy, then a
@@ -41,12 +43,14 @@ from twisted.internet.endpoints import serverFromString
 from twisted.logger import Logger
 from twisted.python import usage
 
-from netlog.api import API_IDLE_TIMEOUT
+from netlog.api import API_IDLE_TIMEOUT, SESSION_RATE
+from netlog.api.token import TokenError, defaultTokenPath
 from netlog.log.writer import LogWriter
 from netlog.net.options import DEFAULT_LISTEN, _seconds, splitDescription, withBacklog
 from netlog.supervise.adopt import NotAdoptable, checkAdoptable
 from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFileLimit
+from netlog.state import DEFAULT_STATE
 from netlog.supervise.worker import dottedName
 from netlog.tap.preflight import OPTION_OF_ROLE, checkListen, commandName, preflight
 
@@ -142,6 +146,13 @@ class LogOptions(usage.Options):
          "else ~/.local/state/netlog/NAME.jsonl)."],
         ["api", None, None, "Serve the log over HTTP on this endpoint (off unless given; "
          "loopback unless it names an interface), e.g. tcp:8081:interface=127.0.0.1."],
+        ["state", None, DEFAULT_STATE, "Folder for netlog's state: the API's token and the "
+         "site proxy's CA (created on first start; default /var/lib/netlog as root, else "
+         "~/.local/state/netlog)."],
+        ["api-token-file", None, None, "The API's token, which any request that changes "
+         "something must send (made at start if missing, mode 0600; default STATE/api-token)."],
+        ["api-session-rate", None, SESSION_RATE, "Sessions the API makes a second at most "
+         "(more get 429).", float],
         ["api-idle-timeout", None, API_IDLE_TIMEOUT, "Seconds an API connection may sit "
          "idle (before a request, or between two) before it is closed.", _seconds("api-idle-timeout")],
         ["grace", None, GRACE, "Seconds a worker has to stop after SIGTERM "
@@ -153,6 +164,8 @@ class LogOptions(usage.Options):
     ]
     optFlags = [
         ["no-log", None, "Keep no log (bodies are counted, neither kept nor hashed)."],
+        ["api-token-reads", None, "The API's reads (the log, the HAR, the CA, the live view) "
+         "need the token too; the live view opens through a one-time URL logged at start."],
         ["no-supervise", None, "Run the proxy in the twistd process itself, with no "
          "worker to start again (for debugging, or under an outer supervisor)."],
         ["no-standby", None, "Keep no second worker started ahead to take over at once "
@@ -160,6 +173,8 @@ class LogOptions(usage.Options):
     ]
 
     argv: list[str] = []
+    #: Whether the proxy has a CA (in C{--state}) for the API to serve.
+    hasCA = False
 
     def parseOptions(self, options: list[str] | None = None) -> None:
         """
@@ -231,6 +246,13 @@ class LogOptions(usage.Options):
         self.setdefault("api-host", [])
         if self["api-host"] and not self.get("api"):
             raise usage.UsageError("--api-host names the API, which is off: give --api too")
+        if self.get("api-token-reads") and not self.get("api"):
+            raise usage.UsageError("--api-token-reads guards the API, which is off: give --api too")
+        if not self.get("api-token-file"):
+            self["api-token-file"] = defaultTokenPath(self.get("state") or DEFAULT_STATE)
+        rate = self.get("api-session-rate")
+        if rate is not None and not rate > 0:
+            raise usage.UsageError(f"--api-session-rate wants sessions a second, more than 0, got {rate:g}")
         if self.get("api"):
             self["api"] = apiDescription(self["api"])
             self["api-address"] = apiAddress(self["api"])
@@ -287,7 +309,10 @@ def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: Any = None) -
     if config.get("api"):
         from netlog.api.service import makeApiService
 
-        api: Any = makeApiService(config, reactor, sessions)
+        try:
+            api: Any = makeApiService(config, reactor, sessions)
+        except TokenError as e:
+            raise SystemExit(f"{commandName(config)}: --api-token-file: {e}") from None
         api.setServiceParent(top)
     return top
 
@@ -321,6 +346,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         listeners=listeners,
         privileged=proxy.privilegedStartService,
         privilegedFiles=lambda: list(getattr(proxy, "privilegedFiles", [])),
+        handedData=lambda: dict(getattr(proxy, "handedData", {})),
         uid=uid,
         gid=gid,
         apiAddress=lambda: config.get("api-address"),

@@ -12,7 +12,6 @@ from twisted.python import usage
 
 from netlog.net.options import DestinationOptions, _seconds
 from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
-from netlog.site.cacli import DEFAULT_STATE
 from netlog.site.config import ConfigError, SitesConfig, loadSites
 from netlog.tap.common import LogOptions, makeProxyService
 from netlog.tap.preflight import checkListen
@@ -28,6 +27,7 @@ class Options(LogOptions, DestinationOptions):
         "descriptions (tcp:3128:interface=127.0.0.1); TLS on the HTTPS route is netlog's own."
     )
     logName = "network"
+    hasCA = True
 
     optParameters = LogOptions.optParameters + [  # type: ignore[assignment]
         ["sites", None, None, "The sites.toml naming the sites and live hosts (required)."],
@@ -39,8 +39,6 @@ class Options(LogOptions, DestinationOptions):
         ["header-timeout", None, DEFAULT_HEADER_TIMEOUT,
          "Seconds a browser has to send a whole request head once begun (then 408).",
          _seconds("header-timeout")],
-        ["state", None, DEFAULT_STATE, "Folder for netlog's CA (created on first start; default "
-         "/var/lib/netlog as root, else ~/.local/state/netlog)."],
     ]
 
     optFlags = LogOptions.optFlags + [  # type: ignore[assignment]

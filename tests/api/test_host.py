@@ -49,6 +49,7 @@ class ApiHostTests(SynchronousTestCase):
             "--log", os.path.join(folder, "network.jsonl"),
             "--listen", "tcp:0:interface=127.0.0.1",
             "--api", "tcp:0",
+            "--api-token-file", os.path.join(folder, "api-token"),
             "--resolve-only",
             *extra,
         ]

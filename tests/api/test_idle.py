@@ -97,6 +97,7 @@ class IdleTests(SynchronousTestCase):
                 "--resolve-only",
                 "--no-standby",
                 "--api", "tcp:0",
+                "--api-token-file", os.path.join(folder, "api-token"),
                 "--api-idle-timeout", str(idle),
             ],
         )

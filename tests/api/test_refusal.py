@@ -27,6 +27,7 @@ class RefuseApiTests(SynchronousTestCase):
                 "--log", self.logPath,
                 "--listen", "tcp:0:interface=127.0.0.1",
                 "--api", "tcp:0",
+                "--api-token-file", os.path.join(folder, "api-token"),
                 "--resolve", "api.test=127.0.0.1",
                 "--allow", "127.0.0.0/8",
                 *extra,

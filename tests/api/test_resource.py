@@ -21,6 +21,7 @@ from twisted.web.http_headers import Headers
 from twisted.web.server import Site
 
 from netlog.api.resource import MAX_LIMIT, BadParameter, parseQuery
+from netlog.api.door import Door
 from netlog.api.root import makeApiRoot
 from netlog.log.reader import read
 from netlog.log.writer import LogWriter
@@ -92,6 +93,10 @@ def writeLog(path: str, exchanges: int) -> None:
     writer.stopService()
 
 
+#: The token of the API under test.
+TOKEN = "t" * 43
+
+
 class ApiTests(TestCase):
     def setUp(self) -> None:
         folder = os.path.abspath(self.mktemp())
@@ -100,7 +105,8 @@ class ApiTests(TestCase):
         self.caPath = os.path.join(folder, "ca.pem")
         writeLog(self.logPath, 5)
         self.caFile: str | None = self.caPath
-        root = makeApiRoot(reactor, reactor.getThreadPool(), self.logPath, lambda: self.caFile)
+        root = makeApiRoot(reactor, reactor.getThreadPool(), self.logPath, lambda: self.caFile,
+                           door=Door(TOKEN))
         self.port = reactor.listenTCP(0, Site(root), interface="127.0.0.1")
         self.addCleanup(self.port.stopListening)
         noLog = makeApiRoot(reactor, reactor.getThreadPool(), None)
@@ -109,10 +115,10 @@ class ApiTests(TestCase):
         self.agent = Agent(reactor)
 
     @defer.inlineCallbacks
-    def get(self, path: str, method: bytes = b"GET", port: Any = None) -> Any:
+    def get(self, path: str, method: bytes = b"GET", port: Any = None, headers: Headers | None = None) -> Any:
         port = port or self.port
         url = f"http://127.0.0.1:{port.getHost().port}{path}".encode()
-        response = yield self.agent.request(method, url, Headers())
+        response = yield self.agent.request(method, url, headers or Headers())
         body = yield readBody(response)
         kind = response.headers.getRawHeaders(b"content-type", [b""])[0]
         return response.code, kind, body
@@ -164,14 +170,18 @@ class ApiTests(TestCase):
     @defer.inlineCallbacks
     def test_notFoundAndMethod(self) -> None:
         """
-        Unknown paths get 404 JSON; anything but GET gets 405. (C{/} is the
-        live view's page.)
+        Unknown paths get 404 JSON; anything but GET gets 401 without the
+        token (the door answers before any resource), 405 with it. (C{/} is
+        the live view's page.)
         """
         for path in ["/nothing", "/network/extra", "/view.html", "/view.js/extra"]:
             code, kind, body = yield self.get(path)
             self.assertEqual((code, kind), (404, b"application/json"), path)
             self.assertIn("error", json.loads(body))
         code, _, _ = yield self.get("/network", method=b"POST")
+        self.assertEqual(code, 401)
+        authorized = Headers({b"authorization": [b"Bearer " + TOKEN.encode()]})
+        code, _, _ = yield self.get("/network", method=b"POST", headers=authorized)
         self.assertEqual(code, 405)
 
     @defer.inlineCallbacks

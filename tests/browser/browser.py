@@ -97,13 +97,16 @@ class Run:
     """
     How to run Chromium once: through which proxy (C{http://127.0.0.1:PORT}
     or None), trusting which SPKI hashes, with which names mapped, and where
-    Playwright writes its own HAR (None: no HAR).
+    Playwright writes its own HAR (None: no HAR), and which hosts it reaches
+    without the proxy besides Google's (C{127.0.0.1}: loopback directly, as
+    Chromium does by default and Playwright does not unless told).
     """
 
     proxy: str | None = None
     spkiHashes: list[str] = field(default_factory=list)
     maps: dict[str, str] = field(default_factory=dict)
     harPath: str | None = None
+    bypass: list[str] = field(default_factory=list)
 
 
 def withBrowser(run: Run, body: Any) -> Any:
@@ -120,7 +123,7 @@ def withBrowser(run: Run, body: Any) -> Any:
         "args": chromiumArgs(run.spkiHashes, run.maps),
     }
     if run.proxy is not None:
-        launch["proxy"] = {"server": run.proxy, "bypass": ",".join(GOOGLE_BYPASS)}
+        launch["proxy"] = {"server": run.proxy, "bypass": ",".join([*GOOGLE_BYPASS, *run.bypass])}
     contextOptions: dict[str, Any] = {}
     if run.harPath is not None:
         contextOptions.update(record_har_path=run.harPath, record_har_content="embed")

@@ -311,6 +311,32 @@ def startStandin(
     return Proxy(port, log, proc)
 
 
+def startStandinWithApi(directory: str, addCleanup: Callable[..., Any]) -> Proxy:
+    """
+    C{twistd netlog-standin --no-supervise} with its API on a free port and
+    its state (the API's token, C{api-token}) in C{directory};
+    C{shop.test} the only name that resolves.
+    """
+    from tests.support import freePort
+
+    port, apiPort = freePort(), freePort()
+    log = os.path.join(directory, "standin.jsonl")
+    args = [
+        "--no-supervise",
+        "--log", log,
+        "--listen", f"tcp:{port}:interface=127.0.0.1",
+        "--api", f"tcp:{apiPort}",
+        "--state", directory,
+        "--resolve", "shop.test=127.0.0.1",
+        "--resolve-only",
+    ]
+    out = os.path.join(directory, "netlog-standin.out")
+    proc = start(twistdCommand("netlog-standin", directory, args), addCleanup, out)
+    waitForPort(port, proc, out)
+    waitForPort(apiPort, proc, out)
+    return Proxy(port, log, proc, apiPort=apiPort, state=directory)
+
+
 #: How long an API request may take (seconds).
 API_TIMEOUT = 60.0
 

@@ -35,6 +35,8 @@ so Chromium asks for no favicon):
                       for a fragmented answer and a 1.2 MB text, one at a
                       time, then closes with 1000 "done"
     /search?q=...     echoes the decoded query
+    /cross-site?to=URL  a page that POSTs to each URL as another site's page
+                      can (no-cors fetch: text, form and JSON bodies)
 """
 
 from __future__ import annotations
@@ -463,6 +465,35 @@ class Chat(resource.Resource):
         return htmlAnswer(request, "Chat", f'<p id="status">connecting</p><script>{CHAT_SCRIPT}</script>')
 
 
+#: What /cross-site does: a page on another site trying to make a session on
+#: a loopback API (issue 20), as any page can without asking: each URL given
+#: as C{to} gets a no-cors POST with a text body, a form body, and a JSON
+#: body whose type no-cors can't send; then the title says C{done}.
+CROSS_SITE_SCRIPT = """
+const targets = new URLSearchParams(location.search).getAll('to');
+(async () => {
+  for (const url of targets) {
+    const tries = [
+      {body: JSON.stringify({name: 'csrf-text'})},
+      {body: new URLSearchParams({name: 'csrf-form'})},
+      {body: JSON.stringify({name: 'csrf-json'}), headers: {'Content-Type': 'application/json'}},
+    ];
+    for (const t of tries) {
+      await fetch(url, {method: 'POST', mode: 'no-cors', ...t}).catch(() => {});
+    }
+  }
+  document.title = 'done';
+})();
+"""
+
+
+class CrossSite(resource.Resource):
+    isLeaf = True
+
+    def render_GET(self, request: Request) -> bytes:
+        return htmlAnswer(request, "Cross-site", f'<p>trying</p><script>{CROSS_SITE_SCRIPT}</script>')
+
+
 class EchoWire:
     """
     The WebSocket side of /ws once the handshake is done: wsproto reads the
@@ -581,6 +612,7 @@ def buildSite() -> server.Site:
         (b"wsz", WebSocketEcho(deflate=True)),
         (b"messages", Messages()),
         (b"search", Search()),
+        (b"cross-site", CrossSite()),
     ]
     for name, child in children:
         root.putChild(name, child)

@@ -173,7 +173,8 @@ class Burst:
     # -- the proxy ----------------------------------------------------------
 
     def start(self) -> Twistd:
-        common = ["--log", self.logPath, "--listen", "tcp:0:interface=127.0.0.1", "--api", "tcp:0"] + ([] if self.standby else ["--no-standby"])
+        common = ["--log", self.logPath, "--listen", "tcp:0:interface=127.0.0.1", "--api", "tcp:0",
+                  "--api-token-file", os.path.join(self.folder, "api-token")] + ([] if self.standby else ["--no-standby"])
         twistdArgs: list[str] = []
         interpreter = None
         if self.asNobody:

@@ -17,8 +17,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from tests.browser import browser, procs
 from tests.har.support import validate, wavLoad
-from tests.session.test_sessions import api, getBytes
-from tests.support import freePort
+from tests.session.test_sessions import caller, getBytes
 
 #: Searches each browser makes.
 SEARCHES = 3
@@ -30,20 +29,10 @@ class TwoBrowsersTests(SynchronousTestCase):
         self.tmp = tempfile.mkdtemp(prefix="netlog-sessions-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.site = procs.startSite(self.tmp, self.addCleanup)
-        port, self.apiPort = freePort(), freePort()
-        args = [
-            "--no-supervise",
-            "--log", os.path.join(self.tmp, "standin.jsonl"),
-            "--listen", f"tcp:{port}:interface=127.0.0.1",
-            "--api", f"tcp:{self.apiPort}",
-            "--resolve", "shop.test=127.0.0.1",
-            "--resolve-only",
-        ]
-        out = os.path.join(self.tmp, "netlog-standin.out")
-        proc = procs.start(procs.twistdCommand("netlog-standin", self.tmp, args), self.addCleanup, out)
-        procs.waitForPort(port, proc, out)
-        procs.waitForPort(self.apiPort, proc, out)
+        proxy = procs.startStandinWithApi(self.tmp, self.addCleanup)
+        self.apiPort = proxy.apiPort
         self.mainLog = os.path.join(self.tmp, "standin.jsonl")
+        self.api = caller(os.path.join(self.tmp, "api-token"))
 
     def test_twoBrowsersAtOnce(self) -> None:
         """
@@ -55,7 +44,7 @@ class TwoBrowsersTests(SynchronousTestCase):
         base = f"http://127.0.0.1:{self.apiPort}"
         sessions = {}
         for who in ("alice", "bob"):
-            status, made = api("POST", base + "/sessions", {"name": who})
+            status, made = self.api("POST", base + "/sessions", {"name": who})
             self.assertEqual(status, 201, made)
             sessions[who] = made
         start = threading.Barrier(2, timeout=60)
@@ -106,7 +95,7 @@ class TwoBrowsersTests(SynchronousTestCase):
 
         from netlog.client import Netlog
 
-        nl = Netlog(f"http://127.0.0.1:{self.apiPort}")
+        nl = Netlog(f"http://127.0.0.1:{self.apiPort}", token_file=os.path.join(self.tmp, "api-token"))
         sessions = {who: nl.create_session(who) for who in ("carol", "dave")}
         with sync_playwright() as p:
             chromium = p.chromium.launch(

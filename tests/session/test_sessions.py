@@ -13,7 +13,7 @@ import socket
 import subprocess
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from twisted.internet import defer
@@ -32,19 +32,35 @@ PLAIN_REQUESTS = 3
 API_TIMEOUT = 20.0
 
 
-def api(method: str, url: str, body: Any = None, host: str | None = None) -> tuple[int, Any]:
+def api(method: str, url: str, body: Any = None, host: str | None = None,
+        token: str | None = None) -> tuple[int, Any]:
     """
-    One API call: its status and its JSON.
+    One API call, with C{token} if given: its status and its JSON.
     """
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method)
     if host is not None:
         request.add_header("Host", host)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=API_TIMEOUT) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+def caller(tokenPath: str) -> Callable[..., tuple[int, Any]]:
+    """
+    L{api} with the token the proxy keeps in C{tokenPath} (read at each call).
+    """
+    def call(method: str, url: str, body: Any = None, host: str | None = None) -> tuple[int, Any]:
+        with open(tokenPath) as f:
+            return api(method, url, body, host, f.read().strip())
+
+    return call
 
 
 def getBytes(url: str) -> bytes:
@@ -101,7 +117,10 @@ class SessionTests(unittest.TestCase):
             "--connect-ports", f"443,{self.originPort}",
             "--api", f"tcp:{self.apiPort}",
             "--session", "fixed=0",
+            "--state", self.directory,
         ], alsoListening=[self.apiPort])
+        self.tokenPath = os.path.join(self.directory, "api-token")
+        self.call = caller(self.tokenPath)
         yield self.standin.start()
         self.api = f"http://127.0.0.1:{self.apiPort}"
 
@@ -117,13 +136,13 @@ class SessionTests(unittest.TestCase):
         """
         made = {}
         for i in range(SESSIONS):
-            status, body = yield inThread(api, "POST", self.api + "/sessions", {"name": f"task-{i}"})
+            status, body = yield inThread(self.call, "POST", self.api + "/sessions", {"name": f"task-{i}"})
             self.assertEqual(status, 201, body)
             self.assertEqual(body["name"], f"task-{i}")
             host, port = body["proxy"].rsplit(":", 1)
             self.assertEqual(host, "127.0.0.1")
             made[body["name"]] = (int(port), body)
-        status, listed = yield inThread(api, "GET", self.api + "/sessions")
+        status, listed = yield inThread(self.call, "GET", self.api + "/sessions")
         self.assertEqual(sorted(s["name"] for s in listed["sessions"]), sorted([*made, "fixed"]))
 
         results = yield defer.gatherResults([
@@ -138,7 +157,7 @@ class SessionTests(unittest.TestCase):
             self.assertEqual(validate(har), [])
             loaded = wavLoad(har)
             self.assertEqual(len(loaded["events"]), PLAIN_REQUESTS + 1)
-            status, deleted = yield inThread(api, "DELETE", body["urls"]["session"])
+            status, deleted = yield inThread(self.call, "DELETE", body["urls"]["session"])
             self.assertEqual(status, 200, deleted)
             records = readLog(body["log"])
             checkLog(self, records)
@@ -153,7 +172,7 @@ class SessionTests(unittest.TestCase):
             self.assertEqual(len(json.loads(har)["log"]["entries"]), PLAIN_REQUESTS + 1)
             self.assertEqual(oct(os.stat(body["log"]).st_mode & 0o777), oct(0o644))
         self.assertEqual(self.standin.lines(), [])
-        status, listed = yield inThread(api, "GET", self.api + "/sessions")
+        status, listed = yield inThread(self.call, "GET", self.api + "/sessions")
         self.assertEqual([s["name"] for s in listed["sessions"]], ["fixed"])
 
     @defer.inlineCallbacks
@@ -163,14 +182,14 @@ class SessionTests(unittest.TestCase):
         reads back through C{/sessions/NAME/network} with the same cursor
         rules as C{/network}.
         """
-        status, body = yield inThread(api, "GET", self.api + "/sessions/fixed")
+        status, body = yield inThread(self.call, "GET", self.api + "/sessions/fixed")
         self.assertEqual(status, 200, body)
         statuses = yield inThread(drive, body["port"], "fixed", self.originPort, "t0.test")
         self.assertEqual(statuses, [200] * (PLAIN_REQUESTS + 2))
-        status, page = yield inThread(api, "GET", body["urls"]["network"] + "?after=0")
+        status, page = yield inThread(self.call, "GET", body["urls"]["network"] + "?after=0")
         self.assertEqual(status, 200)
         self.assertEqual([line["n"] for line in page["lines"]], list(range(1, 2 * (PLAIN_REQUESTS + 1) + 1)))
-        status, rest = yield inThread(api, "GET", body["urls"]["network"] + f"?after={page['next']}")
+        status, rest = yield inThread(self.call, "GET", body["urls"]["network"] + f"?after={page['next']}")
         self.assertEqual((rest["lines"], rest["next"]), ([], page["next"]))
         self.assertEqual(os.path.basename(body["log"]), "standin.fixed.jsonl")
 
@@ -182,7 +201,7 @@ class SessionTests(unittest.TestCase):
         421, each as JSON; and the session made before still serves and
         still logs only its own exchanges.
         """
-        status, first = yield inThread(api, "POST", self.api + "/sessions", {"name": "keep"})
+        status, first = yield inThread(self.call, "POST", self.api + "/sessions", {"name": "keep"})
         self.assertEqual(status, 201, first)
         cases = [
             ({"name": "bad/name"}, 400),
@@ -197,21 +216,21 @@ class SessionTests(unittest.TestCase):
             ({"name": "other", "port": self.standin.port}, 409),
         ]
         for body, expected in cases:
-            status, answer = yield inThread(api, "POST", self.api + "/sessions", body)
+            status, answer = yield inThread(self.call, "POST", self.api + "/sessions", body)
             self.assertEqual(status, expected, (body, answer))
             self.assertIsInstance(answer["error"], str)
         self.assertFalse(os.path.exists(os.path.join(self.directory, "standin.other.jsonl")))
-        status, answer = yield inThread(api, "GET", self.api + "/sessions", None, "evil.test")
+        status, answer = yield inThread(self.call, "GET", self.api + "/sessions", None, "evil.test")
         self.assertEqual(status, 421, answer)
-        status, answer = yield inThread(api, "GET", self.api + "/sessions/nobody/network.har")
+        status, answer = yield inThread(self.call, "GET", self.api + "/sessions/nobody/network.har")
         self.assertEqual(status, 404, answer)
 
-        status, made = yield inThread(api, "POST", self.api + "/sessions", {})
+        status, made = yield inThread(self.call, "POST", self.api + "/sessions", {})
         self.assertEqual(status, 201, made)
         self.assertEqual(made["name"], "session-1")
-        status, answer = yield inThread(api, "DELETE", made["urls"]["session"])
+        status, answer = yield inThread(self.call, "DELETE", made["urls"]["session"])
         self.assertEqual((status, answer["last"]), (200, 0))
-        status, answer = yield inThread(api, "DELETE", made["urls"]["session"])
+        status, answer = yield inThread(self.call, "DELETE", made["urls"]["session"])
         self.assertEqual(status, 404, answer)
 
         statuses = yield inThread(drive, first["port"], "keep", self.originPort, "t1.test")
@@ -227,7 +246,7 @@ class SessionTests(unittest.TestCase):
         then ends the exchange as stopped and answers the last line; the
         port then refuses connections.
         """
-        status, made = yield inThread(api, "POST", self.api + "/sessions", {"name": "slow"})
+        status, made = yield inThread(self.call, "POST", self.api + "/sessions", {"name": "slow"})
         self.assertEqual(status, 201, made)
         client = socket.create_connection(("127.0.0.1", made["port"]), timeout=10)
         self.addCleanup(client.close)
@@ -241,7 +260,7 @@ class SessionTests(unittest.TestCase):
             if opened():
                 break
             yield deferLater(0.05)
-        status, answer = yield inThread(api, "DELETE", made["urls"]["session"] + "?timeout=1")
+        status, answer = yield inThread(self.call, "DELETE", made["urls"]["session"] + "?timeout=1")
         self.assertEqual(status, 200, answer)
         records = readLog(made["log"])
         checkLog(self, records)
@@ -257,7 +276,8 @@ class SessionTests(unittest.TestCase):
         the API's JSON on stderr and exit status 1.
         """
         def run(*args: str) -> subprocess.CompletedProcess[bytes]:
-            return subprocess.run([*netlogArgv(), "session", *args, "--api", self.api],
+            return subprocess.run([*netlogArgv(), "session", *args, "--api", self.api,
+                                   "--token-file", self.tokenPath],
                                   env=sourceEnv(), capture_output=True, timeout=60)
 
         made = yield inThread(run, "create", "from-shell")

@@ -16,7 +16,7 @@ from twisted.internet import defer
 from twisted.trial import unittest
 
 from tests.har.support import validate, wavLoad
-from tests.session.test_sessions import PLAIN_REQUESTS, api, drive, entries, getBytes
+from tests.session.test_sessions import PLAIN_REQUESTS, caller, drive, entries, getBytes
 from tests.standin.support import inThread, listenOrigin, tempDirectory
 from tests.supervise.running import Twistd, alive, checkLog, readLog, waitFor
 
@@ -49,7 +49,7 @@ class SupervisedSessionTests(unittest.TestCase):
         origin, originPort = listenOrigin(self)
         folder = tempDirectory(self)
         log = os.path.join(folder, "network.jsonl")
-        args = ["--listen", "tcp:0:interface=127.0.0.1", "--log", log, "--api", "tcp:0",
+        args = ["--listen", "tcp:0:interface=127.0.0.1", "--log", log, "--api", "tcp:0", "--state", folder,
                 "--resolve-only", "--resolve", "origin.test=127.0.0.1",
                 "--connect-ports", f"443,{originPort}"]
         for i in range(SESSIONS):
@@ -58,6 +58,7 @@ class SupervisedSessionTests(unittest.TestCase):
         for i in range(SESSIONS // 2):
             args += ["--session", f"task-{i}=0"]
         twistd = Twistd(folder, "netlog-standin", args)
+        api = caller(os.path.join(folder, "api-token"))
         self.addCleanup(twistd.stop)
         first = yield inThread(twistd.waitServing, 1)
         apiBase = f"http://127.0.0.1:{twistd.apiPort()}"

@@ -113,3 +113,52 @@ class CACommandTests(SynchronousTestCase):
         only = subprocess.run(netlogArgv() + ["ca", "--state", state, "--spki-only"], env=sourceEnv(),
                               capture_output=True, text=True, timeout=60, check=True).stdout
         self.assertEqual(only.strip(), ca.spkiHash())
+
+
+class MintedAheadTests(SynchronousTestCase):
+    def test_bundle(self) -> None:
+        """
+        A child process makes the CA on first use and mints a certificate
+        for each host, each chaining to the CA; what it hands back has the
+        leaf key and the certificates, never the CA's key, and serves each
+        host in any case, and no other host.
+        """
+        import json
+
+        from netlog.site.ca import HandedLeaves, mintInChild
+
+        state = os.path.abspath(self.mktemp())
+        bundle = mintInChild(state, ["shop.test", "127.0.0.1"])
+        ca = CertificateAuthority.loadOrCreate(state)
+        data = json.loads(bundle)
+        self.assertEqual(sorted(data["certs"]), ["127.0.0.1", "shop.test"])
+        for host, pem in data["certs"].items():
+            verifies(ca, x509.load_pem_x509_certificate(pem.encode()), host)
+        from cryptography.hazmat.primitives import serialization
+
+        leafKey = serialization.load_pem_private_key(data["key"].encode(), None)
+        assert isinstance(leafKey, ec.EllipticCurvePrivateKey)
+        self.assertNotEqual(leafKey.private_numbers(), ca.key.private_numbers())
+        with open(os.path.join(state, "ca.key"), "rb") as f:
+            secondLine = f.read().splitlines()[2]
+        self.assertNotIn(secondLine.decode(), bundle.decode())
+        leaves = HandedLeaves(bundle)
+        self.assertEqual(leaves.hosts(), ["127.0.0.1", "shop.test"])
+        self.assertIs(leaves.contextFor("SHOP.test."), leaves.contextFor("shop.test"))
+        with self.assertRaises(CAError):
+            leaves.contextFor("other.test")
+
+    def test_childError(self) -> None:
+        """
+        What stops the child (a state folder with a certificate and no key)
+        is the parent's L{CAError}, with the child's message.
+        """
+        from netlog.site.ca import mintInChild
+
+        state = os.path.abspath(self.mktemp())
+        os.makedirs(state)
+        with open(os.path.join(state, "ca.pem"), "w") as f:
+            f.write("x")
+        with self.assertRaises(CAError) as caught:
+            mintInChild(state, ["shop.test"])
+        self.assertIn("holds only one of", str(caught.exception))

@@ -66,6 +66,7 @@ class FaultTests(SynchronousTestCase):
                 "--resolve", "origin.test=127.0.0.1",
                 "--resolve-only",
                 "--connect-ports", str(self.originPort),
+                "--state", folder,
                 *extra,
             ],
             openFiles=openFiles,

@@ -63,6 +63,7 @@ class ForkedWorkerTests(SynchronousTestCase):
         log = os.path.join(folder, "network.jsonl")
         twistd = Twistd(folder, "netlog-standin", [
             "--log", log, "--listen", "tcp:0:interface=127.0.0.1", "--resolve-only", "--api", "tcp:0",
+            "--api-token-file", os.path.join(folder, "api-token"),
         ])
         self.addCleanup(twistd.stop)
         forward = listeningInode(twistd.listenerPort("forward"))

@@ -42,7 +42,8 @@ class SupervisedTests(SynchronousTestCase):
         twistd = Twistd(
             folder,
             "netlog-dummy",
-            ["--log", self.logPath, "--listen", "tcp:0:interface=127.0.0.1", "--api", "tcp:0", *args],
+            ["--log", self.logPath, "--listen", "tcp:0:interface=127.0.0.1", "--api", "tcp:0",
+             "--api-token-file", os.path.join(folder, "api-token"), *args],
             twistdArgs,
         )
         self.addCleanup(twistd.stop)
@@ -292,6 +293,7 @@ class UnprivilegedWorkerTests(SynchronousTestCase):
                 "--log", logPath,
                 "--listen", "tcp:0:interface=127.0.0.1",
                 "--api", "tcp:0",
+                "--api-token-file", os.path.join(folder, "api-token"),
                 "--secret", secret,
             ],
             ["--uid", "nobody", "--gid", "nogroup"],
