@@ -118,12 +118,16 @@ def _readToken(path: str) -> str:
     return token
 
 
-def findToken(given: str | None, path: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
+def findToken(given: str | None, path: str | None, environ: Mapping[str, str] | None = None) -> str | None:
     """
     The token a client sends: C{given} (its C{--token}), else
     C{NETLOG_API_TOKEN}, else the first line of the file at C{path} if this
     user can read it; None when none of them has one.
+
+    @param environ: the environment (L{os.environ} as it is at the call).
     """
+    if environ is None:
+        environ = os.environ
     if given:
         return given.strip()
     if environ.get(TOKEN_ENV):
