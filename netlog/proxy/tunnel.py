@@ -14,7 +14,7 @@ from netlog.core.http1 import RequestHead
 from netlog.core.records import TUNNEL, UNREACHED_TEXT, endRecord, openRecord, requestRecord
 from netlog.net.connect import describeFailure
 from netlog.net.relay import CLIENT, PROXY, TUNNEL_ANSWER, Relay, RelayResult, RelayServerProtocol, tunnelAnswerFields
-from netlog.net.send import noDelay
+from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IBrowserSide, IEngine
 from netlog.proxy.mode import DestinationRefused, Route
 
@@ -83,9 +83,6 @@ class Tunnel:
             protocol.transport.loseConnection()  # type: ignore[union-attr,misc]
             return
         noDelay(protocol.transport)
-        # Buffered (not sent at once): it leaves after relay.start has
-        # written the tunnel's open line, in this same turn.
-        browser.transport.write(TUNNEL_ANSWER)
         pending = b"".join(self._early) + browser.enterRaw(self)
         self._early = []
         relay = Relay(self.proxy.reactor, browser.transport, browser.gate, self._ended, self._opened,
@@ -93,7 +90,11 @@ class Tunnel:
         self.relay = relay
         protocol.relay = relay
         relay.start(protocol.transport, pending)
+        # After the open line (relay.start wrote it), and before the kernel
+        # takes over: nothing read from the server may overtake it.
+        sendNow(browser.transport, TUNNEL_ANSWER)
         browser.gate.release(CONNECTING)
+        relay.moveToKernel()
 
     def _opened(self) -> None:
         self.id = self.proxy.writer.open(self._openFields())
