@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import ssl
 from typing import Any
@@ -437,6 +438,49 @@ class TunnelTests(unittest.TestCase):
         self.assertGreater(ended["bytes"]["down"], 100000)
         self.assertGreater(ended["bytes"]["up"], 100)
         self.assertNotIn("_failed", ended)
+
+    @defer.inlineCallbacks
+    def test_tunnelInTheKernel(self) -> Any:
+        """
+        An open tunnel's bytes are moved by the kernel: while it is open
+        the stand-in holds a pipe each way (splice's), and none once it has
+        ended; TLS through it works and its entry counts the bytes.
+        """
+        assert self.standin.process is not None
+        pid = self.standin.process.pid
+
+        def pipes() -> int:
+            folder = f"/proc/{pid}/fd"
+            count = 0
+            for name in os.listdir(folder):
+                try:
+                    count += os.readlink(os.path.join(folder, name)).startswith("pipe:")
+                except OSError:
+                    pass
+            return count
+
+        before = pipes()
+
+        def fetch() -> tuple[bytes, int]:
+            s, head = connectTunnel(self.standin.port, f"tls.test:{self.originPort}")
+            with tlsClientContext(self.cert).wrap_socket(s, server_hostname="tls.test") as tls:
+                tls.sendall(b"GET /size/300000 HTTP/1.1\r\nHost: tls.test\r\n\r\n")
+                body = b""
+                while len(body) < 300000 or b"\r\n\r\n" not in body:
+                    piece = tls.recv(65536)
+                    if not piece:
+                        break
+                    body += piece
+                held = pipes()
+            return head, held - before
+
+        head, during = yield inThread(fetch)
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head)
+        self.assertEqual(during, 4)
+        entries = yield self.standin.waitEnded(1)
+        [(_, ended)] = entries.values()
+        self.assertGreater(ended["bytes"]["down"], 300000)
+        self.assertEqual(pipes(), before)
 
     @defer.inlineCallbacks
     def test_portNotAllowed(self) -> Any:
