@@ -75,14 +75,20 @@ def stopProcess(process: subprocess.Popen[bytes]) -> None:
             process.wait(10)
 
 
-def makeCertificate(directory: str) -> tuple[str, str]:
+def makeCertificate(directory: str, stem: str = "origin", commonName: str = HOST) -> tuple[str, str]:
+    """
+    A self-signed certificate for L{HOST} that may also sign others (the
+    origin's; squid bumping signs its host certificates with one, named
+    apart so that no client takes one issuer for the other), written to
+    C{STEM.pem} and C{STEM.key} in C{directory}.
+    """
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, HOST)])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, commonName)])
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (
         x509.CertificateBuilder().subject_name(name).issuer_name(name)
@@ -93,7 +99,7 @@ def makeCertificate(directory: str) -> tuple[str, str]:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
-    certPath, keyPath = os.path.join(directory, "origin.pem"), os.path.join(directory, "origin.key")
+    certPath, keyPath = os.path.join(directory, f"{stem}.pem"), os.path.join(directory, f"{stem}.key")
     with open(certPath, "wb") as f:
         f.write(cert.public_bytes(serialization.Encoding.PEM))
     with open(keyPath, "wb") as f:
@@ -455,6 +461,16 @@ class Results:
     #: targets that could not start, and why
     unavailable: dict[str, str] = field(default_factory=dict)
 
+    def cpuPerRequest(self, scenario: str, name: str) -> float | None:
+        """
+        A target's median CPU seconds per request in a scenario (per run,
+        for a scenario of one request), or L{None} if it has none.
+        """
+        runs = self.cpu.get((scenario, name))
+        if not runs:
+            return None
+        return statistics.median(runs) / REQUESTS.get(scenario, 1)
+
 
 def startOrigin(directory: str) -> tuple[Environment, subprocess.Popen[bytes]]:
     cert, key = makeCertificate(directory)
@@ -615,11 +631,10 @@ def cpuTable(results: Results, names: list[str], scenarios: list[str]) -> str:
         count = REQUESTS.get(scenario, 1)
         cells = []
         for n in names:
-            runs = results.cpu.get((scenario, n))
-            if not runs:
+            per = results.cpuPerRequest(scenario, n)
+            if per is None:
                 cells.append("–")
                 continue
-            per = statistics.median(runs) / count
             cells.append(f"{per * 1000:.3f} ms" if count > 1 else f"{per:.2f} s")
         for p in proxies:
             cells.append(_ratio(results.cpu.get((scenario, p)), results.cpu.get((scenario, "baseline"))))
