@@ -20,6 +20,7 @@ from zope.interface import implementer
 
 from netlog.net.send import sendNow
 from netlog.net.splice import KernelRelay
+from netlog.net.splice import available as spliceAvailable
 from netlog.net.timeouts import DEFAULT_IDLE_TIMEOUT
 
 CLIENT = "client"
@@ -141,6 +142,9 @@ class Relay:
         byte passes (the stand-in writes its open line there).
     @param onEnd: called once with a L{RelayResult} as soon as either side is
         gone (the other is then closed after its buffered bytes are written).
+    @param kernelAfter: reads relayed in Python before the rest moves to
+        the kernel (L{moveToKernel}), or L{None} to stay in Python unless
+        told.
     """
 
     def __init__(
@@ -153,6 +157,7 @@ class Relay:
         idleTimeout: float = DEFAULT_IDLE_TIMEOUT,
         up: int = 0,
         down: int = 0,
+        kernelAfter: int | None = None,
     ) -> None:
         self._reactor = reactor
         self.client = clientTransport
@@ -171,6 +176,11 @@ class Relay:
         self._closeCall: Any = None
         #: The kernel relaying the bytes, while it does (see L{moveToKernel}).
         self.kernel: KernelRelay | None = None
+        self._kernelAfter = kernelAfter
+        #: Reads relayed in Python: the next try at the kernel is at
+        #: C{_kernelAt}.
+        self._reads = 0
+        self._kernelAt = kernelAfter if kernelAfter is not None and spliceAvailable() else None
 
     def start(
         self,
@@ -237,12 +247,30 @@ class Relay:
             return
         self._countUp(len(data))
         sendNow(self.server, data)
+        if self._kernelAt is not None:
+            self._readInPython()
 
     def fromServer(self, data: bytes) -> None:
         if self.result is not None:
             return
         self._countDown(len(data))
         sendNow(self.client, data)
+        if self._kernelAt is not None:
+            self._readInPython()
+
+    def _readInPython(self) -> None:
+        """
+        One more read relayed in Python: past C{kernelAfter} of them, the
+        rest moves to the kernel; if it can't yet (bytes still buffered, no
+        pipe to be had), it tries again as many reads later.
+        """
+        self._reads += 1
+        if self._kernelAt is None or self._reads < self._kernelAt:
+            return
+        if self.moveToKernel():
+            self._kernelAt = None
+        elif self._kernelAfter is not None:
+            self._kernelAt = self._reads + max(1, self._kernelAfter)
 
     # -- ends ------------------------------------------------------------------
 

@@ -134,9 +134,11 @@ class KernelRelayTests(unittest.TestCase):
     timeout = 60
 
     @defer.inlineCallbacks
-    def join(self, idleTimeout: float = 30.0, clientOptions: dict[int, int] | None = None) -> Any:
+    def join(self, idleTimeout: float = 30.0, clientOptions: dict[int, int] | None = None,
+             kernelAfter: int | None = None) -> Any:
         """
-        A client socket relayed to a server socket as a tunnel relays them.
+        A client socket relayed to a server socket as a tunnel relays them:
+        in the kernel at once, or with C{kernelAfter} after that many reads.
 
         @return: a L{Deferred} firing with the client socket, the server
             socket and the relay (in the kernel, if it could).
@@ -179,12 +181,12 @@ class KernelRelayTests(unittest.TestCase):
             self.results.append(result)
             self.ended.callback(result)
 
-        relay = Relay(reactor, side.transport, side.gate, onEnd, idleTimeout=idleTimeout)
+        relay = Relay(reactor, side.transport, side.gate, onEnd, idleTimeout=idleTimeout, kernelAfter=kernelAfter)
         side.relay = relay
         serverSide.relay = relay
         relay.start(serverSide.transport, b"".join(side.early))
         side.gate.release("connecting")
-        self.kernel = relay.moveToKernel()
+        self.kernel = relay.moveToKernel() if kernelAfter is None else False
         self.side = side
         self.serverSide = serverSide
         self.addCleanup(lambda: relay.abort("the test ended") if relay.result is None else None)
@@ -229,6 +231,35 @@ class KernelRelayTests(unittest.TestCase):
         # The server's side is closed after it: its socket reads the end.
         rest = yield deferToThread(_readAll, server)
         self.assertEqual(rest, b"")
+
+    @defer.inlineCallbacks
+    def test_movesAfterReads(self) -> Any:
+        """
+        A relay told to move after some reads relays them in Python, then
+        the rest in the kernel; every byte arrives, counted once.
+        """
+        client, server, relay = yield self.join(kernelAfter=4)
+        sent = b""
+        for i in range(3):
+            piece = _blob(1000, b"python %d" % i)
+            yield deferToThread(client.sendall, piece)
+            self.assertEqual((yield deferToThread(_readExactly, server, len(piece))), piece)
+            sent += piece
+        self.assertIsNone(relay.kernel)
+        self.assertEqual(self.side.pythonBytes, 3000)
+        big = _blob(2_000_000, b"kernel")
+        gotDown = deferToThread(_readExactly, client, 3000)
+        yield deferToThread(server.sendall, big[:3000])
+        self.assertEqual((yield gotDown), big[:3000])
+        assert relay.kernel is not None
+        self.assertTrue(relay.kernel.active)
+        got = deferToThread(_readExactly, server, len(big))
+        yield deferToThread(client.sendall, big)
+        self.assertEqual(hashlib.sha256((yield got)).digest(), hashlib.sha256(big).digest())
+        client.close()
+        result = yield self.ended
+        self.assertEqual((result.up, result.down), (3000 + len(big), 3000))
+        self.assertEqual(self.side.pythonBytes, 3000)
 
     @defer.inlineCallbacks
     def test_clientHalfCloses(self) -> Any:
