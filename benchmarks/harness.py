@@ -392,14 +392,19 @@ async def upload100(env: Environment, target: Target) -> None:
     await client.close()
 
 
-async def download100(env: Environment, target: Target) -> None:
-    """One 100 MB download (plain HTTP)."""
-    client = await Client(env, target, False).open()
+async def download100(env: Environment, target: Target, tls: bool = False) -> None:
+    """One 100 MB download (plain HTTP; with C{tls}, TLS in a CONNECT tunnel)."""
+    client = await Client(env, target, tls).open()
     status, size = await client.request(f"/size/{BIG}")
     _check(status)
     if size != BIG:
         raise RuntimeError(f"got {size} bytes")
     await client.close()
+
+
+async def download100Tunnel(env: Environment, target: Target) -> None:
+    """One 100 MB download over TLS in a CONNECT tunnel (direct: one TLS connection)."""
+    await download100(env, target, tls=True)
 
 
 #: Every scenario, by name, in the order of the table.
@@ -412,14 +417,16 @@ SCENARIOS: dict[str, Scenario] = {
     "burst, CONNECT+TLS (1,024 / 64)": burstTLS,
     "100 MB up": upload100,
     "100 MB down": download100,
+    "100 MB down through CONNECT": download100Tunnel,
 }
 #: The scenarios whose peak RSS is reported.
-MEMORY_SCENARIOS = {"100 MB up", "100 MB down"}
+MEMORY_SCENARIOS = {"100 MB up", "100 MB down", "100 MB down through CONNECT"}
 #: Requests per scenario, for CPU per request.
 REQUESTS = {
     "keep-alive small GETs (1,000)": 1000, "1 MiB GETs (64)": 64, "gzip JSON GETs (400)": 400,
     "HTTPS through CONNECT (400)": 400, "burst, new connections (1,024 / 64)": 1024,
     "burst, CONNECT+TLS (1,024 / 64)": 1024, "100 MB up": 1, "100 MB down": 1,
+    "100 MB down through CONNECT": 1,
 }
 
 
