@@ -29,9 +29,11 @@ MAX_EARLY_BYTES = 64 * 1024
 
 #: Reads a tunnel relays in Python before the kernel takes the rest over
 #: (splice, L{netlog.net.splice}). Moving costs about 25 µs (two pipes, made
-#: and closed) and saves 3 to 4 µs a read, so a tunnel that carries one
-#: small exchange (a TLS handshake and a GET: 5 or 6 reads) is cheaper left
-#: in Python; one that carries more moves (see benchmarks/README.md).
+#: and closed: moving at once made a burst of one-exchange tunnels 4% dearer)
+#: and saves a few µs a small read at most, a third of the CPU on a bulk
+#: transfer; so a tunnel that carries one small exchange (a TLS handshake
+#: and a GET: 5 or 6 reads) is left in Python, and one that carries more
+#: moves (see benchmarks/README.md).
 KERNEL_AFTER_READS = 16
 
 
