@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import os
 import socket
 import struct
 import time
@@ -164,7 +163,7 @@ class KernelRelayTests(unittest.TestCase):
 
         client = yield deferToThread(connectClient)
         self.addCleanup(client.close)
-        side: ClientSide = yield factory.accepted
+        side: ClientSide = yield factory.accepted  # type: ignore[attr-defined]
         side.gate.hold("connecting")
         accepted = deferToThread(listener.accept)
         serverSide = yield connectProtocol(
@@ -175,7 +174,7 @@ class KernelRelayTests(unittest.TestCase):
         self.addCleanup(server.close)
 
         self.results: list[RelayResult] = []
-        self.ended = defer.Deferred()
+        self.ended: defer.Deferred[RelayResult] = defer.Deferred()
 
         def onEnd(result: RelayResult) -> None:
             self.results.append(result)
@@ -431,8 +430,8 @@ class KernelRelayTests(unittest.TestCase):
         self.assertLess(relay.down, len(down))
         self.assertLessEqual(relay.kernel.held, PIPE_SIZE)
         self.assertTrue(relay.serverGate is not None and relay.serverGate.paused)
-        transport = self.side.transport
-        self.assertEqual((len(transport.dataBuffer), transport._tempDataLen), (0, 0))  # type: ignore[attr-defined]
+        transport: Any = self.side.transport
+        self.assertEqual((len(transport.dataBuffer), transport._tempDataLen), (0, 0))
 
         got = yield deferToThread(_readExactly, client, len(down))
         yield served
