@@ -5,6 +5,7 @@ side by side (CPU per request is the figure to read on a loaded machine).
 
     git worktree add /tmp/before main
     .venv/bin/python -m benchmarks.bench_ab --before /tmp/before --rounds 5
+    .venv/bin/python -m benchmarks.bench_ab --before /tmp/before --no-site --only CONNECT
 
 Each proxy of the other checkout runs with that checkout first on
 C{PYTHONPATH} (its C{netlog} and its twistd plugins), and logs to a file of
@@ -92,12 +93,16 @@ if __name__ == "__main__":
     ours = argparse.ArgumentParser(add_help=False)
     ours.add_argument("--before", required=True, help="the other checkout (a folder with its netlog/ and twisted/)")
     ours.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results-ab.md"))
+    ours.add_argument("--no-site", action="store_true", help="the stand-ins only (a change to tunnels, say)")
     known, argv = ours.parse_known_args(sys.argv[1:])
     before = os.path.abspath(known.before)
     proxies: list[Target] = [
         ProcessTarget("standin", argv=standinArgv),
         OtherProcess("standin-before", argv=renamed(standinArgv, "-before"), source=before),
-        SiteTarget("site", argv=siteArgv),
-        OtherSite("site-before", argv=renamed(siteArgv, "-before"), source=before),
     ]
+    if not known.no_site:
+        proxies += [
+            SiteTarget("site", argv=siteArgv),
+            OtherSite("site-before", argv=renamed(siteArgv, "-before"), source=before),
+        ]
     main(proxies, argv + ["--out", known.out], title="this checkout against --before")

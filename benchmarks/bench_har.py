@@ -13,7 +13,7 @@ Makes two logs in a temporary folder (deleted after):
     everything before them ended would hold all of them.
 
 Each export runs in a child process writing to a file: C{netlog har LOG -o
-OUT -j N} as a user runs it, N the CPUs (a process each), netlog's
+OUT} as a user runs it (no flags: a process per CPU on a large log), netlog's
 L{writeHar} in one process, and the naive one (read every line,
 C{json.loads} them all, join in memory, build every entry with this tree's
 L{buildEntry}, C{json.dump} the whole HAR). CPU time counts the child and
@@ -64,14 +64,13 @@ SAMPLE_INTERVAL = 0.02
 GOAL_SECONDS = 3.0
 GOAL_MB = 100
 
-#: C{netlog har LOG -o OUT -j N}, as a user runs it (it prints nothing when
-#: every line was used: the table takes the count from the log it made). The
-#: jobs are given: by default the command leaves out CPUs the load average
-#: says are busy, and here that load is mostly the previous export's.
+#: C{netlog har LOG -o OUT}, as a user runs it, with no flags (it prints
+#: nothing when every line was used: the table takes the count from the log
+#: it made).
 COMMAND = """
 import sys
 from netlog.cli import main
-sys.exit(main(["har", sys.argv[1], "-o", sys.argv[2], "-j", "%d"]))
+sys.exit(main(["har", sys.argv[1], "-o", sys.argv[2]]))
 """
 
 STREAMING = """
@@ -383,8 +382,7 @@ def main() -> None:
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="netlog-bench-har-")
     try:
-        jobs = len(os.sched_getaffinity(0))
-        exporters = [Exporter(f"netlog har -j {jobs}", COMMAND % jobs, command=True)]
+        exporters = [Exporter("netlog har", COMMAND, command=True)]
         if not args.no_serial:
             exporters.append(Exporter("writeHar, 1 process", STREAMING))
         if args.against:

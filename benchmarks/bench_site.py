@@ -29,31 +29,45 @@ from dataclasses import dataclass
 from benchmarks.bench_standin import profile, standinArgv
 from benchmarks.harness import HOST, Environment, ProcessTarget, Results, Target, sourceEnv
 from benchmarks.runner import main
+from benchmarks.squid import squidBumpTargets
 
 #: The scenario the issue compares with the stand-in's.
 BURST_TLS = "burst, CONNECT+TLS (1,024 / 64)"
+#: Small GETs decrypted on kept-alive tunnels.
+HTTPS_KEEPALIVE = "HTTPS through CONNECT (400)"
 #: The most the site's decrypted burst may take, in stand-in tunnel bursts.
 BURST_TLS_TARGET = 2.0
 
 
-def siteArgv(env: Environment, port: int) -> list[str]:
-    sites = os.path.join(env.directory, "sites.toml")
+def siteArgv(env: Environment, port: int, https: bool = False) -> list[str]:
+    """
+    The site proxy's command line: C{bench.test} a site whose backend is the
+    origin's plain port, or with C{https} its TLS port (re-encrypting, as
+    squid bumping does).
+    """
+    name = "site-https" if https else "site"
+    sites = os.path.join(env.directory, f"{name}.toml")
+    backend = (f'backend = "https://{HOST}:{env.tlsPort}"\nca_file = "{env.cert}"\n' if https
+               else f'backend = "http://127.0.0.1:{env.port}"\n')
     with open(sites, "w") as f:
         f.write(
             f'[[site]]\nname = "bench"\n'
-            f'origins = ["http://{HOST}:{env.port}", "https://{HOST}:{env.tlsPort}"]\n'
-            f'backend = "http://127.0.0.1:{env.port}"\n'
+            f'origins = ["http://{HOST}:{env.port}", "https://{HOST}:{env.tlsPort}"]\n' + backend
         )
     return [
         sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
-        "-n", "--pidfile=", f"--logfile={os.path.join(env.directory, 'site-twistd.log')}",
+        "-n", "--pidfile=", f"--logfile={os.path.join(env.directory, f'{name}-twistd.log')}",
         "netlog-proxy", "--no-supervise",
         "--listen", f"tcp:{port}:interface=127.0.0.1",
         "--sites", sites,
-        "--state", os.path.join(env.directory, "site-state"),
-        "--log", os.path.join(env.directory, "site.jsonl"),
+        "--state", os.path.join(env.directory, f"{name}-state"),
+        "--log", os.path.join(env.directory, f"{name}.jsonl"),
         "--resolve-only", "--resolve", f"{HOST}=127.0.0.1",
     ]
+
+
+def siteHttpsArgv(env: Environment, port: int) -> list[str]:
+    return siteArgv(env, port, https=True)
 
 
 @dataclass
@@ -63,7 +77,7 @@ class SiteTarget(ProcessTarget):
     """
 
     def start(self, env: Environment) -> None:
-        state = os.path.join(env.directory, "site-state")
+        state = os.path.join(env.directory, f"{self.name}-state")
         subprocess.run([sys.executable, "-m", "netlog.cli", "ca", "--state", state], env=sourceEnv(),
                        check=True, stdout=subprocess.DEVNULL)
         env.sslContext.load_verify_locations(cafile=os.path.join(state, "ca.pem"))
@@ -87,6 +101,27 @@ def burstComparison(results: Results) -> str:
     )
 
 
+def bumpComparison(results: Results) -> str:
+    """
+    The site proxy's CPU per request against squid bumping, from the same
+    run, on the decrypted scenarios: with its plain backend, and
+    re-encrypting as squid does.
+    """
+    lines = []
+    for scenario in (HTTPS_KEEPALIVE, BURST_TLS):
+        bump = results.cpuPerRequest(scenario, "squid-bump")
+        if not bump:
+            continue
+        for site in ("site", "site-https"):
+            ours = results.cpuPerRequest(scenario, site)
+            if ours:
+                lines.append(f"- {scenario}: {site} {ours * 1000:.3f} ms against squid-bump's "
+                             f"{bump * 1000:.3f} ms ({ours / bump:.2f}×)")
+    if not lines:
+        return ""
+    return "\nDecrypted, CPU per request (median), against squid bumping:\n\n" + "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -97,13 +132,18 @@ if __name__ == "__main__":
 
     ours = argparse.ArgumentParser(add_help=False)
     ours.add_argument("--no-standin", action="store_true")
+    ours.add_argument("--squid-bump", action="store_true",
+                      help="also squid-openssl bumping (python -m benchmarks.squid --unpack-bump) and the site "
+                           "proxy re-encrypting to the origin's TLS port")
     ours.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results-site.md"))
     known, argv = ours.parse_known_args(sys.argv[1:])
     proxies: list[Target] = [SiteTarget("site", argv=siteArgv)]
+    if known.squid_bump:
+        proxies = squidBumpTargets() + proxies + [SiteTarget("site-https", argv=siteHttpsArgv)]
     if not known.no_standin:
         proxies.append(ProcessTarget("standin", argv=standinArgv))
     results = main(proxies, argv + ["--out", known.out], title="the site proxy")
-    extra = burstComparison(results)
+    extra = burstComparison(results) + bumpComparison(results)
     if extra:
         print(extra)
         with open(known.out, "a") as f:

@@ -75,14 +75,20 @@ def stopProcess(process: subprocess.Popen[bytes]) -> None:
             process.wait(10)
 
 
-def makeCertificate(directory: str) -> tuple[str, str]:
+def makeCertificate(directory: str, stem: str = "origin", commonName: str = HOST) -> tuple[str, str]:
+    """
+    A self-signed certificate for L{HOST} that may also sign others (the
+    origin's; squid bumping signs its host certificates with one, named
+    apart so that no client takes one issuer for the other), written to
+    C{STEM.pem} and C{STEM.key} in C{directory}.
+    """
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, HOST)])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, commonName)])
     now = datetime.datetime.now(datetime.timezone.utc)
     cert = (
         x509.CertificateBuilder().subject_name(name).issuer_name(name)
@@ -93,7 +99,7 @@ def makeCertificate(directory: str) -> tuple[str, str]:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
-    certPath, keyPath = os.path.join(directory, "origin.pem"), os.path.join(directory, "origin.key")
+    certPath, keyPath = os.path.join(directory, f"{stem}.pem"), os.path.join(directory, f"{stem}.key")
     with open(certPath, "wb") as f:
         f.write(cert.public_bytes(serialization.Encoding.PEM))
     with open(keyPath, "wb") as f:
@@ -386,14 +392,19 @@ async def upload100(env: Environment, target: Target) -> None:
     await client.close()
 
 
-async def download100(env: Environment, target: Target) -> None:
-    """One 100 MB download (plain HTTP)."""
-    client = await Client(env, target, False).open()
+async def download100(env: Environment, target: Target, tls: bool = False) -> None:
+    """One 100 MB download (plain HTTP; with C{tls}, TLS in a CONNECT tunnel)."""
+    client = await Client(env, target, tls).open()
     status, size = await client.request(f"/size/{BIG}")
     _check(status)
     if size != BIG:
         raise RuntimeError(f"got {size} bytes")
     await client.close()
+
+
+async def download100Tunnel(env: Environment, target: Target) -> None:
+    """One 100 MB download over TLS in a CONNECT tunnel (direct: one TLS connection)."""
+    await download100(env, target, tls=True)
 
 
 #: Every scenario, by name, in the order of the table.
@@ -406,14 +417,16 @@ SCENARIOS: dict[str, Scenario] = {
     "burst, CONNECT+TLS (1,024 / 64)": burstTLS,
     "100 MB up": upload100,
     "100 MB down": download100,
+    "100 MB down through CONNECT": download100Tunnel,
 }
 #: The scenarios whose peak RSS is reported.
-MEMORY_SCENARIOS = {"100 MB up", "100 MB down"}
+MEMORY_SCENARIOS = {"100 MB up", "100 MB down", "100 MB down through CONNECT"}
 #: Requests per scenario, for CPU per request.
 REQUESTS = {
     "keep-alive small GETs (1,000)": 1000, "1 MiB GETs (64)": 64, "gzip JSON GETs (400)": 400,
     "HTTPS through CONNECT (400)": 400, "burst, new connections (1,024 / 64)": 1024,
     "burst, CONNECT+TLS (1,024 / 64)": 1024, "100 MB up": 1, "100 MB down": 1,
+    "100 MB down through CONNECT": 1,
 }
 
 
@@ -454,6 +467,16 @@ class Results:
     errors: dict[tuple[str, str], str] = field(default_factory=dict)
     #: targets that could not start, and why
     unavailable: dict[str, str] = field(default_factory=dict)
+
+    def cpuPerRequest(self, scenario: str, name: str) -> float | None:
+        """
+        A target's median CPU seconds per request in a scenario (per run,
+        for a scenario of one request), or L{None} if it has none.
+        """
+        runs = self.cpu.get((scenario, name))
+        if not runs:
+            return None
+        return statistics.median(runs) / REQUESTS.get(scenario, 1)
 
 
 def startOrigin(directory: str) -> tuple[Environment, subprocess.Popen[bytes]]:
@@ -615,11 +638,10 @@ def cpuTable(results: Results, names: list[str], scenarios: list[str]) -> str:
         count = REQUESTS.get(scenario, 1)
         cells = []
         for n in names:
-            runs = results.cpu.get((scenario, n))
-            if not runs:
+            per = results.cpuPerRequest(scenario, n)
+            if per is None:
                 cells.append("–")
                 continue
-            per = statistics.median(runs) / count
             cells.append(f"{per * 1000:.3f} ms" if count > 1 else f"{per:.2f} s")
         for p in proxies:
             cells.append(_ratio(results.cpu.get((scenario, p)), results.cpu.get((scenario, "baseline"))))

@@ -130,7 +130,11 @@ def main(argv: list[str]) -> None:
     reactor.listenTCP(args.port, factory, interface="127.0.0.1", backlog=1024)
     with open(args.cert) as c, open(args.key) as k:
         cert = ssl.PrivateCertificate.loadPEM(c.read() + k.read())
-    reactor.listenSSL(args.tls_port, factory, cert.options(), interface="127.0.0.1", backlog=1024)
+    # It speaks HTTP/1.1 and says so: a client that offers ALPN (netlog's
+    # site proxy re-encrypting, say) is otherwise refused with an alert.
+    options = ssl.CertificateOptions(privateKey=cert.privateKey.original, certificate=cert.original,
+                                     acceptableProtocols=[b"http/1.1"])
+    reactor.listenSSL(args.tls_port, factory, options, interface="127.0.0.1", backlog=1024)
     reactor.run()
 
 

@@ -17,18 +17,38 @@ L{benchmarks.harness.peakRSS} count trees).
 
 When squid isn't installed (C{apt-get install squid}), L{squidTargets}
 says so in one line and gives no target, and the benchmark runs the rest.
+
+squid decrypting (L{SquidBumpTarget}, C{squid-bump}) is the peer of the site
+proxy: Debian's C{squid-openssl}, peeking at the client's hello then
+bumping, with host certificates made by its own helper and signed by a CA
+of the run's (ECDSA P-256, as netlog's site proxy signs its own), and re-encrypting to the origin's TLS port. The package
+conflicts with C{squid}, so it is unpacked, not installed:
+C{python -m benchmarks.squid --unpack-bump} fetches it with C{apt-get
+download} and unpacks it under L{BUMP_HOME} (its libraries and shared files
+are those the C{squid} package installed, the same version).
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from benchmarks.harness import HOST, Environment, ProcessTarget, Target, TargetUnavailable, freePort, waitListening
+from benchmarks.harness import (
+    HOST,
+    Environment,
+    ProcessTarget,
+    Target,
+    TargetUnavailable,
+    freePort,
+    makeCertificate,
+    waitListening,
+)
 
 #: Where Debian's package puts it (C{/usr/sbin} may be missing from PATH).
 SQUID_PATHS = ("/usr/sbin/squid", "/usr/local/sbin/squid")
@@ -110,7 +130,7 @@ class SquidTarget(ProcessTarget):
         os.chmod(self.folder, 0o755)
         self.proxyPort = port = freePort()
         with open(os.path.join(self.folder, "squid.conf"), "w") as f:
-            f.write(squidConfig(self.folder, port, env))
+            f.write(self.config(self.folder, port, env))
         with open(os.path.join(self.folder, "hosts"), "w") as f:
             f.write(f"127.0.0.1 {HOST}\n")
         if os.geteuid() == 0:
@@ -119,7 +139,9 @@ class SquidTarget(ProcessTarget):
             except KeyError:
                 pass
             else:
-                os.chown(self.folder, user.pw_uid, user.pw_gid)
+                for root, dirs, files in os.walk(self.folder):
+                    for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                        os.chown(name, user.pw_uid, user.pw_gid)
         self.process = subprocess.Popen(
             [self.binary, "-N", "-f", os.path.join(self.folder, "squid.conf")],
             cwd=self.folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -130,6 +152,9 @@ class SquidTarget(ProcessTarget):
             why = self._cacheLogTail()
             self.stop()
             raise TargetUnavailable(f"{self.name} did not start ({e}){': ' + why if why else ''}") from None
+
+    def config(self, directory: str, port: int, env: Environment) -> str:
+        return squidConfig(directory, port, env)
 
     def _cacheLogTail(self) -> str:
         assert self.folder is not None
@@ -156,3 +181,96 @@ def squidTargets(say: object = print) -> list[Target]:
         say("squid is not installed (apt-get install squid): running without it")  # type: ignore[operator]
         return []
     return [SquidTarget("squid", binary=binary, note=f"{squidVersion(binary)} ({binary} -N), configured by benchmarks/squid.py")]
+
+
+#: Where C{--unpack-bump} unpacks Debian's squid-openssl: a folder the user
+#: squid drops to may read (it runs the certificate helper from there).
+BUMP_HOME = "/var/cache/netlog-bench/squid-openssl"
+#: The package, and the binary and certificate helper in it.
+BUMP_PACKAGE = "squid-openssl"
+BUMP_BINARY = "usr/sbin/squid"
+BUMP_CERTGEN = "usr/lib/squid/security_file_certgen"
+#: Memory for the host certificates squid makes (in the port's cache and
+#: its helper's database): enough for every host of a run.
+BUMP_CERT_CACHE = "4MB"
+
+
+def unpackBump(say: object = print) -> int:
+    """
+    Fetch Debian's squid-openssl and unpack it under L{BUMP_HOME}; the
+    C{squid} package must be installed (its libraries, its helpers' shared
+    files).
+    """
+    os.makedirs(BUMP_HOME, exist_ok=True)
+    for old in glob.glob(os.path.join(BUMP_HOME, "*.deb")):
+        os.unlink(old)
+    fetched = subprocess.run(["apt-get", "download", BUMP_PACKAGE], cwd=BUMP_HOME)
+    debs = glob.glob(os.path.join(BUMP_HOME, "*.deb"))
+    if fetched.returncode or not debs:
+        say(f"apt-get download {BUMP_PACKAGE} failed")  # type: ignore[operator]
+        return 1
+    shutil.rmtree(os.path.join(BUMP_HOME, "root"), ignore_errors=True)
+    subprocess.run(["dpkg-deb", "-x", debs[0], os.path.join(BUMP_HOME, "root")], check=True)
+    binary = os.path.join(BUMP_HOME, "root", BUMP_BINARY)
+    say(f"unpacked {os.path.basename(debs[0])}: {squidVersion(binary)} at {binary}")  # type: ignore[operator]
+    return 0
+
+
+def bumpConfig(directory: str, port: int, env: Environment, certgen: str) -> str:
+    """
+    L{squidConfig} with the port bumping TLS: peek at the client's hello,
+    then bump; host certificates made by C{certgen} and signed by the run's
+    CA; the origin's certificate trusted going out.
+    """
+    plain = squidConfig(directory, port, env)
+    return plain.replace(f"http_port 127.0.0.1:{port}\n", f"""\
+http_port 127.0.0.1:{port} ssl-bump cert={directory}/bump-ca.pem key={directory}/bump-ca.key \
+generate-host-certificates=on dynamic_cert_mem_cache_size={BUMP_CERT_CACHE}
+sslcrtd_program {certgen} -s {directory}/ssl_db -M {BUMP_CERT_CACHE}
+sslcrtd_children 4 startup=1 idle=1
+acl step1 at_step SslBump1
+ssl_bump peek step1
+ssl_bump bump all
+tls_outgoing_options cafile={env.cert}
+""")
+
+
+@dataclass
+class SquidBumpTarget(SquidTarget):
+    """
+    squid-openssl decrypting every CONNECT (see L{bumpConfig}); its CA is
+    trusted by the clients.
+    """
+
+    certgen: str = ""
+
+    def config(self, directory: str, port: int, env: Environment) -> str:
+        makeCertificate(directory, "bump-ca", "netlog-bench squid CA")
+        env.sslContext.load_verify_locations(cafile=os.path.join(directory, "bump-ca.pem"))
+        subprocess.run([self.certgen, "-c", "-s", os.path.join(directory, "ssl_db"), "-M", BUMP_CERT_CACHE],
+                       check=True, stdout=subprocess.DEVNULL)
+        return bumpConfig(directory, port, env, self.certgen)
+
+
+def squidBumpTargets(say: object = print) -> list[Target]:
+    """
+    squid-openssl bumping, as C{squid-bump}, if unpacked under L{BUMP_HOME};
+    else none, and one line saying how to unpack it.
+    """
+    binary = os.path.join(BUMP_HOME, "root", BUMP_BINARY)
+    certgen = os.path.join(BUMP_HOME, "root", BUMP_CERTGEN)
+    if not (os.access(binary, os.X_OK) and os.access(certgen, os.X_OK)):
+        say("squid-openssl is not unpacked (python -m benchmarks.squid --unpack-bump): running without squid-bump")  # type: ignore[operator]
+        return []
+    return [SquidBumpTarget(
+        "squid-bump", binary=binary, certgen=certgen,
+        note=f"{squidVersion(binary)} ({BUMP_PACKAGE}, unpacked at {binary}), peek then bump, "
+             f"re-encrypting to the origin, configured by benchmarks/squid.py",
+    )]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--unpack-bump"]:
+        sys.exit(unpackBump())
+    print("usage: python -m benchmarks.squid --unpack-bump")
+    sys.exit(2)

@@ -33,7 +33,7 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         type=int,
         default=None,
-        help="processes to build the entries in (default: one per idle CPU for a log of 16 MB or more, else 1)",
+        help="processes to build the entries in (default: one per CPU for a log of 16 MB or more, else 1)",
     )
     parser.add_argument(
         "--progress",
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         args.progress == "auto" and size >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
     )
     bar = _Bar(sys.stderr) if show else None
-    workers = args.jobs if args.jobs is not None else (_idleCpus() if size >= PARALLEL_MIN_BYTES else 1)
+    workers = args.jobs if args.jobs is not None else (_cpus() if size >= PARALLEL_MIN_BYTES else 1)
     workers = max(1, workers)
     out: BinaryIO
     try:
@@ -112,19 +112,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _idleCpus() -> int:
+def _cpus() -> int:
     """
-    The CPUs this process may run on, less those the load average says are
-    busy (at least 1). Workers on CPUs that are busy only cost more: two
-    workers on one free CPU take as long as one process, and spend a
-    third more CPU time (measured on the 1 GB log).
+    The CPUs this process may run on, busy or not. Counting only the idle
+    ones by the load average (a minute's mean) left a CPU out on an idle
+    machine right after another export, and on the 1 GB log a worker per
+    CPU is twice as fast there; on a busy machine the two were within
+    noise of each other (see benchmarks/README.md).
     """
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        busy = 0.0
-    return max(1, min(cpus, round(cpus - busy)))
+        return os.cpu_count() or 1

@@ -5,7 +5,7 @@ L{netlog.core.har}.
 L{writeHar} does blocking file I/O and holds no reactor state, so the HTTP
 API can run it in a thread (C{deferToThread(writeHar, path, out)}).
 
-With C{workers} above 1 (C{netlog har} asks for one per idle CPU on a
+With C{workers} above 1 (C{netlog har} asks for one per CPU on a
 large log), the entries are built and encoded in that many forked
 processes, a stretch of exchanges (L{BATCH_BYTES} of log lines) at a time,
 and written here in order: the bytes are the same as from one process. The

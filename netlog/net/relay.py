@@ -2,7 +2,9 @@
 The blind two-way relay: bytes go across as they come, each side the other's
 producer (as C{twisted/protocols/portforward.py} does), so a slow reader never
 makes the proxy buffer without bound. It counts bytes each way, says who closed,
-and reports exactly once when it is over.
+and reports exactly once when it is over. Once joined, its bytes may move in
+the kernel instead (L{Relay.moveToKernel}, L{netlog.net.splice}), with the
+same counts, ends and timeouts.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from twisted.internet import error
-from twisted.internet.interfaces import IPushProducer
+from twisted.internet.interfaces import IPushProducer, IReactorTime
 from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from netlog.net.send import sendNow
+from netlog.net.splice import KernelRelay
+from netlog.net.splice import available as spliceAvailable
 from netlog.net.timeouts import DEFAULT_IDLE_TIMEOUT
 
 CLIENT = "client"
@@ -138,11 +142,14 @@ class Relay:
         byte passes (the stand-in writes its open line there).
     @param onEnd: called once with a L{RelayResult} as soon as either side is
         gone (the other is then closed after its buffered bytes are written).
+    @param kernelAfter: reads relayed in Python before the rest moves to
+        the kernel (L{moveToKernel}), or L{None} to stay in Python unless
+        told.
     """
 
     def __init__(
         self,
-        reactor: Any,
+        reactor: IReactorTime,
         clientTransport: Any,
         clientGate: Gate,
         onEnd: Callable[[RelayResult], None],
@@ -150,6 +157,7 @@ class Relay:
         idleTimeout: float = DEFAULT_IDLE_TIMEOUT,
         up: int = 0,
         down: int = 0,
+        kernelAfter: int | None = None,
     ) -> None:
         self._reactor = reactor
         self.client = clientTransport
@@ -166,6 +174,13 @@ class Relay:
         self._lastActivity = reactor.seconds()
         self._idleCall: Any = None
         self._closeCall: Any = None
+        #: The kernel relaying the bytes, while it does (see L{moveToKernel}).
+        self.kernel: KernelRelay | None = None
+        self._kernelAfter = kernelAfter
+        #: Reads relayed in Python: the next try at the kernel is at
+        #: C{_kernelAt}.
+        self._reads = 0
+        self._kernelAt = kernelAfter if kernelAfter is not None and spliceAvailable() else None
 
     def start(
         self,
@@ -198,23 +213,64 @@ class Relay:
         if pending:
             self.fromClient(pending)
 
+    def moveToKernel(self) -> bool:
+        """
+        Relay the rest in the kernel (C{splice(2)}), when it can: both sides
+        plain TCP with nothing buffered, a platform with splice. Call it
+        once the bytes that must go first (a C{CONNECT}'s answer) are
+        written; if they are still buffered, the relay stays in Python.
+
+        @return: whether the kernel relays from now on.
+        """
+        if self.result is not None or self.server is None or self.serverGate is None:
+            return False
+        self.kernel = KernelRelay.engage(
+            self.client, self.clientGate, self.server, self.serverGate, self._countUp, self._countDown
+        )
+        return self.kernel is not None
+
     # -- bytes -----------------------------------------------------------------
+
+    def _countUp(self, size: int) -> None:
+        self.up += size
+        self._lastActivity = self._reactor.seconds()
+
+    def _countDown(self, size: int) -> None:
+        now = self._reactor.seconds()
+        if self.firstByte is None:
+            self.firstByte = now
+        self.down += size
+        self._lastActivity = now
 
     def fromClient(self, data: bytes) -> None:
         if self.result is not None or self.server is None:
             return
-        self.up += len(data)
-        self._lastActivity = self._reactor.seconds()
+        self._countUp(len(data))
         sendNow(self.server, data)
+        if self._kernelAt is not None:
+            self._readInPython()
 
     def fromServer(self, data: bytes) -> None:
         if self.result is not None:
             return
-        if self.firstByte is None:
-            self.firstByte = self._reactor.seconds()
-        self.down += len(data)
-        self._lastActivity = self._reactor.seconds()
+        self._countDown(len(data))
         sendNow(self.client, data)
+        if self._kernelAt is not None:
+            self._readInPython()
+
+    def _readInPython(self) -> None:
+        """
+        One more read relayed in Python: past C{kernelAfter} of them, the
+        rest moves to the kernel; if it can't yet (bytes still buffered, no
+        pipe to be had), it tries again as many reads later.
+        """
+        self._reads += 1
+        if self._kernelAt is None or self._reads < self._kernelAt:
+            return
+        if self.moveToKernel():
+            self._kernelAt = None
+        elif self._kernelAfter is not None:
+            self._kernelAt = self._reads + max(1, self._kernelAfter)
 
     # -- ends ------------------------------------------------------------------
 
@@ -244,6 +300,10 @@ class Relay:
     def _finish(self, closedBy: str, failure: str | None, other: Any) -> None:
         if self.result is not None:
             return
+        if self.kernel is not None:
+            # The pipes' bytes go into the transports' buffers, to be written
+            # before the close (or dropped by an abort).
+            self.kernel.stop()
         self.result = RelayResult(
             self.up, self.down, closedBy, failure, self.firstByte, self._reactor.seconds()
         )

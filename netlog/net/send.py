@@ -39,7 +39,7 @@ def noDelay(transport: Any) -> None:
         transport = getattr(transport, "transport", None)
 
 
-def _idle(transport: Any) -> bool:
+def nothingBuffered(transport: Any) -> bool:
     """
     Whether C{transport} is a plain, open TCP connection with nothing
     buffered, so bytes sent now can't overtake any.
@@ -60,7 +60,7 @@ def sendNow(transport: Any, data: bytes) -> None:
     Write C{data} to C{transport}, sending what the socket takes at once when
     nothing is buffered ahead of it.
     """
-    if data and _idle(transport):
+    if data and nothingBuffered(transport):
         sent = transport.writeSomeData(data)
         if isinstance(sent, int) and sent > 0:
             if sent == len(data):

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import tempfile
+from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -204,9 +205,9 @@ class _Terminal(io.StringIO):
         return True
 
 
-class ProgressTests(SynchronousTestCase):
+class _OneEntryLog(SynchronousTestCase):
     """
-    The progress bar's automatic choice.
+    A log of one exchange, in a folder of its own.
     """
 
     def setUp(self) -> None:
@@ -217,6 +218,12 @@ class ProgressTests(SynchronousTestCase):
         log.end(log.open())
         with open(self.path, "wb") as f:
             f.write(log.bytes())
+
+
+class ProgressTests(_OneEntryLog):
+    """
+    The progress bar's automatic choice.
+    """
 
     def runCli(self, stderr: io.StringIO, minBytes: int) -> str:
         import argparse
@@ -246,3 +253,45 @@ class ProgressTests(SynchronousTestCase):
         """
         self.assertEqual(self.runCli(_Terminal(), 10**12), "")
         self.assertEqual(self.runCli(io.StringIO(), 0), "")
+
+
+class DefaultJobsTests(_OneEntryLog):
+    """
+    How many processes C{netlog har} builds the entries in when not told.
+    """
+    def workers(self, parallelFrom: int, busy: float, *flags: str) -> int:
+        import argparse
+
+        from netlog.har import cli as harCli
+
+        used: list[int] = []
+        real = harCli.writeHar
+
+        def spy(path: str, out: Any, progress: Any, workers: int) -> Any:
+            used.append(workers)
+            return real(path, out, progress, workers)
+
+        self.patch(harCli, "writeHar", spy)
+        self.patch(harCli, "PARALLEL_MIN_BYTES", parallelFrom)
+        self.patch(os, "getloadavg", lambda: (busy, busy, busy))
+        parser = argparse.ArgumentParser()
+        harCli.addArguments(parser)
+        args = parser.parse_args([self.path, "-o", os.path.join(self.dir, "out.har"), *flags])
+        self.assertEqual(harCli.run(args), 0)
+        return used[0]
+
+    def test_everyCpu(self) -> None:
+        """
+        A large log is built by a process per CPU this process may use,
+        however busy the load average says they are.
+        """
+        cpus = len(os.sched_getaffinity(0))
+        self.assertEqual(self.workers(0, 0.0), cpus)
+        self.assertEqual(self.workers(0, 100.0), cpus)
+
+    def test_smallLogOrAsked(self) -> None:
+        """
+        A log under the threshold is built in one process; C{-j} wins.
+        """
+        self.assertEqual(self.workers(10**12, 0.0), 1)
+        self.assertEqual(self.workers(0, 0.0, "-j", "3"), 3)

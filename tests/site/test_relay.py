@@ -114,6 +114,43 @@ class LiveTests(TestCase):
         self.assertNotIn("_failed", ended)
 
     @defer.inlineCallbacks
+    def test_tunnelInTheKernel(self) -> Any:
+        """
+        A live host's blind tunnel is relayed by the kernel (splice), not
+        read into Python, and its entry counts the bytes it moved.
+        """
+        def echo(server: ScriptedServer, received: bytes) -> None:
+            echoed = getattr(server, "echoed", 0)
+            server.transport.write(received[echoed:])
+            server.echoed = len(received)  # type: ignore[attr-defined]
+
+        port, _ = listenScripted(self, echo)
+        running = RunningProxy(self, sites(1, connectPorts=(port,)), resolve={"echo.live.test": "127.0.0.1"})
+        payload = os.urandom(200_000)
+
+        def open_() -> socket.socket:
+            # Back and forth more often than a tunnel relays in Python.
+            sock = connectTunnel(running.ports["forward"], f"echo.live.test:{port}", None)
+            for i in range(0, len(payload), len(payload) // 20):
+                piece = payload[i:i + len(payload) // 20]
+                sock.sendall(piece)
+                got = b""
+                while len(got) < len(piece):
+                    got += sock.recv(65536)
+                self.assertEqual(got, piece)
+            return sock
+
+        sock = yield threads.deferToThread(open_)
+        [browser] = running.proxy.connections
+        relay = browser.rawPeer.relay
+        self.assertTrue(relay.kernel is not None and relay.kernel.active)
+        sock.close()
+        [(opened, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(ended["bytes"], {"up": len(payload), "down": len(payload)})
+        self.assertEqual(ended["closed_by"], "client")
+        self.assertFalse(relay.kernel.active)
+
+    @defer.inlineCallbacks
     def test_plainContinue(self) -> Any:
         """
         A plain request to a live host goes both ways at once: the server's

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import ssl
 from typing import Any
@@ -437,6 +438,51 @@ class TunnelTests(unittest.TestCase):
         self.assertGreater(ended["bytes"]["down"], 100000)
         self.assertGreater(ended["bytes"]["up"], 100)
         self.assertNotIn("_failed", ended)
+
+    @defer.inlineCallbacks
+    def test_tunnelInTheKernel(self) -> Any:
+        """
+        A tunnel that carries more than a few exchanges has the rest moved
+        by the kernel: while it is open the stand-in holds a pipe each way
+        (splice's), and none once it has ended; TLS through it works and
+        its entry counts the bytes.
+        """
+        assert self.standin.process is not None
+        pid = self.standin.process.pid
+
+        def pipes() -> int:
+            folder = f"/proc/{pid}/fd"
+            count = 0
+            for name in os.listdir(folder):
+                try:
+                    count += os.readlink(os.path.join(folder, name)).startswith("pipe:")
+                except OSError:
+                    pass
+            return count
+
+        before = pipes()
+
+        def fetch() -> tuple[list[int], int]:
+            conn = http.client.HTTPSConnection(
+                "127.0.0.1", self.standin.port, timeout=10, context=tlsClientContext(self.cert),
+            )
+            conn.set_tunnel("tls.test", self.originPort)
+            # More exchanges than a tunnel relays in Python, then a large one.
+            sizes = []
+            for path in ["/hello"] * 12 + ["/size/300000"]:
+                conn.request("GET", path)
+                sizes.append(len(conn.getresponse().read()))
+            held = pipes()
+            conn.close()
+            return sizes, held - before
+
+        sizes, during = yield inThread(fetch)
+        self.assertEqual(sizes, [5] * 12 + [300000])
+        self.assertEqual(during, 4)
+        entries = yield self.standin.waitEnded(1)
+        [(_, ended)] = entries.values()
+        self.assertGreater(ended["bytes"]["down"], 300000)
+        self.assertEqual(pipes(), before)
 
     @defer.inlineCallbacks
     def test_portNotAllowed(self) -> Any:
