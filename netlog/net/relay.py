@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from twisted.internet import error
-from twisted.internet.interfaces import IPushProducer, IReactorTime
+from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
-from zope.interface import implementer
 
+from netlog.net.gate import Gate
 from netlog.net.send import sendNow
 from netlog.net.splice import KernelRelay
 from netlog.net.splice import available as spliceAvailable
@@ -52,56 +52,6 @@ def tunnelAnswerFields() -> dict[str, Any]:
         "headers_size": len(TUNNEL_ANSWER),
         "body": {"size": 0},
     }
-
-
-#: Why a producer is paused for backpressure (see L{Gate}).
-BACKPRESSURE = "backpressure"
-
-
-@implementer(IPushProducer)
-class Gate:
-    """
-    Pauses a transport's reading while any reason holds: the peer's write
-    buffer is full (C{backpressure}, through L{IPushProducer}), a connection is
-    being made, an answer is awaited. A transport's own pause is not counted,
-    so two reasons must not pause and resume it behind each other's back.
-    """
-
-    def __init__(self, transport: Any) -> None:
-        self.transport = transport
-        self.reasons: set[str] = set()
-
-    def hold(self, reason: str) -> None:
-        if not self.reasons:
-            self.transport.pauseProducing()
-        self.reasons.add(reason)
-
-    def release(self, *reasons: str) -> None:
-        """
-        These reasons hold no more; reading resumes once none does.
-        """
-        held = self.reasons
-        if not held:
-            return
-        held.difference_update(reasons)
-        if not held:
-            self.transport.resumeProducing()
-
-    @property
-    def paused(self) -> bool:
-        return bool(self.reasons)
-
-    # IPushProducer, for the peer transport's backpressure.
-    def pauseProducing(self) -> None:
-        self.hold(BACKPRESSURE)
-
-    def resumeProducing(self) -> None:
-        self.release(BACKPRESSURE)
-
-    def stopProducing(self) -> None:
-        """
-        The consumer is going away; whoever owns the relay closes this side.
-        """
 
 
 def isReset(reason: Failure) -> bool:

@@ -34,7 +34,7 @@ from twisted.python.failure import Failure
 from netlog.net.send import nothingBuffered
 
 if TYPE_CHECKING:
-    from netlog.net.relay import Gate
+    from netlog.net.gate import Gate
 
 #: The splice system call, or L{None} where the platform has none.
 splice: Callable[..., int] | None = getattr(os, "splice", None)

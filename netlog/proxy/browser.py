@@ -53,7 +53,8 @@ from netlog.core.records import (
     unreadRequestRecord,
     urlAuthority,
 )
-from netlog.net.relay import CLIENT, TUNNEL_ANSWER, Gate, tunnelAnswerFields
+from netlog.net.gate import Gate
+from netlog.net.relay import CLIENT, TUNNEL_ANSWER, tunnelAnswerFields
 from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IBrowserStream, IEngine
 from netlog.proxy.exchange import Exchange, latin1

@@ -19,7 +19,7 @@ from zope.interface import Attribute, Interface
 
 from netlog.log.writer import LogWriter
 from netlog.net.policy import DestinationPolicy
-from netlog.net.relay import Gate
+from netlog.net.gate import Gate
 from netlog.proxy.mode import IMode, Route
 
 

@@ -53,7 +53,8 @@ from netlog.core.records import (
 from netlog.core.websocket import FrameCounter
 from netlog.core.wsmessages import KeptBudget, Message, MessageAssembler, parseDeflate
 from netlog.net.connect import describeFailure
-from netlog.net.relay import BACKPRESSURE, CLIENT, PROXY, SERVER
+from netlog.net.gate import BACKPRESSURE
+from netlog.net.relay import CLIENT, PROXY, SERVER
 from netlog.net.send import sendNow
 from netlog.proxy.contracts import IBrowserStream, IEngine
 from netlog.proxy.mode import DestinationRefused, Route

@@ -60,7 +60,7 @@ from netlog.core.records import (
     ownAnswerH2,
     requestRecord,
 )
-from netlog.net.relay import Gate
+from netlog.net.gate import Gate
 from netlog.proxy.contracts import IBrowserStream, IEngine
 from netlog.proxy.exchange import Exchange
 from netlog.proxy.mode import Refusal

@@ -16,7 +16,7 @@ from twisted.python.failure import Failure
 
 from netlog.core.http1 import ResponseReader
 from netlog.net.connect import connectThen
-from netlog.net.relay import Gate
+from netlog.net.gate import Gate
 from netlog.net.send import noDelay
 from netlog.proxy.contracts import IAnswerSink
 

@@ -24,7 +24,8 @@ from twisted.python.failure import Failure
 from twisted.trial import unittest
 
 from netlog.net import splice as spliceModule
-from netlog.net.relay import Gate, Relay, RelayResult, RelayServerProtocol
+from netlog.net.gate import Gate
+from netlog.net.relay import Relay, RelayResult, RelayServerProtocol
 from netlog.net.splice import PIPE_SIZE
 
 #: Seconds a socket in a test waits before giving up.

@@ -13,7 +13,8 @@ from twisted.internet.testing import StringTransport
 from twisted.python.failure import Failure
 from twisted.trial import unittest
 
-from netlog.net.relay import Gate, Relay, RelayResult, RelayServerProtocol
+from netlog.net.gate import Gate
+from netlog.net.relay import Relay, RelayResult, RelayServerProtocol
 
 
 class RelayTests(unittest.SynchronousTestCase):
