@@ -32,7 +32,7 @@ import json
 import signal
 import socket
 import sys
-from typing import Any
+from typing import Any, Protocol
 
 #: Where the worker tells the supervisor it serves.
 STATUS_FD = 3
@@ -47,6 +47,28 @@ GO = b"go\n"
 ALIVE = b"alive\n"
 #: Seconds between two L{ALIVE}.
 HEARTBEAT_INTERVAL = 1.0
+class ServedProxy(Protocol):
+    """
+    What a tap's C{buildProxy} gives the supervisor and each worker: a
+    service, the listeners it serves as C{(role, description, factory)} (in
+    the order the supervisor binds them), the files only root may read that
+    it needs, and what its privileged step made for the workers (by the path
+    they open it by).
+    """
+
+    listeners: list[tuple[str, str, Any]]
+
+    @property
+    def privilegedFiles(self) -> list[str]: ...
+
+    @property
+    def handedData(self) -> dict[str, bytes]: ...
+
+    def privilegedStartService(self) -> None: ...
+
+    def setServiceParent(self, parent: Any) -> Any: ...
+
+
 #: The worker's exit code when its SPEC or the proxy can't be set up.
 EXIT_SETUP_FAILED = 3
 
@@ -221,9 +243,9 @@ def main(argv: list[str], forked: bool = False) -> int:
         writer = LogWriter(logSpec["path"], reactor=reactor, fd=logSpec["fd"]) if logSpec["fd"] is not None else LogWriter(None, reactor=reactor)
         top = MultiService()
         writer.setServiceParent(top)
-        proxy = buildProxy(config, writer, reactor)
+        proxy: ServedProxy = buildProxy(config, writer, reactor)
         proxy.setServiceParent(top)
-        listeners = list(getattr(proxy, "listeners", []))
+        listeners = list(proxy.listeners)
         handed = spec["listeners"]
         if [(r, d) for r, d, _ in listeners] != [(h["role"], h["description"]) for h in handed]:
             raise RuntimeError(

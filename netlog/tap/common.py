@@ -2,9 +2,10 @@
 What both twistd plugins share: the log's options, and how a proxy is wired to
 its LogWriter and its listeners.
 
-A proxy package offers C{buildProxy(config, writer, reactor) -> IService}
-whose C{listeners} attribute lists C{(role, description, factory)}: the
-endpoint descriptions to serve and the factory for each.
+A proxy package offers C{buildProxy(config, writer, reactor)}, a
+L{netlog.supervise.worker.ServedProxy} whose C{listeners} attribute lists
+C{(role, description, factory)}: the endpoint descriptions to serve and the
+factory for each.
 
 Supervised (the default), L{makeProxyService} returns a
 L{netlog.supervise.supervisor.Supervisor}: it opens the log and binds the
@@ -38,7 +39,7 @@ import sys
 from typing import Any, Callable
 
 from twisted.application.internet import StreamServerEndpointService
-from twisted.application.service import IService, MultiService
+from twisted.application.service import MultiService
 from twisted.internet.endpoints import serverFromString
 from twisted.logger import Logger
 from twisted.python import usage
@@ -51,7 +52,7 @@ from netlog.supervise.adopt import NotAdoptable, checkAdoptable
 from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFileLimit
 from netlog.state import DEFAULT_STATE
-from netlog.supervise.worker import dottedName
+from netlog.supervise.worker import ServedProxy, dottedName
 from netlog.tap.preflight import OPTION_OF_ROLE, checkListen, commandName, preflight
 
 _log = Logger(namespace="netlog.listeners")
@@ -281,7 +282,7 @@ def dropIds(config: usage.Options) -> tuple[int | None, int | None]:
     return uid, gid
 
 
-BuildProxy = Callable[[Any, LogWriter, Any], IService]
+BuildProxy = Callable[[Any, LogWriter, Any], ServedProxy]
 
 
 def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: Any = None) -> MultiService:
@@ -322,8 +323,8 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
     The supervisor of a worker that runs the proxy.
     """
     # Built here only to learn its listeners; the worker builds its own.
-    proxy: Any = buildProxy(config, LogWriter(None, reactor=reactor), reactor)
-    listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
+    proxy = buildProxy(config, LogWriter(None, reactor=reactor), reactor)
+    listeners = [(role, description) for role, description, _ in proxy.listeners]
     for role, description in listeners:
         try:
             checkAdoptable(description)
@@ -345,8 +346,8 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         logPath=config["log"],
         listeners=listeners,
         privileged=proxy.privilegedStartService,
-        privilegedFiles=lambda: list(getattr(proxy, "privilegedFiles", [])),
-        handedData=lambda: dict(getattr(proxy, "handedData", {})),
+        privilegedFiles=lambda: proxy.privilegedFiles,
+        handedData=lambda: proxy.handedData,
         uid=uid,
         gid=gid,
         apiAddress=lambda: config.get("api-address"),
@@ -381,14 +382,14 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> Mult
     top = MultiService()
     writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid)
     writer.setServiceParent(top)
-    proxy: Any = buildProxy(config, writer, reactor)
-    listeners = [(role, description) for role, description, _ in getattr(proxy, "listeners", [])]
+    proxy = buildProxy(config, writer, reactor)
+    listeners = [(role, description) for role, description, _ in proxy.listeners]
     preflight(config, listeners, uid, gid, supervised=False)
     raised = raiseFileLimit()
     if raised is not None:
         _log.info("raised the open files limit from {before} to {after}", before=raised[0], after=raised[1])
     proxy.setServiceParent(top)
-    for role, description, factory in getattr(proxy, "listeners", []):
+    for role, description, factory in proxy.listeners:
         endpoint = serverFromString(reactor, withBacklog(description))
         listener = _Listener(role, description, endpoint, factory)
         listener.setName(role + ":" + description)

@@ -81,6 +81,7 @@ class DummyProxy(MultiService):
         self.factory = factory
         self.listeners = [("answer", config["listen"][0], factory)]
         self.privilegedFiles = [config["secret"]] if config["secret"] else []
+        self.handedData: dict[str, bytes] = {}
 
     def startService(self) -> None:
         if self.config["die-at-start"]:
