@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from twisted.internet import defer, error
-from twisted.internet.interfaces import IProtocol
+from twisted.internet.interfaces import IProtocol, IReactorTCP
 from twisted.internet.protocol import ClientFactory
 from twisted.python.failure import Failure
 
@@ -21,7 +21,7 @@ BAD_GATEWAY = 502
 
 
 def connectThen(
-    reactor: Any,
+    reactor: IReactorTCP,
     address: str,
     port: int,
     buildProtocol: Callable[[], IProtocol],

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.internet import defer
-from twisted.internet.interfaces import IResolutionReceiver
+from twisted.internet.interfaces import IReactorPluggableNameResolver, IResolutionReceiver
 from zope.interface import implementer
 
 
@@ -100,7 +100,7 @@ class Resolver:
 
     def __init__(
         self,
-        reactor: Any,
+        reactor: IReactorPluggableNameResolver,
         overrides: dict[str, str] | None = None,
         resolveOnly: bool = False,
     ) -> None:
