@@ -373,6 +373,14 @@ def checkLogPath(path: str, uid: int | None = None, gid: int | None = None) -> N
     _checkFile(path, st, shared)
 
 
+def lastLineOf(fd: int) -> int:
+    """
+    The number of the last whole line of the log open at C{fd} (0 for
+    none): a session's lines begin after it.
+    """
+    return recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size).lastNumber
+
+
 def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> int:
     """
     Open (creating it if need be) the log file for appending, safely.
