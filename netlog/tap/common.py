@@ -222,6 +222,10 @@ class LogOptions(usage.Options):
         self.setdefault("listen", []).append(description)
 
     def postOptions(self) -> None:
+        for name, value in sorted(self.items()):
+            # Given as "" ("$UNSET" in a script): not the default, a mistake.
+            if value == "" and name + "=" in self.longOpt:
+                raise usage.UsageError(f"--{name} was given an empty value")
         if not self.get("listen"):
             self["listen"] = [DEFAULT_LISTEN]
         for description in self["listen"]:
@@ -248,6 +252,7 @@ class LogOptions(usage.Options):
             raise usage.UsageError("--api-token-reads guards the API, which is off: give --api too")
         if not self.get("api-token-file"):
             self["api-token-file"] = defaultTokenPath(self.get("state") or DEFAULT_STATE)
+            self["api-token-file-is-default"] = True
         rate = self.get("api-session-rate")
         if rate is not None and not 0 < rate < float("inf"):
             raise usage.UsageError(f"--api-session-rate wants sessions a second, more than 0, got {rate:g}")

@@ -331,7 +331,8 @@ def preflight(
     for name, port in config.get("session") or []:
         # A session's port (0: any) on loopback; said as the option gave it.
         tried.append((f"--session {name}={port}, as", f"tcp:{port}:interface=127.0.0.1"))
-    from netlog.tap.startup import NoSuchFolder, checkFolders
+    from netlog.state import NoSuchFolder
+    from netlog.tap.startup import checkFolders
 
     try:
         checkDropUser(uid, gid, supervised)
@@ -340,7 +341,7 @@ def preflight(
         if log is not None:
             what = f"the default log {log} (no --log given)" if config.get("log-is-default") else f"--log {log}"
             try:
-                checkLogPath(log, uid, gid)
+                checkLogPath(log, uid, gid, makeFolders=bool(config.get("log-is-default")))
             except UnsafeLogPath as e:
                 raise Mistake(f"{what}: {e}") from None
             except OSError as e:

@@ -20,7 +20,7 @@ from twisted.application.service import Service
 from twisted.logger import Logger
 
 from netlog.api.service import CA_CERT_FILE
-from netlog.state import DEFAULT_STATE
+from netlog.state import DEFAULT_STATE, NoSuchFolder, checkInAFolder
 
 _log = Logger(namespace="netlog.startup")
 
@@ -30,35 +30,24 @@ STDERR_FD = 2
 STDOUT_FD = 1
 
 
-class NoSuchFolder(Exception):
-    """
-    A path given by hand is in a folder that isn't there: the message is the
-    line to print.
-    """
-
-
 def checkFolders(config: Any) -> None:
     """
-    A C{--log} given by hand must be in a folder that exists, and so must a
-    C{--state} given by hand (the state folder itself is made if need be);
-    either must not be something other than it says.
+    A C{--state} given by hand must be in a folder that exists (the state
+    folder itself is made if need be), and so must an C{--api-token-file};
+    a C{--state} must not be something other than a folder. (A C{--log}
+    given by hand is checked with the log's other checks, by
+    L{netlog.log.writer.checkLogPath}.)
 
     @raise NoSuchFolder: one of them isn't.
     """
-    log = config.get("log")
-    if log and not config.get("log-is-default"):
-        _inAFolder(f"--log {log}", log)
+    token = config.get("api-token-file")
+    if config.get("api") and token and not config.get("api-token-file-is-default"):
+        checkInAFolder(f"--api-token-file {token}", token)
     state = config.get("state")
     if state and os.path.abspath(state) != os.path.abspath(DEFAULT_STATE):
-        _inAFolder(f"--state {state}", state)
+        checkInAFolder(f"--state {state}", state)
         if os.path.exists(state) and not os.path.isdir(state):
             raise NoSuchFolder(f"--state {state}: not a folder")
-
-
-def _inAFolder(what: str, path: str) -> None:
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise NoSuchFolder(f"{what}: no such folder: {parent} (netlog makes folders only for its defaults)")
 
 
 def missingFolders(config: Any) -> list[str]:
