@@ -381,7 +381,7 @@ def lastLineOf(fd: int) -> int:
     The number of the last whole line of the log open at C{fd} (0 for
     none): a session's lines begin after it.
     """
-    return recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size).lastNumber
+    return recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size, onlyLast=True).lastNumber
 
 
 def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> int:
