@@ -236,6 +236,12 @@ class LogOptions(usage.Options):
             self["log"] = defaultLogPath(self.logName)
             # A refusal of it then says it is the default, not a --log given.
             self["log-is-default"] = True
+        if self["log"] is not None:
+            # netlog makes the default log's folder (a unit file may name it
+            # by hand) and the default state folder (where a refusal of an
+            # unsafe /var/log tells to put the log), and no other.
+            self["log-folder-made"] = os.path.dirname(os.path.abspath(self["log"])) in (
+                os.path.dirname(os.path.abspath(defaultLogPath(self.logName))), os.path.abspath(DEFAULT_STATE))
         self.checkApi()
         self.setdefault("session", [])
         if self["session"] and self["no-log"]:

@@ -341,7 +341,7 @@ def preflight(
         if log is not None:
             what = f"the default log {log} (no --log given)" if config.get("log-is-default") else f"--log {log}"
             try:
-                checkLogPath(log, uid, gid, makeFolders=bool(config.get("log-is-default")))
+                checkLogPath(log, uid, gid, makeFolders=bool(config.get("log-folder-made")))
             except UnsafeLogPath as e:
                 raise Mistake(f"{what}: {e}") from None
             except OSError as e:

@@ -87,3 +87,27 @@ class StartupLineTests(SynchronousTestCase):
         with open(sites, "w") as f:
             f.write(SITES)
         self.check("netlog-proxy", ["--sites", sites], supervised=False)
+
+
+class FolderRuleTests(SynchronousTestCase):
+    def test_defaultsOnly(self) -> None:
+        """
+        The log's folder may be made for the default log, a --log naming
+        the default's folder (as a unit file does) or the default state
+        folder (where a refusal of an unsafe /var/log says to put it); any
+        other --log must be in a folder that exists.
+        """
+        from netlog.state import DEFAULT_STATE
+        from netlog.tap.common import defaultLogPath
+        from netlog.tap.standin import Options
+
+        def made(*args: str) -> bool:
+            options = Options()
+            options.parseOptions(["--no-supervise", *args])
+            return bool(options["log-folder-made"])
+
+        self.assertTrue(made())
+        self.assertTrue(made("--log", defaultLogPath("standin")))
+        self.assertTrue(made("--log", os.path.join(os.path.dirname(defaultLogPath("standin")), "other.jsonl")))
+        self.assertTrue(made("--log", os.path.join(DEFAULT_STATE, "standin.jsonl")))
+        self.assertFalse(made("--log", os.path.join(self.mktemp(), "standin.jsonl")))
