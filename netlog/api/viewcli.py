@@ -46,12 +46,11 @@ def viewURL(address: Any) -> str:
 
 def run(args: argparse.Namespace, reactor: Any = None) -> int:
     from twisted.internet.endpoints import serverFromString
+    from twisted.python.usage import UsageError
     from twisted.web.server import Site
 
     from netlog.api.root import makeApiRoot
     from netlog.api.service import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS, CappedFactory
-    from twisted.python.usage import UsageError
-
     from netlog.log.reader import LogUnreadable, read
     from netlog.tap.common import apiHostName
     from netlog.tap.preflight import checkListen

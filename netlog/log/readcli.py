@@ -13,8 +13,8 @@ import os
 import sys
 from typing import BinaryIO
 
-from netlog.log.writer import lastLineOf
 from netlog.log.reader import DEFAULT_LIMIT, FOLLOW_INTERVAL, LogReader, LogUnreadable, Page, follow
+from netlog.log.writer import lastLineOf
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         # At the first read the cursor can only be past the log's end: the
         # API calls that "begun again" (a poller's cursor from before), but
         # here it was never read before.
-        why = f"the log has only {_lastLine(args.log)} lines, none after {args.after}" if first.begunAgain else None
+        why = _pastTheEnd(_lastLine(args.log), args.after) if first.begunAgain else None
         _emit(out, first, args.json, why)
         if not args.follow:
             return 0
@@ -88,6 +88,15 @@ def run(args: argparse.Namespace) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     return 0
+
+
+def _pastTheEnd(last: int, after: int) -> str:
+    """
+    Why a first read from C{--after} printed the log from its start.
+    """
+    if last == 0:
+        return f"the log has no line yet, none after {after}"
+    return f"the log has only {last} line{'' if last == 1 else 's'}, none after {after}"
 
 
 def _lastLine(path: str) -> int:
