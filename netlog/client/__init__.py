@@ -426,7 +426,9 @@ class Session:
     """
     One session of a proxy: its C{name}, its C{proxy} (C{http://127.0.0.1:PORT},
     what a browser's proxy setting takes), C{port}, C{log} (its file on the
-    proxy's machine) and C{info}, the API's description as it came.
+    proxy's machine), C{first} (the number of its first line: the file may
+    hold an earlier session's of its name before it) and C{info}, the API's
+    description as it came.
 
     As a context manager, it is deleted on leaving the block.
     """
@@ -438,6 +440,7 @@ class Session:
         self.port: int = int(info["port"])
         self.proxy = f"http://{info['proxy']}"
         self.log: str = info["log"]
+        self.first: int = int(info.get("first", 1))
         self.stop_timeout = STOP_TIMEOUT
         #: The API's answer to the delete, once deleted.
         self.deleted: dict[str, Any] | None = None

@@ -94,6 +94,7 @@ class ReuseTests(SynchronousTestCase):
 
         # The client and the command line hold the same.
         client = Netlog(base, token=token)
+        self.assertEqual(client.get_session("session-1").first, 2 * REQUESTS + 1)
         saved = os.path.join(folder, "saved.har")
         client.get_session("session-1").save_har(saved)
         with open(saved, "rb") as f:
