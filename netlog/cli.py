@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 #: subcommand -> (module, help). Each module has C{addArguments(parser)} and
 #: C{run(args) -> int}.
@@ -21,13 +22,36 @@ _COMMANDS = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="netlog")
+#: The exit status of a mistake on the command line (as of any other failure).
+EXIT_MISTAKE = 1
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """
+    An argument parser that says a mistake in one line, C{PROG: MESSAGE (see
+    PROG --help)}, and exits with L{EXIT_MISTAKE}, as the proxies do;
+    argparse would print the usage first and exit with 2. Its subcommands'
+    parsers are of this class too.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_MISTAKE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def makeParser() -> argparse.ArgumentParser:
+    """
+    The parser of C{netlog} and its subcommands.
+    """
+    parser = OneLineParser(prog="netlog")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (moduleName, helpText) in _COMMANDS.items():
         module = importlib.import_module(moduleName)
         module.addArguments(sub.add_parser(name, help=helpText, description=helpText))
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = makeParser().parse_args(argv)
     module = importlib.import_module(_COMMANDS[args.command][0])
     return int(module.run(args) or 0)
 

@@ -31,3 +31,23 @@ def defaultState() -> str:
 
 
 DEFAULT_STATE = defaultState()
+
+
+class NoSuchFolder(Exception):
+    """
+    A path given by hand is in a folder that isn't there: the message is the
+    line to print.
+    """
+
+
+def checkInAFolder(what: str, path: str) -> None:
+    """
+    netlog makes folders only for its defaults: a path given by hand (as
+    C{what}, the option and its value) must be in a folder that exists, so
+    that a typo is said rather than made.
+
+    @raise NoSuchFolder: it isn't.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise NoSuchFolder(f"{what}: no such folder: {parent} (netlog makes folders only for its defaults)")

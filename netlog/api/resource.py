@@ -355,16 +355,28 @@ def _sizeThrough(upto: int) -> Callable[[int, int], int]:
 
 class HarResource(_LogResource):
     """
-    C{GET /network.har[?upto=N]}: the HAR export of the whole log, or of the
-    log as it was when it ended at line C{N} (what a reader whose cursor is
-    C{N} has seen), streamed.
+    C{GET /network.har[?upto=N][&from=M]}: the HAR export of the whole log,
+    or of the log as it was when it ended at line C{N} (what a reader whose
+    cursor is C{N} has seen), streamed; with C{from}, only the exchanges
+    whose open line is C{M} or later (C{from=0}: all of them).
+
+    @param first: the C{from} when none is asked for (a session's first
+        line: its log may begin with an earlier session's of the same name);
+        a log begun again since then is exported whole.
     """
 
+    def __init__(self, reactor: Any, threadpool: Any, logPath: str | None,
+                 first: Callable[[], int] = lambda: 0) -> None:
+        _LogResource.__init__(self, reactor, threadpool, logPath)
+        self._first = first
+
     def renderGET(self, request: Request) -> Any:
-        upto = parseQuery(_query(request), {"upto": (-1, 0, 2**63 - 1)})["upto"]
+        params = parseQuery(_query(request), {"upto": (-1, 0, 2**63 - 1), "from": (-1, 0, 2**63 - 1)})
+        upto = params["upto"]
+        fromLine = params["from"] if params["from"] >= 0 else self._first()
         if self._logPath is None:
             return self._noLog(request)
-        from netlog.har.export import writeHar
+        from netlog.har.export import MissingLine, writeHar
 
         request.setHeader(b"content-type", JSON_TYPE)
         request.setHeader(b"content-disposition", b'attachment; filename="network.har"')
@@ -374,7 +386,8 @@ class HarResource(_LogResource):
         stream = _ThreadStream(self._reactor, request)
         out: Any = stream
         upTo = _sizeThrough(upto) if upto >= 0 else None
-        d = deferToThreadPool(self._reactor, self._threadpool, writeHar, self._logPath, out, None, upTo=upTo)
+        d = deferToThreadPool(self._reactor, self._threadpool, writeHar, self._logPath, out, None, upTo=upTo,
+                              fromLine=fromLine, wholeIfMissing=params["from"] < 0)
 
         def done(result: Any) -> None:
             if stream.gone:
@@ -391,12 +404,13 @@ class HarResource(_LogResource):
                 _log.failure("exporting the HAR failed midway", failure)
                 request.channel.transport.abortConnection()  # type: ignore[union-attr]
                 return
-            if failure.check(_NoSuchLine):
+            if failure.check(_NoSuchLine, MissingLine):
                 request.setHeader(b"content-disposition", b"inline")
+                parameter, line = ("upto", upto) if failure.check(_NoSuchLine) else ("from", fromLine - 1)
                 body = _sendJSON(
                     request,
                     400,
-                    {"error": "bad parameter", "parameter": "upto", "reason": f"the log has no line {upto}"},
+                    {"error": "bad parameter", "parameter": parameter, "reason": f"the log has no line {line}"},
                 )
             elif isinstance(failure.value, FileNotFoundError):
                 body = _sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})

@@ -86,11 +86,18 @@ class SessionsResource(Resource):
             return self
         return _SessionResource(self, path.decode("utf-8", "replace"))
 
-    def resourcesFor(self, logPath: str) -> tuple[NetworkResource, HarResource]:
+    def resourcesFor(self, logPath: str, name: str) -> tuple[NetworkResource, HarResource]:
         if logPath not in self._logs:
+            def first() -> int:
+                # Its HAR holds only the session's own lines unless ?from=0.
+                try:
+                    return int(self._manager.get(name).first)
+                except SessionError:
+                    return 0
+
             self._logs[logPath] = (
                 NetworkResource(self._reactor, self._threadpool, logPath),
-                HarResource(self._reactor, self._harThreadpool, logPath),
+                HarResource(self._reactor, self._harThreadpool, logPath, first),
             )
         return self._logs[logPath]
 
@@ -144,7 +151,7 @@ class _SessionResource(Resource):
             session = self._parent._manager.get(self._name)
         except SessionError as e:
             return JSONError(e.status, {"error": e.message})
-        network, har = self._parent.resourcesFor(session.logPath)
+        network, har = self._parent.resourcesFor(session.logPath, self._name)
         if path == b"network":
             return network
         if path == b"network.har":

@@ -46,22 +46,26 @@ def viewURL(address: Any) -> str:
 
 def run(args: argparse.Namespace, reactor: Any = None) -> int:
     from twisted.internet.endpoints import serverFromString
+    from twisted.python.usage import UsageError
     from twisted.web.server import Site
 
     from netlog.api.root import makeApiRoot
     from netlog.api.service import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS, CappedFactory
     from netlog.log.reader import LogUnreadable, read
+    from netlog.tap.common import apiHostName
+    from netlog.tap.preflight import checkListen
 
     try:
+        checkListen("--listen", args.listen)
+        hosts = frozenset(apiHostName(name) for name in args.api_host)
         read(args.log, 0, 1)
-    except LogUnreadable as e:
+    except (LogUnreadable, UsageError) as e:
         print(f"netlog view: {e}", file=sys.stderr)
         return 1
     if reactor is None:
         from twisted.internet import reactor as defaultReactor
 
         reactor = defaultReactor
-    hosts = frozenset(name.lower() for name in args.api_host)
     root = makeApiRoot(reactor, reactor.getThreadPool(), args.log, hosts=hosts)
     site = Site(root, timeout=API_IDLE_TIMEOUT)
     site.displayTracebacks = False

@@ -426,7 +426,9 @@ class Session:
     """
     One session of a proxy: its C{name}, its C{proxy} (C{http://127.0.0.1:PORT},
     what a browser's proxy setting takes), C{port}, C{log} (its file on the
-    proxy's machine) and C{info}, the API's description as it came.
+    proxy's machine), C{first} (the number of its first line: the file may
+    hold an earlier session's of its name before it) and C{info}, the API's
+    description as it came.
 
     As a context manager, it is deleted on leaving the block.
     """
@@ -438,6 +440,7 @@ class Session:
         self.port: int = int(info["port"])
         self.proxy = f"http://{info['proxy']}"
         self.log: str = info["log"]
+        self.first: int = int(info.get("first", 1))
         self.stop_timeout = STOP_TIMEOUT
         #: The API's answer to the delete, once deleted.
         self.deleted: dict[str, Any] | None = None
@@ -509,19 +512,21 @@ class Session:
             time.sleep(poll)
         return True
 
-    def save_har(self, path: str, *, upto: int | None = None) -> int:
+    def save_har(self, path: str, *, upto: int | None = None, from_line: int | None = None) -> int:
         """
         Stream this session's HAR into the file C{path} (through line C{upto}
-        only, if given); the bytes written.
+        only, if given); the bytes written. It holds the exchanges since the
+        session was made (its C{first} line on), unless C{from_line} says
+        where to begin (0: the whole file, earlier sessions of its name too).
         """
-        return self.client._save(_har_path(_session_path(self.name) + "/network.har", upto), path,
+        return self.client._save(_har_path(_session_path(self.name) + "/network.har", upto, from_line), path,
                                  self.client._har_timeout)
 
-    def write_har(self, out: BinaryIO, *, upto: int | None = None) -> int:
+    def write_har(self, out: BinaryIO, *, upto: int | None = None, from_line: int | None = None) -> int:
         """
-        Stream this session's HAR into C{out}; the bytes written.
+        Stream this session's HAR into C{out}, as L{save_har} does; the bytes written.
         """
-        return self.client._copy(_har_path(_session_path(self.name) + "/network.har", upto), out,
+        return self.client._copy(_har_path(_session_path(self.name) + "/network.har", upto, from_line), out,
                                  self.client._har_timeout)
 
     def delete(self, timeout: float | None = None) -> dict[str, Any]:
@@ -536,8 +541,9 @@ def _session_path(name: str) -> str:
     return "/sessions/" + quote(name, safe="")
 
 
-def _har_path(path: str, upto: int | None) -> str:
-    return path if upto is None else f"{path}?{urlencode({'upto': upto})}"
+def _har_path(path: str, upto: int | None, from_line: int | None = None) -> str:
+    query = {name: value for name, value in (("upto", upto), ("from", from_line)) if value is not None}
+    return f"{path}?{urlencode(query)}" if query else path
 
 
 def _reason_of(e: BaseException) -> str:

@@ -115,7 +115,11 @@ class LineIndex:
     counts the lines that can't be used (see the module's docstring).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, first: int = 0) -> None:
+        #: the first exchange wanted: end and note lines of earlier ones
+        #: (the index began past their open lines) are passed over, not
+        #: counted as unreadable
+        self.first = first
         #: offsets and lengths of open lines, in file order
         self.openOffsets = array("q")
         self.openLengths = array("q")
@@ -264,7 +268,8 @@ class LineIndex:
                 i = bisect_left(openIds, exchangeId)
                 isOpen = i < len(openIds) and openIds[i] == exchangeId
             if not isOpen:
-                self.unreadable += 1
+                if exchangeId >= self.first:
+                    self.unreadable += 1
                 return
             self._addEnd(exchangeId, offset, length)
 
@@ -280,7 +285,8 @@ class LineIndex:
         hasn't ended (netlog writes none after the end).
         """
         if not self._isOpened(exchangeId) or self.endOf(exchangeId) is not None:
-            self.unreadable += 1
+            if exchangeId >= self.first:
+                self.unreadable += 1
             return
         notes = self.notes.get(exchangeId)
         if notes is None:

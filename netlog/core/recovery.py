@@ -77,10 +77,13 @@ def linesBackwards(readAt: ReadAt, size: int, first: int | None = None):  # type
         yield rest
 
 
-def recover(readAt: ReadAt, size: int) -> Recovered:
+def recover(readAt: ReadAt, size: int, onlyLast: bool = False) -> Recovered:
     """
     Find the last line's number, whether the file ends cut, and which exchanges
     are still open.
+
+    @param onlyLast: find only the last line's number (and the cut): read
+        the log's tail, not back as far as its oldest open exchange.
     """
     result = Recovered()
     if size == 0:
@@ -122,6 +125,8 @@ def recover(readAt: ReadAt, size: int) -> Recovered:
             if parsed is None:
                 continue
             result.lastNumber = parsed[0]
+            if onlyLast:
+                return result
             openFrom = record.get("open_from")
             stopBelow = openFrom if isinstance(openFrom, int) and not isinstance(openFrom, bool) else 1
         else:

@@ -29,6 +29,7 @@ from contextlib import nullcontext
 from itertools import islice
 from typing import BinaryIO, Callable, Generator, Iterator
 
+from netlog.core.exchange import sizeThrough
 from netlog.core.har import (
     ExchangeLines,
     JoinStats,
@@ -69,6 +70,16 @@ BATCHES_AHEAD = 2
 Progress = Callable[[int, int, int, int], None]
 
 
+class MissingLine(LookupError):
+    """
+    The export was asked to begin after a line the log doesn't have.
+    """
+
+    def __init__(self, n: int) -> None:
+        LookupError.__init__(self, n)
+        self.n = n
+
+
 class ExportResult:
     """
     What an export wrote: entries, and lines it could not use.
@@ -82,19 +93,20 @@ class ExportResult:
         return f"ExportResult(entries={self.entries}, unreadable={self.unreadable})"
 
 
-def indexLog(fd: int, size: int, progress: Progress | None = None) -> LineIndex:
+def indexLog(fd: int, size: int, progress: Progress | None = None, start: int = 0,
+             first: int = 0) -> LineIndex:
     """
     The first pass: index the lines in the first C{size} bytes of C{fd}
     (the size when the export began: lines written after it wait for the
-    next export).
+    next export), from the offset C{start} (where line C{first} begins).
 
     The log is read into the same buffer each time, after the line not yet
     whole at the last one's end: a new megabyte each time would cost a
     page fault per page, and joining the line's start to it a copy.
     """
-    index = LineIndex()
+    index = LineIndex(first)
     buffer = bytearray(2 * READ_SIZE)
-    offset = 0  # where the buffer's first byte lies in the log
+    offset = start  # where the buffer's first byte lies in the log
     held = 0  # bytes at the buffer's start: a line not yet whole
     while offset + held < size:
         if len(buffer) - held < READ_SIZE:
@@ -172,7 +184,7 @@ class _Reader:
 
 def writeHar(
     logPath: str, out: BinaryIO, progress: Progress | None = None, workers: int = 1,
-    upTo: Callable[[int, int], int] | None = None,
+    upTo: Callable[[int, int], int] | None = None, fromLine: int = 0, wholeIfMissing: bool = False,
 ) -> ExportResult:
     """
     Write the HAR of the log at C{logPath} to C{out} (binary, UTF-8 JSON, no
@@ -184,16 +196,29 @@ def writeHar(
         more than 1 only from a process that runs no other thread).
     @param upTo: C{upTo(fd, size)} gives how many of the log's first bytes
         to export (the log as it was at a reader's cursor); default all.
+    @param fromLine: export only the exchanges whose open line is this one
+        or later (a session's, in a log an earlier session of its name
+        began); 0 or 1 for all.
+    @param wholeIfMissing: when the log has no line C{fromLine - 1} (it was
+        begun again since), export it whole rather than raise.
+    @raise MissingLine: the log has no line C{fromLine - 1}.
     """
     fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
         size = os.fstat(fd).st_size
         if upTo is not None:
             size = min(size, upTo(fd, size))
+        start = 0
+        if fromLine > 1:
+            found = sizeThrough(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size,
+                                fromLine - 1)
+            if found is None and not wholeIfMissing:
+                raise MissingLine(fromLine - 1)
+            start = found or 0
         with _Workers(fd, workers) if workers > 1 else nullcontext() as pool:
             # forked first, so that they start while this process indexes,
             # and hold none of the index
-            index = indexLog(fd, size, progress)
+            index = indexLog(fd, max(size, start), progress, start, fromLine if start else 0)
             total = len(index)
             if pool is not None and total > 1:
                 built = pool.build(index)

@@ -14,6 +14,7 @@ import sys
 from typing import BinaryIO
 
 from netlog.log.reader import DEFAULT_LIMIT, FOLLOW_INTERVAL, LogReader, LogUnreadable, Page, follow
+from netlog.log.writer import lastLineOf
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
@@ -38,12 +39,17 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _emit(out: BinaryIO, result: Page, asJson: bool) -> None:
+def _emit(out: BinaryIO, result: Page, asJson: bool, why: str | None = None) -> None:
+    """
+    Print a page; C{why} says why it starts from the log's start, when that
+    is not that the log was begun again.
+    """
     if asJson:
         out.write(result.envelope() + b"\n")
     else:
         if result.begunAgain:
-            sys.stderr.write("netlog read: the log was begun again (replaced or truncated); from its start:\n")
+            sys.stderr.write(f"netlog read: {why or 'the log was begun again (replaced or truncated)'}; "
+                             f"reading from its start:\n")
             sys.stderr.flush()
         for line in result.lines:
             out.write(line + b"\n")
@@ -53,17 +59,21 @@ def _emit(out: BinaryIO, result: Page, asJson: bool) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.limit < 1:
         sys.stderr.write("netlog read: --limit must be at least 1 byte\n")
-        return 2
+        return 1
     if args.after < 0:
         sys.stderr.write("netlog read: --after must be 0 or more\n")
-        return 2
+        return 1
     out = sys.stdout.buffer
     try:
         # Read once first: say at once when the log isn't there, rather
         # than wait silently.
         reader = LogReader(args.log)
         first = reader.read(args.after, args.limit)
-        _emit(out, first, args.json)
+        # At the first read the cursor can only be past the log's end: the
+        # API calls that "begun again" (a poller's cursor from before), but
+        # here it was never read before.
+        why = _pastTheEnd(_lastLine(args.log), args.after) if first.begunAgain else None
+        _emit(out, first, args.json, why)
         if not args.follow:
             return 0
         for result in follow(args.log, first.next, args.limit, FOLLOW_INTERVAL, reader=reader):
@@ -80,11 +90,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pastTheEnd(last: int, after: int) -> str:
+    """
+    Why a first read from C{--after} printed the log from its start.
+    """
+    if last == 0:
+        return f"the log has no line yet, none after {after}"
+    return f"the log has only {last} line{'' if last == 1 else 's'}, none after {after}"
+
+
+def _lastLine(path: str) -> int:
+    """
+    The number of the log's last whole line.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return lastLineOf(fd)
+    finally:
+        os.close(fd)
+
+
 def main(argv: list[str] | None = None) -> int:
     """
     C{python -m netlog.log.readcli}: the same as C{netlog read}.
     """
-    parser = argparse.ArgumentParser(prog="netlog read")
+    from netlog.cli import OneLineParser
+
+    parser = OneLineParser(prog="netlog read")
     addArguments(parser)
     return run(parser.parse_args(argv))
 

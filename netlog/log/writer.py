@@ -325,12 +325,13 @@ def _checkFile(path: str, st: os.stat_result, shared: bool) -> None:
         )
 
 
-def checkLogPath(path: str, uid: int | None = None, gid: int | None = None) -> None:
+def checkLogPath(path: str, uid: int | None = None, gid: int | None = None, makeFolders: bool = True) -> None:
     """
     Check, without opening it, that the log can be opened safely at C{path}:
     what L{openLogFile} would refuse is refused here, first, with the same
     words. The missing folders are made (as L{openLogFile} would), once the
-    folders above them are found safe.
+    folders above them are found safe; without C{makeFolders} (a path given
+    by hand) a missing folder is refused instead.
 
     @raise UnsafeLogPath: the path can't be used; the message says why and
         what to do.
@@ -352,6 +353,8 @@ def checkLogPath(path: str, uid: int | None = None, gid: int | None = None) -> N
         )
     _checkFolder(existing, uid, gid)
     _checkStrict(existing, path)
+    if not makeFolders and existing != folder:
+        raise UnsafeLogPath(f"no such folder: {folder} (netlog makes folders only for its default log)")
     try:
         _makeFolders(folder)
     except OSError as e:
@@ -371,6 +374,14 @@ def checkLogPath(path: str, uid: int | None = None, gid: int | None = None) -> N
             f"through one: remove it or choose another --log"
         )
     _checkFile(path, st, shared)
+
+
+def lastLineOf(fd: int) -> int:
+    """
+    The number of the last whole line of the log open at C{fd} (0 for
+    none): a session's lines begin after it.
+    """
+    return recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size, onlyLast=True).lastNumber
 
 
 def openLogFile(path: str, uid: int | None = None, gid: int | None = None) -> int:

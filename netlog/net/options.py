@@ -16,14 +16,19 @@ from netlog.net.resolve import Resolver, parseResolveOption
 from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT
 
 
-def _seconds(name: str) -> Any:
+def _seconds(name: str, orZero: bool = False) -> Any:
+    """
+    An option's coercion to a finite number of seconds, above 0 (or 0 too,
+    with C{orZero}).
+    """
     def coerce(value: str) -> float:
         try:
             seconds = float(value)
         except ValueError:
             raise ValueError(f"--{name} wants a number of seconds, got {value!r}") from None
-        if not seconds > 0 or seconds != seconds or seconds == float("inf"):
-            raise ValueError(f"--{name} wants a positive number of seconds, got {value!r}")
+        if not (seconds >= 0 if orZero else seconds > 0) or seconds == float("inf"):
+            wanted = "0 or more" if orZero else "a positive number"
+            raise ValueError(f"--{name} wants {wanted} seconds, got {value!r}")
         return seconds
 
     coerce.coerceDoc = "Seconds."  # type: ignore[attr-defined]

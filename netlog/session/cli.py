@@ -42,6 +42,9 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
     api(har)
     har.add_argument("name")
     har.add_argument("-o", "--output", metavar="FILE", help="where (default: standard output)")
+    har.add_argument("--from", dest="from_line", type=int, default=None, metavar="N",
+                     help="the exchanges whose open line is N or later (default: the session's first "
+                          "line, so none of an earlier session of its name; 0: the whole file)")
     delete = sub.add_parser("delete", help="stop a session; prints its last line number")
     api(delete)
     delete.add_argument("name")
@@ -65,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
         elif args.action == "delete":
             _print(client.delete_session(args.name))
         elif args.output:
-            client.get_session(args.name).save_har(args.output)
+            client.get_session(args.name).save_har(args.output, from_line=args.from_line)
         else:
-            client.get_session(args.name).write_har(sys.stdout.buffer)
+            client.get_session(args.name).write_har(sys.stdout.buffer, from_line=args.from_line)
     except NetlogError as e:
         sys.stderr.write(f"netlog session {args.action}: {e}\n")
         return 1

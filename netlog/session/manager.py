@@ -17,13 +17,13 @@ resolver and the rules are shared.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 from twisted.application.service import MultiService
 from twisted.internet import defer, error
 from twisted.logger import Logger
 
-from netlog.log.writer import LogWriter, UnsafeLogPath, openLogFile
+from netlog.log.writer import LogWriter, UnsafeLogPath, lastLineOf, openLogFile
 from netlog.net.options import LISTEN_BACKLOG
 from netlog.proxy.service import ProxyService
 from netlog.session.names import BadSession, autoName, checkName, checkPort, sessionLogPath
@@ -39,6 +39,16 @@ STOP_TIMEOUT = 10.0
 STOP_POLL = 0.05
 #: Sessions one proxy holds at once (each holds a socket and a file).
 MAX_SESSIONS = 1024
+
+
+def logUsed(mainLog: str | None) -> Callable[[str], bool]:
+    """
+    For L{autoName}: whether a session's log file is already there beside
+    C{mainLog} (a name is used while its path holds anything).
+    """
+    if mainLog is None:
+        return lambda name: False
+    return lambda name: os.path.lexists(sessionLogPath(mainLog, name))
 
 
 def sessionProxy(main: Any, writer: LogWriter, reactor: Any, port: int) -> ProxyService:
@@ -139,10 +149,14 @@ class Session(MultiService):
     its listening port.
     """
 
-    def __init__(self, name: str, logPath: str, writer: LogWriter, proxy: ProxyService, port: Any) -> None:
+    def __init__(self, name: str, logPath: str, writer: LogWriter, proxy: ProxyService, port: Any,
+                 first: int = 1) -> None:
         MultiService.__init__(self)
         self.setName(name)
         self.logPath = logPath
+        #: The number of its first line (its log may hold an earlier
+        #: session's of the same name before it).
+        self.first = first
         self.writer = writer
         self.proxy = proxy
         self.port = port
@@ -162,6 +176,7 @@ class Session(MultiService):
             "port": port,
             "log": self.logPath,
             "open": len(self.writer.openIds),
+            "first": self.first,
             "last": self.writer.nextNumber - 1,
         }
 
@@ -172,14 +187,20 @@ class HeldSession:
     (the worker serves it).
     """
 
-    def __init__(self, name: str, logPath: str, listener: Any) -> None:
+    def __init__(self, name: str, logPath: str, listener: Any, first: int, logFd: int) -> None:
         self.name = name
         self.logPath = logPath
         self.listener = listener
+        #: The number of its first line, as L{Session.first}.
+        self.first = first
+        self._logFd = logFd
 
     def describe(self) -> dict[str, Any]:
         host = self.listener.getHost()
-        return {"name": self.name, "proxy": f"{host.host}:{host.port}", "port": host.port, "log": self.logPath}
+        return {
+            "name": self.name, "proxy": f"{host.host}:{host.port}", "port": host.port, "log": self.logPath,
+            "first": self.first, "last": lastLineOf(self._logFd),
+        }
 
 
 class HeldSessions:
@@ -197,8 +218,8 @@ class HeldSessions:
 
     def _held(self) -> dict[str, HeldSession]:
         return {
-            name: HeldSession(name, logPath, listener)
-            for name, (logPath, listener) in self._supervisor.heldSessions().items()
+            name: HeldSession(name, logPath, listener, first, fd)
+            for name, (logPath, listener, first, fd) in self._supervisor.heldSessions().items()
         }
 
     def get(self, name: str) -> HeldSession:
@@ -217,7 +238,7 @@ class HeldSessions:
         """
         taken = self._supervisor.sessionNames()
         try:
-            name = autoName(taken) if name is None else checkName(name)
+            name = autoName(taken, logUsed(self._logPath)) if name is None else checkName(name)
             port = checkPort(port)
         except BadSession as e:
             raise SessionError(400, str(e)) from None
@@ -236,7 +257,7 @@ class HeldSessions:
             raise SessionError(503, f"the session's log: {e}") from None
         except OSError as e:
             raise SessionError(503, f"the session's log {logPath} can't be opened: {e.strerror or e}") from None
-        return HeldSession(name, logPath, listener)
+        return self.get(name)
 
     def delete(self, name: str, timeout: float | None = None) -> defer.Deferred[dict[str, Any]]:
         """
@@ -329,7 +350,7 @@ class SessionManager(MultiService):
 
     def _make(self, name: str | None, port: int, uid: int | None, gid: int | None) -> Session:
         try:
-            name = autoName(set(self.sessions) | self._stopping) if name is None else checkName(name)
+            name = autoName(set(self.sessions) | self._stopping, logUsed(self._logPath)) if name is None else checkName(name)
             port = checkPort(port)
         except BadSession as e:
             raise SessionError(400, str(e)) from None
@@ -356,12 +377,13 @@ class SessionManager(MultiService):
             listening.stopListening()
             reason = str(e) if isinstance(e, UnsafeLogPath) else f"{logPath} can't be opened: {e.strerror or e}"
             raise SessionError(503, f"the session's log: {reason}") from None
+        first = lastLineOf(fd) + 1
         writer = LogWriter(logPath, reactor=self._reactor, fd=fd)
         proxy.writer = writer
         bound = listening.getHost()
         # Its own port is refused as a destination, like the main listeners.
         self._proxy.policy.addListener(bound.host, bound.port)
-        session = Session(name, logPath, writer, proxy, listening)
+        session = Session(name, logPath, writer, proxy, listening, first)
         self.sessions[name] = session
         session.setServiceParent(self)
         _log.info(

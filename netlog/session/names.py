@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Callable
 
 #: A session's name: letters, digits, C{.}, C{_} and C{-}, 1 to 64 of them.
 NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -50,9 +51,13 @@ def parseSessionOption(value: str) -> tuple[str, int]:
     @raise BadSession: either part is wrong.
     """
     name, equals, port = value.partition("=")
-    if equals and not port.strip().isdigit():
-        raise BadSession(f"--session wants NAME=PORT, got {value!r}")
-    return checkName(name.strip()), checkPort(int(port) if equals else 0)
+    if (equals and not port.strip().isdigit()) or ":" in value or name.strip().isdigit():
+        # a port, host:port or an endpoint description where a name goes
+        raise BadSession(f"--session wants NAME=PORT (its port on 127.0.0.1), such as task-1=8101, got {value!r}")
+    try:
+        return checkName(name.strip()), checkPort(int(port) if equals else 0)
+    except BadSession as e:
+        raise BadSession(f"--session {value}: {e}") from None
 
 
 def sessionLogPath(mainLog: str, name: str) -> str:
@@ -66,11 +71,17 @@ def sessionLogPath(mainLog: str, name: str) -> str:
     return os.path.join(folder, f"{stem}.{name}{extension or '.jsonl'}")
 
 
-def autoName(taken: set[str]) -> str:
+def autoName(taken: set[str], used: Callable[[str], bool] = lambda name: False) -> str:
     """
-    The first C{session-N} not in C{taken}.
+    The first C{session-N} not in C{taken} and not C{used}.
+
+    @param used: whether a name was used before, though no session holds it
+        now (its log file is still there): such a name is skipped, so that a
+        new session never appends to an ended one's log, whose lines its HAR
+        would otherwise hold.
     """
     n = 1
-    while f"{AUTO_PREFIX}{n}" in taken:
+    while f"{AUTO_PREFIX}{n}" in taken or used(f"{AUTO_PREFIX}{n}"):
         n += 1
     return f"{AUTO_PREFIX}{n}"
+

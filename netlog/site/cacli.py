@@ -9,10 +9,11 @@ the PEM is what a browser's or a system's trust store takes.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from netlog.site.ca import CAError, CertificateAuthority
-from netlog.state import DEFAULT_STATE, defaultState  # noqa: F401 (named here before)
+from netlog.state import DEFAULT_STATE, NoSuchFolder, checkInAFolder, defaultState  # noqa: F401 (named here before)
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +29,12 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        if os.path.abspath(args.state) != os.path.abspath(DEFAULT_STATE):
+            checkInAFolder(f"--state {args.state}", args.state)
+    except NoSuchFolder as e:
+        print(f"netlog ca: {e}", file=sys.stderr)
+        return 1
     try:
         ca = CertificateAuthority.loadOrCreate(args.state)
     except CAError as e:

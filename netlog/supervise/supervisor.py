@@ -30,7 +30,7 @@ from twisted.python.failure import Failure
 
 from netlog.core.logline import REASON_STOPPED
 from netlog.core.recovery import recover
-from netlog.log.writer import LogWriter, openLogFile
+from netlog.log.writer import LogWriter, lastLineOf, openLogFile
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.control import SupervisorSide, connectSupervisorSide
 from netlog.supervise.policy import RestartPolicy
@@ -338,6 +338,9 @@ class Supervisor(MultiService):
         #: of those made over the API.
         self.sessions: dict[str, tuple[int, BoundListener]] = {}
         self._sessionPaths = {name: logPath for name, _, logPath in self._sessionSpecs}
+        #: name -> the number of its first line: where its log stood when it
+        #: was made (a name made again appends to the file it left).
+        self._sessionFirst: dict[str, int] = {}
         #: Sessions being deleted: not handed to new workers, names not free.
         self._deleting: set[str] = set()
         self._reactor = reactor
@@ -407,17 +410,22 @@ class Supervisor(MultiService):
                 os.close(fd)
                 raise
             self.sessions[name] = (fd, bound)
+            self._sessionFirst[name] = lastLineOf(fd) + 1
             _log.info(
                 "session {name} listens on {address}, logs to {log}",
                 name=name, address=bound.getHost(), log=logPath,
             )
         MultiService.privilegedStartService(self)
 
-    def heldSessions(self) -> dict[str, tuple[str, BoundListener]]:
+    def heldSessions(self) -> dict[str, tuple[str, BoundListener, int, int]]:
         """
-        The sessions it holds: name -> (log path, listener).
+        The sessions it holds: name -> (log path, listener, the number of its
+        first line, its log's descriptor).
         """
-        return {name: (self._sessionPaths[name], bound) for name, (_, bound) in self.sessions.items()}
+        return {
+            name: (self._sessionPaths[name], bound, self._sessionFirst[name], fd)
+            for name, (fd, bound) in self.sessions.items()
+        }
 
     def sessionNames(self) -> set[str]:
         """
@@ -448,6 +456,7 @@ class Supervisor(MultiService):
             raise
         self.sessions[name] = (fd, bound)
         self._sessionPaths[name] = logPath
+        self._sessionFirst[name] = lastLineOf(fd) + 1
         for worker in self._liveWorkers():
             assert worker.control is not None
             try:
@@ -484,11 +493,12 @@ class Supervisor(MultiService):
             if timer.active():
                 timer.cancel()
             self._endLeftOpenIn(logPath, fd)
-            last = recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size).lastNumber
+            last = lastLineOf(fd)
             os.close(fd)
             bound.close()
             self._deleting.discard(name)
             del self._sessionPaths[name]
+            self._sessionFirst.pop(name, None)
             _log.info("session {name} deleted; its log {log} ends at line {last}", name=name, log=logPath, last=last)
             return {"name": name, "log": logPath, "last": last}
 

@@ -75,21 +75,19 @@ def defaultLogPath(name: str) -> str:
 def apiDescription(value: str) -> str:
     """
     Check an C{--api} endpoint description and make it loopback unless it
-    names an interface: C{tcp:8080} (or C{8080}) becomes
-    C{tcp:8080:interface=127.0.0.1}.
+    names an interface: C{tcp:8080} becomes C{tcp:8080:interface=127.0.0.1}.
 
-    @raise usage.UsageError: it is not a TCP description with a port.
+    @raise usage.UsageError: it is not a TCP description with a port (a
+        bare port or C{host:port} among them: the line shows what to write).
     """
     value = value.strip()
-    if value.isdigit():
-        value = "tcp:" + value
+    checkListen("--api", value)
     parts = splitDescription(value)
     if parts[0].lower() not in ("tcp", "tcp6") or len(parts) < 2 or not parts[1].isdigit():
         raise usage.UsageError(
             f"--api {value}: it wants a TCP endpoint description with a port, such as "
             f"tcp:8081:interface=127.0.0.1"
         )
-    checkListen("--api", value)
     if not any(p.startswith("interface=") for p in parts[2:]):
         value += ":interface=" + (API_INTERFACE if parts[0].lower() == "tcp" else "\\:\\:1")
     return value
@@ -157,9 +155,9 @@ class LogOptions(usage.Options):
         ["api-idle-timeout", None, API_IDLE_TIMEOUT, "Seconds an API connection may sit "
          "idle (before a request, or between two) before it is closed.", _seconds("api-idle-timeout")],
         ["grace", None, GRACE, "Seconds a worker has to stop after SIGTERM "
-         "before it is killed.", float],
+         "before it is killed.", _seconds("grace", orZero=True)],
         ["hang-timeout", None, HANG_TIMEOUT, "Seconds a worker's event loop may "
-         "be stuck before the worker is killed and replaced (0: never).", float],
+         "be stuck before the worker is killed and replaced (0: never).", _seconds("hang-timeout", orZero=True)],
         ["give-up-after", None, None, "Stop (exit status 70) after this many workers in a "
          "row died quickly, for an outer supervisor to fail over (default: never give up).", int],
     ]
@@ -225,6 +223,10 @@ class LogOptions(usage.Options):
         self.setdefault("listen", []).append(description)
 
     def postOptions(self) -> None:
+        for name, value in sorted(self.items()):
+            # Given as "" ("$UNSET" in a script): not the default, a mistake.
+            if value == "" and name + "=" in self.longOpt:
+                raise usage.UsageError(f"--{name} was given an empty value")
         if not self.get("listen"):
             self["listen"] = [DEFAULT_LISTEN]
         for description in self["listen"]:
@@ -235,6 +237,12 @@ class LogOptions(usage.Options):
             self["log"] = defaultLogPath(self.logName)
             # A refusal of it then says it is the default, not a --log given.
             self["log-is-default"] = True
+        if self["log"] is not None:
+            # netlog makes the default log's folder (a unit file may name it
+            # by hand) and the default state folder (where a refusal of an
+            # unsafe /var/log tells to put the log), and no other.
+            self["log-folder-made"] = os.path.dirname(os.path.abspath(self["log"])) in (
+                os.path.dirname(os.path.abspath(defaultLogPath(self.logName))), os.path.abspath(DEFAULT_STATE))
         self.checkApi()
         self.setdefault("session", [])
         if self["session"] and self["no-log"]:
@@ -251,8 +259,9 @@ class LogOptions(usage.Options):
             raise usage.UsageError("--api-token-reads guards the API, which is off: give --api too")
         if not self.get("api-token-file"):
             self["api-token-file"] = defaultTokenPath(self.get("state") or DEFAULT_STATE)
+            self["api-token-file-is-default"] = True
         rate = self.get("api-session-rate")
-        if rate is not None and not rate > 0:
+        if rate is not None and not 0 < rate < float("inf"):
             raise usage.UsageError(f"--api-session-rate wants sessions a second, more than 0, got {rate:g}")
         if self.get("api"):
             self["api"] = apiDescription(self["api"])
@@ -298,6 +307,9 @@ def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: Any = None) -
         config["api"] = apiDescription(config["api"])
         config["api-address"] = apiAddress(config["api"])
     config.setdefault("api-address", None)
+    from netlog.tap.startup import StartupReport, missingFolders
+
+    missing = missingFolders(config)
     sessions = None
     if config.get("no-supervise"):
         top = makeSingleProcess(config, buildProxy, reactor)
@@ -307,14 +319,17 @@ def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: Any = None) -
         from netlog.session.manager import HeldSessions
 
         sessions = HeldSessions(top, config["log"])
+    api: Any = None
     if config.get("api"):
         from netlog.api.service import makeApiService
 
         try:
-            api: Any = makeApiService(config, reactor, sessions)
+            api = makeApiService(config, reactor, sessions)
         except TokenError as e:
             raise SystemExit(f"{commandName(config)}: --api-token-file: {e}") from None
         api.setServiceParent(top)
+    # Last, so that it speaks once the others have started.
+    StartupReport(config, missing, api).setServiceParent(top)
     return top
 
 

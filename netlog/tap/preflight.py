@@ -15,6 +15,7 @@ import errno
 import ipaddress
 import os
 import pwd
+import re
 import socket
 import sys
 from typing import Any
@@ -38,6 +39,29 @@ class Mistake(Exception):
     A mistake on the command line, found by trying: the message is the one
     line to print (the option, the value, what to do).
     """
+
+
+#: What a user writes for a listener that is not an endpoint description: a
+#: bare port (C{3199}), or an address and a port (C{127.0.0.1:3199},
+#: C{localhost:3199}, C{:3199}, C{[::1]:3199}).
+_ADDRESS_AND_PORT = re.compile(r"(?:(\[[0-9A-Fa-f:.]*\]|[0-9.]*|localhost):)?(\d+)")
+
+
+def _notADescription(where: str, description: str) -> str | None:
+    """
+    The line to say when C{description} is a port or C{host:port} rather
+    than an endpoint description: it shows the description to write.
+    """
+    found = _ADDRESS_AND_PORT.fullmatch(description.strip())
+    if found is None:
+        return None
+    host, port = found.group(1), found.group(2)
+    if host and host.startswith("["):
+        right = f"tcp6:{port}:interface=" + (host[1:-1] or "::1").replace(":", "\\:")
+    else:
+        right = f"tcp:{port}:interface=" + (host if host and host != "localhost" else "127.0.0.1")
+    what = "a port" if host is None else "an address and a port"
+    return f"{where}: {what}, not an endpoint description; write {right}"
 
 
 #: The order of a TCP description's positional arguments after the port, as
@@ -95,6 +119,9 @@ def checkListen(option: str, description: str) -> None:
     @raise usage.UsageError: a line naming C{option}, the value and the fix.
     """
     where = f"{option} {description}"
+    mistaken = _notADescription(where, description)
+    if mistaken is not None:
+        raise usage.UsageError(mistaken)
     try:
         parsed = _tcpParts(description)
     except ValueError as e:
@@ -304,6 +331,9 @@ def preflight(
     for name, port in config.get("session") or []:
         # A session's port (0: any) on loopback; said as the option gave it.
         tried.append((f"--session {name}={port}, as", f"tcp:{port}:interface=127.0.0.1"))
+    from netlog.state import NoSuchFolder
+    from netlog.tap.startup import checkFolders
+
     try:
         checkDropUser(uid, gid, supervised)
         checkListeners(tried)
@@ -311,11 +341,15 @@ def preflight(
         if log is not None:
             what = f"the default log {log} (no --log given)" if config.get("log-is-default") else f"--log {log}"
             try:
-                checkLogPath(log, uid, gid)
+                checkLogPath(log, uid, gid, makeFolders=bool(config.get("log-folder-made")))
             except UnsafeLogPath as e:
                 raise Mistake(f"{what}: {e}") from None
             except OSError as e:
                 raise Mistake(f"{what}: can't be used: {e.strerror or e}; choose another --log") from None
+        try:
+            checkFolders(config)
+        except NoSuchFolder as e:
+            raise Mistake(str(e)) from None
     except Mistake as e:
         raise SystemExit(f"{commandName(config)}: {e}") from None
 

@@ -158,8 +158,8 @@ class ApiHostOptionTests(SynchronousTestCase):
         from netlog.tap.standin import Options
 
         for value in ["netlog.test:8081", "http://netlog.test", "a b", ""]:
-            self.assertRaises(usage.UsageError, Options().parseOptions, ["--api", "0", "--api-host", value])
+            self.assertRaises(usage.UsageError, Options().parseOptions, ["--api", "tcp:0", "--api-host", value])
         self.assertRaises(usage.UsageError, Options().parseOptions, ["--api-host", "netlog.test"])
         options = Options()
-        options.parseOptions(["--api", "0", "--api-host", "NetLog.Test", "--api-host", "[::1]"])
+        options.parseOptions(["--api", "tcp:0", "--api-host", "NetLog.Test", "--api-host", "[::1]"])
         self.assertEqual(options["api-host"], ["netlog.test", "::1"])

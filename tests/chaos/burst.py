@@ -173,6 +173,9 @@ class Burst:
     # -- the proxy ----------------------------------------------------------
 
     def start(self) -> Twistd:
+        # a --log by hand is in a folder that exists (netlog makes only its defaults')
+        os.makedirs(os.path.dirname(self.logPath), exist_ok=True)
+        os.chmod(os.path.dirname(self.logPath), 0o755)
         common = ["--log", self.logPath, "--listen", "tcp:0:interface=127.0.0.1", "--api", "tcp:0",
                   "--api-token-file", os.path.join(self.folder, "api-token")] + ([] if self.standby else ["--no-standby"])
         twistdArgs: list[str] = []

@@ -5,6 +5,8 @@ process left open.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
@@ -36,6 +38,19 @@ def _scanForward(data: bytes) -> tuple[int, list[int]]:
         else:
             opened.pop(record["id"], None)
     return last, list(opened)
+
+
+def _counted(data: bytes) -> tuple[Callable[[int, int], bytes], list[int]]:
+    """
+    A reader of C{data} and the sizes it was asked for, in order.
+    """
+    seen: list[int] = []
+
+    def readAt(offset: int, size: int) -> bytes:
+        seen.append(size)
+        return data[offset : offset + size]
+
+    return readAt, seen
 
 
 _ops = st.lists(
@@ -90,17 +105,38 @@ class RecoverTests(SynchronousTestCase):
         """
         ops = [("open", 100), ("end", 0)] * 5000
         data, _ = modelLog(ops)
-        seen = []
-
-        def readAt(offset: int, size: int) -> bytes:
-            seen.append(size)
-            return data[offset : offset + size]
-
+        readAt, seen = _counted(data)
         with smallBlocks(chunk=4096):
             found = recover(readAt, len(data))
         self.assertEqual((found.lastNumber, found.unended), (10000, []))
         self.assertLess(sum(seen), 3 * 4096)
         self.assertGreater(len(data), 1_000_000)
+
+    def test_onlyLastReadsOnlyTheTail(self) -> None:
+        """
+        Asked only for the last number (a session's C{first} and C{last}),
+        recovery reads the tail even with an exchange open since the start.
+        """
+        ops = [("open", 100)] + [("open", 100), ("end", 1)] * 5000
+        data, _ = modelLog(ops)
+        readAt, seen = _counted(data)
+        with smallBlocks(chunk=4096):
+            found = recover(readAt, len(data), onlyLast=True)
+        self.assertEqual(found.lastNumber, 10001)
+        self.assertLess(sum(seen), 3 * 4096)
+
+    @settings(max_examples=200, deadline=None)
+    @given(_ops, st.floats(0, 1), st.integers(1, 64))
+    def test_onlyLastMatchesAForwardScan(self, ops: list, cutAt: float, chunk: int) -> None:  # type: ignore[type-arg]
+        """
+        On any log cut at any byte, the last number alone is the one reading
+        every line forward finds.
+        """
+        data, _ = modelLog(ops)
+        data = data[: int(len(data) * cutAt)] if cutAt < 1 else data
+        with smallBlocks(chunk=chunk):
+            found = recover(reader(data), len(data), onlyLast=True)
+        self.assertEqual(found.lastNumber, _scanForward(data)[0])
 
     @settings(max_examples=200, deadline=None)
     @given(_ops, st.floats(0, 1), st.integers(1, 64))

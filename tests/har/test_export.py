@@ -80,6 +80,37 @@ class WriteHarTests(SynchronousTestCase):
         self.assertTrue(har["log"]["entries"][0]["_open"])
         self.assertEqual(validate(out.getvalue()), [])
 
+    def test_fromLine(self) -> None:
+        """
+        fromLine=N exports only the exchanges opened at line N or later: the
+        end lines of earlier ones after it (a tunnel still open across it)
+        are passed over, not counted unreadable; 0 and 1 export all; a line
+        the log doesn't have before N is MissingLine, or the whole log with
+        wholeIfMissing (begun again since).
+        """
+        log = bigLog(10, 100)
+        self.write(log)
+        with open(self.path, "rb") as f:
+            records = [json.loads(line) for line in f]
+        # the line on from which the last four exchanges opened
+        first = [r["n"] for r in records if r["type"] == "open"][-4]
+
+        def urls(**kwargs: Any) -> tuple[list[str], int]:
+            out = io.BytesIO()
+            result = writeHar(self.path, out, **kwargs)
+            har = json.loads(out.getvalue())
+            return [e["request"]["url"] for e in har["log"]["entries"]], har["log"]["_unreadable"]
+
+        self.assertEqual(urls(fromLine=first), ([f"https://shop.test/item/{i}" for i in range(6, 10)], 0))
+        everything = ["https://live.test:443/"] + [f"https://shop.test/item/{i}" for i in range(10)]
+        self.assertEqual(urls(fromLine=0), (everything, 0))
+        self.assertEqual(urls(fromLine=1), (everything, 0))
+        self.assertEqual(urls(fromLine=len(records) + 1), ([], 0))
+        with self.assertRaises(exportModule.MissingLine) as caught:
+            writeHar(self.path, io.BytesIO(), fromLine=len(records) + 2)
+        self.assertEqual(caught.exception.n, len(records) + 1)
+        self.assertEqual(urls(fromLine=len(records) + 2, wholeIfMissing=True), (everything, 0))
+
     def test_indexInSmallReads(self) -> None:
         """
         The first pass, reading the log a few bytes at a time (lines much

@@ -151,10 +151,23 @@ class ReadCommandTests(SynchronousTestCase):
         self.assertEqual(done.returncode, 1)
         self.assertIn(b"no log at", done.stderr)
 
+    def test_afterPastTheEnd(self) -> None:
+        """
+        C{--after} past the log's last line says so (not that the log was
+        begun again) and prints it from its start; C{--json} keeps the
+        API's envelope, whose cursor rule calls it begun again.
+        """
+        done = self.runRead(self.path, "--after", "100")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stderr, b"netlog read: the log has only 5 lines, none after 100; reading from its start:\n")
+        self.assertEqual([json.loads(line)["n"] for line in done.stdout.splitlines()], [1, 2, 3, 4, 5])
+        envelope = json.loads(self.runRead(self.path, "--after", "100", "--json").stdout)
+        self.assertEqual((envelope["next"], envelope["begun_again"]), (5, True))
+
     def test_badLimit(self) -> None:
         """
         A limit below 1 is refused with a message.
         """
         done = self.runRead(self.path, "--limit", "0")
-        self.assertEqual(done.returncode, 2)
+        self.assertEqual(done.returncode, 1)
         self.assertIn(b"--limit", done.stderr)

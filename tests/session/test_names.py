@@ -56,6 +56,12 @@ class NameTests(SynchronousTestCase):
         self.assertEqual(autoName(set()), "session-1")
         self.assertEqual(autoName({"session-1", "session-3"}), "session-2")
 
+    def test_autoNameSkipsUsed(self) -> None:
+        """
+        A name whose log is still there (an ended session's) is skipped too.
+        """
+        self.assertEqual(autoName({"session-2"}, lambda name: name in ("session-1", "session-3")), "session-4")
+
 
 class OptionTests(SynchronousTestCase):
     def test_repeatable(self) -> None:

@@ -318,6 +318,9 @@ class UnprivilegedTests(SynchronousTestCase):
                     f'backend = "http://127.0.0.1:{backend.server_address[1]}"\n')
         state = os.path.join(folder, "state")
         port = freePort()
+        # a --log by hand is in a folder that exists (netlog makes only its defaults')
+        os.mkdir(os.path.join(folder, "log"))
+        os.chmod(os.path.join(folder, "log"), 0o755)
         twistd = Twistd(folder, "netlog-proxy", [
             "--sites", sites, "--listen", f"tcp:{port}:interface=127.0.0.1",
             "--log", os.path.join(folder, "log", "network.jsonl"), "--state", state,

@@ -39,6 +39,9 @@ class SupervisedTests(SynchronousTestCase):
             os.makedirs(folder)
         self.folder = folder
         self.logPath = os.path.join(folder, "log", "network.jsonl")
+        # a --log by hand is in a folder that exists (netlog makes only its defaults')
+        os.makedirs(os.path.dirname(self.logPath), exist_ok=True)
+        os.chmod(os.path.dirname(self.logPath), 0o755)
         twistd = Twistd(
             folder,
             "netlog-dummy",
@@ -282,6 +285,8 @@ class UnprivilegedWorkerTests(SynchronousTestCase):
         # mktemp's folder is made 0700; the log must be readable by nobody.
         os.chmod(os.path.dirname(folder), 0o755)
         logPath = os.path.join(folder, "log", "network.jsonl")
+        os.mkdir(os.path.dirname(logPath))
+        os.chmod(os.path.dirname(logPath), 0o755)
         secret = os.path.join(folder, "secret")
         with open(secret, "w") as f:
             f.write("only root reads this\n")

@@ -160,14 +160,34 @@ class MistakeTests(SynchronousTestCase):
         self.both(lambda p: self.refused(
             p, ["--log", self.folder], f"--log {self.folder}:", "is a folder; name a file in it", made=True))
 
-    def test_logFolderCannotBeMade(self) -> None:
+    def test_logFolderMissing(self) -> None:
         """
-        --log in a folder that can't be made (sysfs takes no new folder,
-        even from root).
+        --log given by hand in a folder that isn't there: netlog makes
+        folders only for its default log, so a typo is one line ("no such
+        folder") and no folder is made, even where one could be.
         """
         log = "/sys/netlog-test/network.jsonl"
+        self.both(lambda p: self.refused(p, ["--log", log], f"--log {log}:", "no such folder: /sys/netlog-test"))
+        typo = os.path.join(self.folder, "lgos", "network.jsonl")
         self.both(lambda p: self.refused(
-            p, ["--log", log], f"--log {log}:", "the log's folder /sys/netlog-test can't be made"))
+            p, ["--log", typo], f"--log {typo}:", f"no such folder: {os.path.dirname(typo)}"))
+        self.assertFalse(os.path.lexists(os.path.dirname(typo)))
+
+    def test_stateFolderMissing(self) -> None:
+        """
+        --state given by hand whose parent isn't there (a typo): one line,
+        and neither it nor its parent is made; a --state that is a file is
+        not a folder.
+        """
+        state = os.path.join(self.folder, "lib-typo", "netlog")
+        log = os.path.join(self.folder, "network.jsonl")
+        for plugin in ("netlog-standin", "netlog-proxy"):
+            args = ["--log", log, "--api", "tcp:0"] if plugin == "netlog-standin" else ["--log", log]
+            # the site proxy's own --state is given by refused(); the last one counts
+            self.refused(plugin, [*args, "--state", state], f"--state {state}:",
+                         f"no such folder: {os.path.dirname(state)}")
+            self.assertFalse(os.path.lexists(os.path.dirname(state)))
+            self.refused(plugin, [*args, "--state", self.sites], f"--state {self.sites}: not a folder")
 
     def test_symlinkAtLog(self) -> None:
         """
