@@ -1,0 +1,419 @@
+"""
+Replay's pure part: what a recording holds for each request it can answer,
+how a request is matched to it, and the answer framed again as HTTP/1.1.
+
+A recording is a netlog log (kept with C{--keep-bodies all}) or a HAR.
+Loading it makes a L{ReplayIndex}: per request key (the method and the URL:
+scheme, host, port, path and the query as a multiset, less the ignored
+parameters) and body digest (the request body's SHA-256, after the ignored
+JSON or form fields are dropped), the recorded entries in recorded order,
+each with only where its lines lie in the file (never its bodies). The
+k-th identical request gets the k-th recorded answer, and the last repeats
+after that. Recorded failures, refusals, answers that couldn't be read as
+HTTP and answers whose body wasn't kept are never served: they are
+counted as skipped, by why.
+
+No I/O here: the shell (L{netlog.proxy.replay}) indexes the file and reads
+the lines back by offset.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import Any, Callable, Hashable, Iterable, Iterator
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from netlog.core.har import ExchangeLines
+from netlog.core.http1 import HOP_BY_HOP
+
+__all__ = [
+    "MatchRules",
+    "Recorded",
+    "RecordedAnswer",
+    "ReplayIndex",
+    "answerFromHar",
+    "answerFromLog",
+    "bodyKey",
+    "framed",
+    "recordedFromHar",
+    "recordedFromLog",
+    "requestKey",
+    "unmatchedAnswer",
+]
+
+#: Ports a URL without one means, by scheme (a WebSocket's as its scheme's).
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+#: A WebSocket's URL is matched as the HTTP request that opened it.
+_MATCHED_SCHEMES = {"ws": "http", "wss": "https"}
+#: The fields a replayed answer never carries: the hop-by-hop ones, and the
+#: recorded framing (the answer is framed again by its body's length).
+DROPPED_FIELDS = HOP_BY_HOP | {b"content-length"}
+#: Statuses whose answer has no body whatever its fields say.
+_BODILESS = frozenset({204, 304})
+#: The status of the answer to a request the recording has no answer for.
+UNMATCHED_STATUS = 404
+
+# Why a recorded entry isn't served (the keys of L{ReplayIndex.skipped}).
+SKIP_FAILED = "failed"
+SKIP_REFUSED = "refused"
+SKIP_UNANSWERED = "unanswered"
+SKIP_UNPARSED = "unparsed"
+SKIP_BODY_NOT_KEPT = "body not kept"
+SKIP_WEBSOCKET = "websocket"
+SKIP_UNREADABLE = "unreadable"
+
+
+@dataclass(frozen=True)
+class MatchRules:
+    """
+    What of a request is left out of matching.
+
+    @ivar ignoreParams: query parameters dropped (cache-busters: C{t}, C{_}).
+    @ivar ignoreFields: JSON fields (at any depth) and form fields dropped
+        from a request body.
+    """
+
+    ignoreParams: frozenset[str] = frozenset()
+    ignoreFields: frozenset[str] = frozenset()
+
+
+def requestKey(method: str, url: str, rules: MatchRules) -> Hashable:
+    """
+    What two requests must share to match: the method, the scheme, host
+    and port (the default one when the URL names none), the path, and the
+    query as a multiset (its order ignored), less C{rules.ignoreParams}.
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = DEFAULT_PORTS.get(scheme, 0)
+    query = tuple(sorted(
+        (name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        if name not in rules.ignoreParams
+    ))
+    return (method.upper(), _MATCHED_SCHEMES.get(scheme, scheme), (parts.hostname or "").lower(), port,
+            parts.path or "/", query)
+
+
+def _mediaType(contentType: str | None) -> str:
+    return (contentType or "").split(";", 1)[0].strip().lower()
+
+
+def _withoutFields(value: Any, names: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _withoutFields(v, names) for k, v in value.items() if k not in names}
+    if isinstance(value, list):
+        return [_withoutFields(v, names) for v in value]
+    return value
+
+
+def bodyKey(body: bytes, contentType: str | None, rules: MatchRules) -> str | None:
+    """
+    The digest a request's body is matched by: L{None} for no body, else
+    the SHA-256 of its exact bytes, or, with C{rules.ignoreFields}, of a
+    JSON body less those fields (at any depth; keys sorted) or a form body
+    less those fields.
+    """
+    if not body:
+        return None
+    if rules.ignoreFields:
+        media = _mediaType(contentType)
+        if media == "application/json" or media.endswith("+json"):
+            try:
+                parsed = json.loads(body)
+            except (ValueError, RecursionError):
+                pass
+            else:
+                body = json.dumps(_withoutFields(parsed, rules.ignoreFields), sort_keys=True,
+                                  separators=(",", ":")).encode()
+        elif media == "application/x-www-form-urlencoded":
+            pairs = parse_qsl(body.decode("latin-1"), keep_blank_values=True)
+            body = urlencode([(k, v) for k, v in pairs if k not in rules.ignoreFields]).encode("latin-1")
+    return hashlib.sha256(body).hexdigest()
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """
+    One recorded request the recording can answer.
+
+    @ivar mark: the recorded line (the open line's C{n}) or HAR entry
+        (its index) the answer comes from, as C{_replayed} names it.
+    @ivar where: where its lines lie in the file, for the loader that
+        reads its answer back.
+    """
+
+    key: Hashable
+    body: str | None
+    mark: int
+    where: Any
+
+
+@dataclass
+class ReplayIndex:
+    """
+    The recorded requests by key and body digest, each key's in recorded
+    order, and how many of each request have been answered.
+    """
+
+    entries: dict[tuple[Hashable, str | None], list[Recorded]] = field(default_factory=dict)
+    served: dict[tuple[Hashable, str | None], int] = field(default_factory=dict)
+    #: Recorded entries not served, by why (see the C{SKIP_} names).
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def add(self, recorded: Recorded) -> None:
+        self.entries.setdefault((recorded.key, recorded.body), []).append(recorded)
+
+    def skip(self, why: str) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + 1
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.entries.values())
+
+    def match(self, key: Hashable, body: str | None) -> Recorded | None:
+        """
+        The recorded answer for the next request with this key and body:
+        the k-th of them gets the k-th recorded, the last once they run out.
+        """
+        both = (key, body)
+        recorded = self.entries.get(both)
+        if not recorded:
+            return None
+        k = self.served.get(both, 0)
+        self.served[both] = k + 1
+        return recorded[min(k, len(recorded) - 1)]
+
+
+@dataclass(frozen=True)
+class RecordedAnswer:
+    """
+    A recorded answer, read back: its status, reason, fields in order (as
+    the browser got them), body, whether the body was cut at the
+    recording's limit, and how long the recording waited for it (from the
+    request's end to the answer's first byte).
+    """
+
+    status: int
+    reason: bytes
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    cut: bool
+    wait: float
+
+
+# -- netlog logs ---------------------------------------------------------------------
+
+
+def _headerValue(headers: Any, name: str) -> str | None:
+    if isinstance(headers, list):
+        for pair in headers:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2 and str(pair[0]).lower() == name:
+                return str(pair[1])
+    return None
+
+
+def _skipReason(end: dict[str, Any]) -> str | None:
+    if end.get("_failed"):
+        return SKIP_FAILED
+    if end.get("_refused"):
+        return SKIP_REFUSED
+    if end.get("_unparsed"):
+        return SKIP_UNPARSED
+    response = end.get("response")
+    if not isinstance(response, dict) or not isinstance(response.get("status"), int):
+        return SKIP_UNANSWERED
+    if response["status"] == 101 or end.get("_websocket"):
+        return SKIP_WEBSOCKET
+    body = response.get("body")
+    if isinstance(body, dict) and body.get("size") and not isinstance(body.get("data"), str):
+        return SKIP_BODY_NOT_KEPT
+    return None
+
+
+def recordedFromLog(exchanges: Iterable[ExchangeLines], readAt: Callable[[int, int], bytes],
+                    rules: MatchRules, index: ReplayIndex) -> None:
+    """
+    Add to C{index} each exchange of a netlog log (where its lines lie, as
+    L{netlog.core.har.exchangeLines} gives them) that can be replayed.
+    """
+    for openOffset, openLength, ends, _notes in exchanges:
+        try:
+            opened = json.loads(readAt(openOffset, openLength))
+            request = opened["request"]
+            if opened.get("kind") != "exchange" or not ends:
+                index.skip(SKIP_UNANSWERED if opened.get("kind") == "exchange" else SKIP_REFUSED)
+                continue
+            endOffset, endLength = ends[0]
+            end = json.loads(readAt(endOffset, endLength))
+            why = _skipReason(end)
+            if why is not None:
+                index.skip(why)
+                continue
+            requestBody = end.get("request_body")
+            body = b""
+            if isinstance(requestBody, dict) and isinstance(requestBody.get("data"), str):
+                body = base64.b64decode(requestBody["data"])
+            contentType = _headerValue(request.get("headers"), "content-type")
+            index.add(Recorded(requestKey(str(request["method"]), str(request["url"]), rules),
+                               bodyKey(body, contentType, rules), int(opened["n"]),
+                               (openOffset, openLength, endOffset, endLength)))
+        except (ValueError, KeyError, TypeError, RecursionError, binascii.Error):
+            index.skip(SKIP_UNREADABLE)
+
+
+def _pairs(headers: Any) -> list[tuple[bytes, bytes]]:
+    out = []
+    for pair in headers or []:
+        if isinstance(pair, dict):
+            name, value = pair.get("name"), pair.get("value")
+        else:
+            name, value = pair
+        out.append((str(name).encode("latin-1"), str(value).encode("latin-1")))
+    return out
+
+
+def answerFromLog(openLine: bytes, endLine: bytes) -> RecordedAnswer:
+    """
+    The answer a netlog log's exchange recorded, from its open and end lines.
+    """
+    opened = json.loads(openLine)
+    end = json.loads(endLine)
+    response = end["response"]
+    body = response.get("body") or {}
+    data = body.get("data")
+    times = end.get("times") or {}
+    sent, first = times.get("sent"), times.get("first_byte")
+    start = sent if isinstance(sent, (int, float)) else opened.get("started")
+    wait = first - start if isinstance(first, (int, float)) and isinstance(start, (int, float)) else 0.0
+    return RecordedAnswer(int(response["status"]), str(response.get("reason") or "").encode("latin-1"),
+                          _pairs(response.get("headers")), base64.b64decode(data) if data else b"",
+                          bool(body.get("_truncated")), max(wait, 0.0))
+
+
+# -- HARs ------------------------------------------------------------------------------
+
+
+def recordedFromHar(har: dict[str, Any], rules: MatchRules, index: ReplayIndex) -> None:
+    """
+    Add to C{index} each entry of a HAR (netlog's, Chrome's, Playwright's,
+    mitmproxy's) that can be replayed; C{where} is the entry's index.
+    """
+    for i, entry in enumerate(har.get("log", {}).get("entries") or []):
+        try:
+            request, response = entry["request"], entry.get("response") or {}
+            if entry.get("_failed"):
+                index.skip(SKIP_FAILED)
+                continue
+            if entry.get("_refused"):
+                index.skip(SKIP_REFUSED)
+                continue
+            status = response.get("status")
+            if not isinstance(status, int) or status <= 0:
+                index.skip(SKIP_UNANSWERED)
+                continue
+            if status == 101 or entry.get("_webSocketMessages") is not None:
+                index.skip(SKIP_WEBSOCKET)
+                continue
+            content = response.get("content") or {}
+            if content.get("size") and not isinstance(content.get("text"), str):
+                index.skip(SKIP_BODY_NOT_KEPT)
+                continue
+            post = request.get("postData") or {}
+            text = post.get("text")
+            body = text.encode("utf-8") if isinstance(text, str) else b""
+            index.add(Recorded(requestKey(str(request["method"]), str(request["url"]), rules),
+                               bodyKey(body, post.get("mimeType"), rules), i, i))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            index.skip(SKIP_UNREADABLE)
+
+
+#: Fields a HAR's answer drops when its body was recorded decoded: the
+#: body's coding is no longer the one they name.
+_DECODED_DROPPED = frozenset({b"content-encoding"})
+
+
+def answerFromHar(entry: dict[str, Any]) -> RecordedAnswer:
+    """
+    The answer a HAR entry recorded; C{content.text} as text (encoded as
+    UTF-8) or, with C{encoding: base64}, as base64. HAR bodies are decoded,
+    so C{Content-Encoding} is dropped.
+    """
+    response = entry["response"]
+    content = response.get("content") or {}
+    text = content.get("text") or ""
+    body = base64.b64decode(text) if content.get("encoding") == "base64" else text.encode("utf-8")
+    headers = [(n, v) for n, v in _pairs(response.get("headers"))
+               if n.lower() not in _DECODED_DROPPED and not n.startswith(b":")]
+    timings = entry.get("timings") or {}
+    wait = timings.get("wait")
+    return RecordedAnswer(int(response["status"]), str(response.get("statusText") or "").encode("latin-1"),
+                          headers, body, bool(content.get("_truncated")),
+                          wait / 1000.0 if isinstance(wait, (int, float)) and wait > 0 else 0.0)
+
+
+# -- the answer, framed again ---------------------------------------------------------
+
+
+def framed(answer: RecordedAnswer, method: bytes) -> bytes:
+    """
+    C{answer} as HTTP/1.1 bytes: the status line (the recorded reason, or
+    the status's own), the recorded fields in order less the hop-by-hop
+    ones, and the body framed by its length (C{Content-Length} where the
+    recording had its framing field), byte for byte. A C{HEAD}'s answer and
+    a C{204} or C{304} keep their recorded C{Content-Length} and carry no
+    body.
+    """
+    reason = answer.reason
+    if not reason:
+        try:
+            reason = HTTPStatus(answer.status).phrase.encode("latin-1")
+        except ValueError:
+            reason = b"Recorded"
+    bodiless = method == b"HEAD" or answer.status in _BODILESS or answer.status < 200
+    lines = [b"HTTP/1.1 %d %s" % (answer.status, reason)]
+    length = b"Content-Length: %d" % len(answer.body)
+    placed = bodiless
+    for name, value in answer.headers:
+        lower = name.lower()
+        if lower in DROPPED_FIELDS:
+            if bodiless and lower == b"content-length":
+                lines.append(name + b": " + value)
+            elif not placed and lower in (b"content-length", b"transfer-encoding"):
+                lines.append(length)
+                placed = True
+            continue
+        if name.startswith(b":"):
+            continue
+        lines.append(name + b": " + value)
+    if not placed:
+        lines.append(length)
+    head = b"\r\n".join(lines) + b"\r\n\r\n"
+    return head if bodiless else head + answer.body
+
+
+def unmatchedAnswer(method: str, url: str) -> RecordedAnswer:
+    """
+    The answer to a request the recording has none for: a C{404} whose
+    JSON body says so.
+    """
+    body = json.dumps({"error": f"no recording for {method} {url}"}).encode() + b"\n"
+    return RecordedAnswer(UNMATCHED_STATUS, b"Not Found",
+                          [(b"Content-Type", b"application/json"), (b"Cache-Control", b"no-store")],
+                          body, False, 0.0)
+
+
+def iterRecorded(index: ReplayIndex) -> Iterator[Recorded]:
+    """
+    Every recorded entry the index serves from.
+    """
+    for recorded in index.entries.values():
+        yield from recorded
