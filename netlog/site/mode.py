@@ -11,7 +11,7 @@ from typing import Any
 
 from zope.interface import implementer
 
-from netlog.core.capture import BodyCapture, requestCapture, responseCaptureFor
+from netlog.core.capture import BodyCapture, keepAllCapture, requestCapture, responseCaptureFor
 from netlog.core.records import urlAuthority
 from netlog.proxy.mode import BLIND, OPEN, IMode, Refusal, Route, Routed, liveRoute
 from netlog.site.ca import HTTP1_ONLY, PROTOCOLS, CertificateAuthority, HandedLeaves, mintInChild
@@ -45,13 +45,16 @@ class SiteMode:
     privilegedFiles: tuple[str, ...] = ()
 
     def __init__(self, config: SitesConfig, stateDir: str, ca: CertificateAuthority | None = None,
-                 keepKey: bool = True, h2: bool = True) -> None:
+                 keepKey: bool = True, h2: bool = True, keepAll: bool = False) -> None:
         """
         @param keepKey: this process loads the CA and holds its key
             (C{--no-supervise}, tests); otherwise the supervisor's copy has
             a child process mint every site's certificate and hands them to
             the workers, which serve from them.
+        @param keepAll: keep every answer's body, binary too
+            (C{--keep-bodies all}).
         """
+        self.keepAll = keepAll
         self.protocols = PROTOCOLS if h2 else HTTP1_ONLY
         self.config = config
         self.stateDir = stateDir
@@ -167,6 +170,8 @@ class SiteMode:
         return requestCapture(logging)
 
     def responseCapture(self, contentType: bytes | None, logging: bool) -> BodyCapture:
+        if self.keepAll:
+            return keepAllCapture(contentType, logging)
         return responseCaptureFor(contentType, logging)
 
     def rewrite(self, route: Route, name: bytes, value: bytes) -> bytes:

@@ -10,6 +10,7 @@ from typing import Any
 from twisted.application.service import MultiService
 from twisted.python import usage
 
+from netlog.core.capture import KEEP_CHOICES, KEEP_TEXT
 from netlog.net.options import DestinationOptions, _seconds
 from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
 from netlog.site.config import ConfigError, SitesConfig, loadSites
@@ -36,6 +37,9 @@ class Options(LogOptions, DestinationOptions):
          "(a plain TCP description, e.g. tcp:443:interface=127.0.0.1)."],
         ["http-route", None, None,
          "Also answer plain HTTP on this endpoint with a 308 to the site's HTTPS origin."],
+        ["keep-bodies", None, KEEP_TEXT,
+         "What of answers' bodies the log keeps: text (text, JSON, forms, XML, scripts; other types as "
+         "size and sha256) or all (every type, to the same limit: a recording to --replay)."],
         ["header-timeout", None, DEFAULT_HEADER_TIMEOUT,
          "Seconds a browser has to send a whole request head once begun (then 408).",
          _seconds("header-timeout")],
@@ -55,6 +59,8 @@ class Options(LogOptions, DestinationOptions):
         self.checkDestinations()
         if not self["sites"]:
             raise usage.UsageError("--sites FILE is required (see examples/sites.toml)")
+        if self["keep-bodies"] not in KEEP_CHOICES:
+            raise usage.UsageError(f"--keep-bodies takes {' or '.join(KEEP_CHOICES)}, not {self['keep-bodies']!r}")
         for option in ("https-route", "http-route"):
             if self[option]:
                 checkListen("--" + option, self[option])
