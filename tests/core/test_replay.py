@@ -1,0 +1,265 @@
+"""
+Replay's matching rules, as tables: a recording (a netlog log made with the
+proxy's own record builders, or a HAR) indexed, then requests matched to
+it. Each rule has a case that only it gets right.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from twisted.trial.unittest import SynchronousTestCase
+
+from netlog.core.har import LineIndex, exchangeLines
+from netlog.core.replay import (
+    MatchRules,
+    RecordedAnswer,
+    ReplayIndex,
+    SKIP_BODY_NOT_KEPT,
+    SKIP_FAILED,
+    SKIP_REFUSED,
+    answerFromHar,
+    answerFromLog,
+    bodyKey,
+    framed,
+    recordedFromHar,
+    recordedFromLog,
+    requestKey,
+)
+from tests.proxy.recordings import Exchange, lines
+
+
+class Recording:
+    """
+    A netlog log of C{exchanges}, indexed with C{rules}; L{ask} answers a
+    request with the recorded body it matched (or L{None}).
+    """
+
+    def __init__(self, exchanges: list[Exchange], rules: MatchRules = MatchRules()) -> None:
+        self.data = lines(exchanges)
+        self.rules = rules
+        self.index = ReplayIndex()
+        lineIndex = LineIndex()
+        lineIndex.addLines(0, self.data)
+        recordedFromLog(exchangeLines(lineIndex), self.readAt, rules, self.index)
+
+    def readAt(self, offset: int, length: int) -> bytes:
+        return self.data[offset:offset + length]
+
+    def ask(self, method: str, url: str, body: bytes = b"", contentType: str | None = None) -> bytes | None:
+        recorded = self.index.match(requestKey(method, url, self.rules), bodyKey(body, contentType, self.rules))
+        if recorded is None:
+            return None
+        o, ol, e, el = recorded.where
+        return answerFromLog(self.readAt(o, ol), self.readAt(e, el)).body
+
+
+class URLTests(SynchronousTestCase):
+    def test_table(self) -> None:
+        """
+        The method, scheme, host, port, path and query (as a multiset)
+        decide; the query's order and a port named as the scheme's default
+        don't.
+        """
+        recording = Recording([
+            Exchange("GET", "http://shop.test/a?x=1&y=2", body=b"a"),
+            Exchange("POST", "http://shop.test/a?x=1&y=2", body=b"post"),
+            Exchange("GET", "https://shop.test/a?x=1&y=2", body=b"https"),
+            Exchange("GET", "http://shop.test:8080/a?x=1&y=2", body=b"8080"),
+            Exchange("GET", "http://shop.test/a?x=1&x=1&y=2", body=b"twice"),
+        ])
+        table: list[tuple[str, str, bytes | None]] = [
+            ("GET", "http://shop.test/a?x=1&y=2", b"a"),
+            ("GET", "http://shop.test:80/a?y=2&x=1", b"a"),
+            ("GET", "http://SHOP.test/a?x=1&y=2", b"a"),
+            ("POST", "http://shop.test/a?x=1&y=2", b"post"),
+            ("GET", "https://shop.test:443/a?x=1&y=2", b"https"),
+            ("GET", "http://shop.test:8080/a?y=2&x=1", b"8080"),
+            ("GET", "http://shop.test/a?x=1&y=2&x=1", b"twice"),
+            ("GET", "http://shop.test/b?x=1&y=2", None),
+            ("GET", "http://shop.test/a?x=1", None),
+            ("PUT", "http://shop.test/a?x=1&y=2", None),
+            ("GET", "http://shop.test:81/a?x=1&y=2", None),
+        ]
+        for method, url, expected in table:
+            self.assertEqual(recording.ask(method, url), expected, (method, url))
+
+    def test_ignoredParam(self) -> None:
+        """
+        A cache-buster (Playwright #34171: a timestamp parameter that
+        changes each run) matches when ignored, and only then.
+        """
+        recorded = [Exchange("GET", "http://shop.test/feed?t=1700000000&page=2", body=b"feed")]
+        strict = Recording(recorded)
+        ignoring = Recording(recorded, MatchRules(ignoreParams=frozenset({"t", "_"})))
+        self.assertIsNone(strict.ask("GET", "http://shop.test/feed?t=1800000000&page=2"))
+        self.assertEqual(ignoring.ask("GET", "http://shop.test/feed?page=2&t=1800000000"), b"feed")
+        self.assertEqual(ignoring.ask("GET", "http://shop.test/feed?page=2"), b"feed")
+        self.assertIsNone(ignoring.ask("GET", "http://shop.test/feed?t=1&page=3"))
+
+
+class BodyTests(SynchronousTestCase):
+    def test_graphQL(self) -> None:
+        """
+        Requests with bodies to one URL are told apart by their bodies'
+        exact bytes (Playwright #19948: GraphQL calls to one endpoint).
+        """
+        url = "https://shop.test/graphql"
+        recording = Recording([
+            Exchange("POST", url, body=b'{"cart":1}', requestBody=b'{"query":"{cart}"}',
+                     requestType="application/json"),
+            Exchange("POST", url, body=b'{"user":1}', requestBody=b'{"query":"{user}"}',
+                     requestType="application/json"),
+        ])
+        self.assertEqual(recording.ask("POST", url, b'{"query":"{user}"}', "application/json"), b'{"user":1}')
+        self.assertEqual(recording.ask("POST", url, b'{"query":"{cart}"}', "application/json"), b'{"cart":1}')
+        self.assertIsNone(recording.ask("POST", url, b'{"query": "{cart}"}', "application/json"))
+        self.assertIsNone(recording.ask("POST", url))
+
+    def test_ignoredField(self) -> None:
+        """
+        A JSON field (at any depth) or a form field named to be ignored is
+        left out of the comparison; without the rule the bodies differ.
+        """
+        url = "https://shop.test/api"
+        recorded = [
+            Exchange("POST", url, body=b"json", requestBody=b'{"q":"x","meta":{"ts":1,"id":7}}',
+                     requestType="application/json"),
+            Exchange("POST", url + "/form", body=b"form", requestBody=b"q=x&nonce=abc",
+                     requestType="application/x-www-form-urlencoded"),
+        ]
+        strict = Recording(recorded)
+        rules = MatchRules(ignoreFields=frozenset({"ts", "nonce"}))
+        ignoring = Recording(recorded, rules)
+        laterJson = b'{"meta":{"id":7,"ts":99},"q":"x"}'
+        laterForm = b"q=x&nonce=zzz"
+        self.assertIsNone(strict.ask("POST", url, laterJson, "application/json"))
+        self.assertIsNone(strict.ask("POST", url + "/form", laterForm, "application/x-www-form-urlencoded"))
+        self.assertEqual(ignoring.ask("POST", url, laterJson, "application/json"), b"json")
+        self.assertEqual(ignoring.ask("POST", url + "/form", laterForm, "application/x-www-form-urlencoded"),
+                         b"form")
+        self.assertIsNone(ignoring.ask("POST", url, b'{"meta":{"id":8,"ts":99},"q":"x"}', "application/json"))
+
+
+class RepeatTests(SynchronousTestCase):
+    def test_recordedOrder(self) -> None:
+        """
+        The k-th identical request gets the k-th recorded answer, and the
+        last repeats after that (Playwright #32272: every repeat got the
+        first).
+        """
+        url = "http://shop.test/counter"
+        recording = Recording([Exchange("GET", url, body=b"%d" % i) for i in (1, 2, 3)])
+        self.assertEqual([recording.ask("GET", url) for _ in range(5)], [b"1", b"2", b"3", b"3", b"3"])
+
+
+class NeverServedTests(SynchronousTestCase):
+    def test_failedDuplicate(self) -> None:
+        """
+        A retried request's failed first try is never served: the request
+        gets the retry's answer (Playwright #40682).
+        """
+        url = "http://shop.test/flaky"
+        recording = Recording([
+            Exchange("GET", url, failed="127.0.0.1:8080 closed the connection in the middle of the answer"),
+            Exchange("GET", url, body=b"retried"),
+        ])
+        self.assertEqual(recording.ask("GET", url), b"retried")
+        self.assertEqual(recording.ask("GET", url), b"retried")
+        self.assertEqual(recording.index.skipped, {SKIP_FAILED: 1})
+
+    def test_refusedAndNotKept(self) -> None:
+        """
+        A refusal and an answer whose body wasn't kept (a binary recorded
+        without C{--keep-bodies all}) are never served.
+        """
+        data = lines([Exchange("GET", "http://other.test/", refused=True),
+                      Exchange("GET", "http://shop.test/logo.png", body=b"x")])
+        # The second answer as the log keeps a binary without --keep-bodies all.
+        data = data.replace(b'"data":"eA=="', b'"sha256":"2d71"')
+        index = ReplayIndex()
+        lineIndex = LineIndex()
+        lineIndex.addLines(0, data)
+        recordedFromLog(exchangeLines(lineIndex), lambda o, n: data[o:o + n], MatchRules(), index)
+        self.assertEqual(len(index), 0)
+        self.assertEqual(index.skipped, {SKIP_REFUSED: 1, SKIP_BODY_NOT_KEPT: 1})
+
+
+def harOf(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": entries}}
+
+
+def harEntry(method: str, url: str, status: int, content: dict[str, Any],
+             headers: list[dict[str, str]] | None = None, post: str | None = None) -> dict[str, Any]:
+    request: dict[str, Any] = {"method": method, "url": url, "headers": []}
+    if post is not None:
+        request["postData"] = {"mimeType": "application/json", "text": post}
+    return {"request": request, "response": {"status": status, "statusText": "OK",
+                                             "headers": headers or [], "content": content},
+            "timings": {"wait": 12.0}}
+
+
+class HarTests(SynchronousTestCase):
+    def test_textAndBase64(self) -> None:
+        """
+        A HAR's C{content.text} is the body as text (UTF-8) or, with
+        C{encoding: base64}, its base64; the decoded body's
+        C{Content-Encoding} is dropped; Playwright's C{status: -1} (no
+        answer) is never served.
+        """
+        har = harOf([
+            harEntry("GET", "https://shop.test/", 200, {"size": 6, "mimeType": "text/html", "text": "héllo"},
+                     [{"name": "Content-Type", "value": "text/html"}, {"name": "Content-Encoding", "value": "br"}]),
+            harEntry("GET", "https://shop.test/logo.png", 200,
+                     {"size": 4, "mimeType": "image/png", "text": base64.b64encode(b"\x89PNG").decode(),
+                      "encoding": "base64"}),
+            harEntry("GET", "https://shop.test/gone", -1, {"size": 0, "mimeType": "x-unknown"}),
+            harEntry("POST", "https://shop.test/api", 200, {"size": 2, "mimeType": "application/json", "text": "{}"},
+                     post='{"a":1}'),
+        ])
+        index = ReplayIndex()
+        rules = MatchRules()
+        recordedFromHar(json.loads(json.dumps(har)), rules, index)
+        self.assertEqual(len(index), 3)
+        page = index.match(requestKey("GET", "https://shop.test/", rules), None)
+        assert page is not None
+        answer = answerFromHar(har["log"]["entries"][page.where])
+        self.assertEqual(answer.body, "héllo".encode())
+        self.assertEqual(answer.headers, [(b"Content-Type", b"text/html")])
+        self.assertEqual(answer.wait, 0.012)
+        logo = index.match(requestKey("GET", "https://shop.test/logo.png", rules), None)
+        assert logo is not None
+        self.assertEqual(answerFromHar(har["log"]["entries"][logo.where]).body, b"\x89PNG")
+        self.assertIsNone(index.match(requestKey("GET", "https://shop.test/gone", rules), None))
+        api = index.match(requestKey("POST", "https://shop.test/api", rules), bodyKey(b'{"a":1}', None, rules))
+        self.assertEqual(api.mark if api else None, 3)
+
+
+class FramedTests(SynchronousTestCase):
+    def test_framedAgain(self) -> None:
+        """
+        The recorded fields in order less the hop-by-hop ones; the recorded
+        framing (chunked, or a length the recording cut) replaced, in its
+        place, by the body's length.
+        """
+        answer = RecordedAnswer(200, b"OK", [(b"Content-Type", b"text/plain"), (b"Transfer-Encoding", b"chunked"),
+                                             (b"Connection", b"keep-alive"), (b"Set-Cookie", b"a=1"),
+                                             (b"Keep-Alive", b"timeout=5"), (b"Set-Cookie", b"b=2")],
+                                b"hello", False, 0.0)
+        self.assertEqual(framed(answer, b"GET"),
+                         b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n"
+                         b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\nhello")
+        cut = RecordedAnswer(200, b"", [(b"content-length", b"3000000")], b"abc", True, 0.0)
+        self.assertEqual(framed(cut, b"GET"), b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")
+
+    def test_bodiless(self) -> None:
+        """
+        A C{HEAD}'s answer and a C{304} keep their recorded length and
+        carry no body.
+        """
+        answer = RecordedAnswer(200, b"OK", [(b"Content-Length", b"42")], b"", False, 0.0)
+        self.assertEqual(framed(answer, b"HEAD"), b"HTTP/1.1 200 OK\r\nContent-Length: 42\r\n\r\n")
+        answer = RecordedAnswer(304, b"Not Modified", [(b"ETag", b'"x"')], b"", False, 0.0)
+        self.assertEqual(framed(answer, b"GET"), b'HTTP/1.1 304 Not Modified\r\nETag: "x"\r\n\r\n')
