@@ -24,7 +24,8 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> ProxyService:
         policy.addListener(api[0], api[1])
     return ProxyService(
         SiteMode(config.sitesConfig, config["state"], keepKey=bool(config.get("no-supervise")),
-                 h2=not config.get("no-h2"), keepAll=config.get("keep-bodies") == KEEP_ALL),
+                 h2=not config.get("no-h2"), keepAll=config.get("keep-bodies") == KEEP_ALL,
+                 replays=config.get("replays")),
         writer,
         reactor,
         resolver,
