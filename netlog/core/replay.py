@@ -367,10 +367,11 @@ def framed(answer: RecordedAnswer, method: bytes) -> bytes:
     """
     C{answer} as HTTP/1.1 bytes: the status line (the recorded reason, or
     the status's own), the recorded fields in order less the hop-by-hop
-    ones, and the body framed by its length (C{Content-Length} where the
-    recording had its framing field), byte for byte. A C{HEAD}'s answer and
-    a C{204} or C{304} keep their recorded C{Content-Length} and carry no
-    body.
+    ones, and the body byte for byte, framed again: a recorded
+    C{Transfer-Encoding: chunked} stays (the body in one chunk), anything
+    else becomes C{Content-Length} of the body in the framing field's
+    place. A C{HEAD}'s answer and a C{204} or C{304} keep their recorded
+    C{Content-Length} and carry no body.
     """
     reason = answer.reason
     if not reason:
@@ -382,11 +383,15 @@ def framed(answer: RecordedAnswer, method: bytes) -> bytes:
     lines = [b"HTTP/1.1 %d %s" % (answer.status, reason)]
     length = b"Content-Length: %d" % len(answer.body)
     placed = bodiless
+    chunked = False
     for name, value in answer.headers:
         lower = name.lower()
         if lower in DROPPED_FIELDS:
             if bodiless and lower == b"content-length":
                 lines.append(name + b": " + value)
+            elif not placed and lower == b"transfer-encoding" and value.strip().lower() == b"chunked":
+                lines.append(name + b": " + value)
+                placed = chunked = True
             elif not placed and lower in (b"content-length", b"transfer-encoding"):
                 lines.append(length)
                 placed = True
@@ -397,7 +402,12 @@ def framed(answer: RecordedAnswer, method: bytes) -> bytes:
     if not placed:
         lines.append(length)
     head = b"\r\n".join(lines) + b"\r\n\r\n"
-    return head if bodiless else head + answer.body
+    if bodiless:
+        return head
+    if chunked:
+        body = answer.body
+        return head + (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
+    return head + answer.body
 
 
 def unmatchedAnswer(method: str, url: str) -> RecordedAnswer:

@@ -240,17 +240,21 @@ class HarTests(SynchronousTestCase):
 class FramedTests(SynchronousTestCase):
     def test_framedAgain(self) -> None:
         """
-        The recorded fields in order less the hop-by-hop ones; the recorded
-        framing (chunked, or a length the recording cut) replaced, in its
-        place, by the body's length.
+        The recorded fields in order less the hop-by-hop ones; a chunked
+        body stays chunked (one chunk), and any other framing (a length the
+        recording cut among them) becomes, in its place, the body's length.
         """
         answer = RecordedAnswer(200, b"OK", [(b"Content-Type", b"text/plain"), (b"Transfer-Encoding", b"chunked"),
                                              (b"Connection", b"keep-alive"), (b"Set-Cookie", b"a=1"),
                                              (b"Keep-Alive", b"timeout=5"), (b"Set-Cookie", b"b=2")],
                                 b"hello", False, 0.0)
         self.assertEqual(framed(answer, b"GET"),
-                         b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n"
-                         b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\nhello")
+                         b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"
+                         b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+        gzipped = RecordedAnswer(200, b"OK", [(b"Content-Encoding", b"gzip"), (b"Content-Length", b"4"),
+                                              (b"Proxy-Connection", b"close")], b"\x1f\x8b\x08\x00", False, 0.0)
+        self.assertEqual(framed(gzipped, b"GET"),
+                         b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08\x00")
         cut = RecordedAnswer(200, b"", [(b"content-length", b"3000000")], b"abc", True, 0.0)
         self.assertEqual(framed(cut, b"GET"), b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")
 
