@@ -102,7 +102,7 @@ class Options(LogOptions, DestinationOptions):
                                           MatchRules(frozenset(self.ignoreParams), frozenset(self.ignoreFields)),
                                           self["replay-unmatched"], self["replay-pace"])
         except RecordingError as e:
-            raise usage.UsageError(f"--replay: {e}") from None
+            raise usage.UsageError(f"replay: {e}") from None
         if self["https-route"] and not any(
             o.scheme == "https" for s in self.sitesConfig.sites for o in s.origins
         ):

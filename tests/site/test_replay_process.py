@@ -170,3 +170,40 @@ class RecordReplayTests(SynchronousTestCase):
                             side["response"].pop(key, None)
                         side["response"]["content"].pop("size")
                 self.assertEqual(comparable(after), comparable(before_), step[:2])
+
+
+class StartTests(SynchronousTestCase):
+    def test_unreadableRecording(self) -> None:
+        """
+        A recording that can't be read (missing, neither a log nor a HAR,
+        a HAR without entries, a log with nothing to replay) stops the
+        proxy at start with exit status 1 and one line saying why.
+        """
+        import subprocess
+
+        from tests.support import sourceEnv, twistdArgv
+
+        top = os.path.abspath(self.mktemp())
+        os.makedirs(top)
+        sites = os.path.join(top, "sites.toml")
+        with open(sites, "w") as f:
+            f.write('[[site]]\nname = "shop"\norigins = ["https://shop.test"]\nbackend = "http://127.0.0.1:9"\n')
+        files = {"text.jsonl": b"not a recording\n", "empty.har": b'{"log": {}}',
+                 "cut.jsonl": b'{"n":1,"type":"open","id":1'}
+        for name, data in files.items():
+            with open(os.path.join(top, name), "wb") as f:
+                f.write(data)
+        for name, why in (("missing.har", "can't open the recording"),
+                          ("text.jsonl", "is neither a netlog log nor a HAR"),
+                          ("empty.har", "is not a HAR with log.entries"),
+                          ("cut.jsonl", "has no answer to replay")):
+            done = subprocess.run(
+                twistdArgv() + ["-n", "--pidfile=", "netlog-proxy", "--sites", sites, "--state",
+                                os.path.join(top, "state"), "--log", os.path.join(top, "log.jsonl"),
+                                "--replay", os.path.join(top, name)],
+                env=sourceEnv(), capture_output=True, timeout=60)
+            self.assertEqual(done.returncode, 1, name)
+            out = (done.stdout + done.stderr).decode().strip()
+            self.assertEqual(len(out.splitlines()), 1, out)
+            self.assertIn(why, out)
+            self.assertNotIn("Traceback", out)
