@@ -55,6 +55,15 @@ _MATCHED_SCHEMES = {"ws": "http", "wss": "https"}
 DROPPED_FIELDS = HOP_BY_HOP | {b"content-length"}
 #: Statuses whose answer has no body whatever its fields say.
 _BODILESS = frozenset({204, 304})
+#: What a multipart body's own boundary is replaced with before matching.
+MULTIPART_BOUNDARY = b"netlog-replay-boundary"
+#: The body digest of a recorded request whose body the recording didn't
+#: keep (Playwright's HAR has no C{postData} for a multipart upload): it
+#: matches a request with any body, when none matches exactly.
+UNKNOWN_BODY = "unknown"
+#: The methods whose request, recorded without C{postData} in a HAR, is
+#: taken to have had a body the HAR didn't keep.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 #: The status of the answer to a request the recording has no answer for.
 UNMATCHED_STATUS = 404
 
@@ -116,15 +125,39 @@ def _withoutFields(value: Any, names: frozenset[str]) -> Any:
     return value
 
 
+def _param(contentType: Any, wanted: str) -> str | None:
+    """
+    The value of a C{Content-Type}'s parameter C{wanted} (C{charset},
+    C{boundary}), if it names one.
+    """
+    for param in str(contentType or "").split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == wanted:
+            return value.strip().strip('"') or None
+    return None
+
+
+def _boundary(contentType: str | None) -> bytes | None:
+    if _mediaType(contentType) != "multipart/form-data":
+        return None
+    boundary = _param(contentType, "boundary")
+    return boundary.encode("latin-1") if boundary else None
+
+
 def bodyKey(body: bytes, contentType: str | None, rules: MatchRules) -> str | None:
     """
     The digest a request's body is matched by: L{None} for no body, else
     the SHA-256 of its exact bytes, or, with C{rules.ignoreFields}, of a
     JSON body less those fields (at any depth; keys sorted) or a form body
-    less those fields.
+    less those fields. A multipart body's boundary (which a browser draws
+    at random) is read as L{MULTIPART_BOUNDARY}.
     """
     if not body:
         return None
+    boundary = _boundary(contentType)
+    if boundary:
+        # Browsers choose a multipart body's boundary at random, each time.
+        body = body.replace(b"--" + boundary, b"--" + MULTIPART_BOUNDARY)
     if rules.ignoreFields:
         media = _mediaType(contentType)
         if media == "application/json" or media.endswith("+json"):
@@ -186,6 +219,9 @@ class ReplayIndex:
         """
         both = (key, body)
         recorded = self.entries.get(both)
+        if not recorded:
+            both = (key, UNKNOWN_BODY)
+            recorded = self.entries.get(both)
         if not recorded:
             return None
         k = self.served.get(both, 0)
@@ -324,14 +360,20 @@ def recordedFromHar(har: dict[str, Any], rules: MatchRules, index: ReplayIndex) 
                 index.skip(SKIP_WEBSOCKET)
                 continue
             content = response.get("content") or {}
-            if content.get("size") and not isinstance(content.get("text"), str):
+            size = content.get("size")
+            # (Playwright writes size -1, and no text, for a redirect's body.)
+            if isinstance(size, int) and size > 0 and not isinstance(content.get("text"), str):
                 index.skip(SKIP_BODY_NOT_KEPT)
                 continue
-            post = request.get("postData") or {}
-            text = post.get("text")
-            body = text.encode("utf-8") if isinstance(text, str) else b""
-            index.add(Recorded(requestKey(str(request["method"]), str(request["url"]), rules),
-                               bodyKey(body, post.get("mimeType"), rules), i, i))
+            post = request.get("postData")
+            method = str(request["method"])
+            if post is None and method.upper() in _BODY_METHODS:
+                digest: str | None = UNKNOWN_BODY
+            else:
+                text = (post or {}).get("text")
+                body = text.encode("utf-8") if isinstance(text, str) else b""
+                digest = bodyKey(body, (post or {}).get("mimeType"), rules)
+            index.add(Recorded(requestKey(method, str(request["url"]), rules), digest, i, i))
         except (ValueError, KeyError, TypeError, AttributeError):
             index.skip(SKIP_UNREADABLE)
 
@@ -341,16 +383,34 @@ def recordedFromHar(har: dict[str, Any], rules: MatchRules, index: ReplayIndex) 
 _DECODED_DROPPED = frozenset({b"content-encoding"})
 
 
+def _encodeText(text: str, mimeType: Any) -> bytes:
+    """
+    A HAR's decoded C{text} as the bytes its charset makes (a Latin-1 page
+    back to Latin-1); UTF-8 when none is named or it can't say it.
+    """
+    charset = _param(mimeType, "charset")
+    if charset:
+        try:
+            return text.encode(charset)
+        except (LookupError, UnicodeEncodeError):
+            pass
+    return text.encode("utf-8")
+
+
 def answerFromHar(entry: dict[str, Any]) -> RecordedAnswer:
     """
-    The answer a HAR entry recorded; C{content.text} as text (encoded as
-    UTF-8) or, with C{encoding: base64}, as base64. HAR bodies are decoded,
-    so C{Content-Encoding} is dropped.
+    The answer a HAR entry recorded; C{content.text} as text (encoded in
+    the charset its C{mimeType} names, else UTF-8) or, with C{encoding:
+    base64}, as base64. HAR bodies are decoded, so C{Content-Encoding} is
+    dropped.
     """
     response = entry["response"]
     content = response.get("content") or {}
     text = content.get("text") or ""
-    body = base64.b64decode(text) if content.get("encoding") == "base64" else text.encode("utf-8")
+    if content.get("encoding") == "base64":
+        body = base64.b64decode(text)
+    else:
+        body = _encodeText(text, content.get("mimeType"))
     headers = [(n, v) for n, v in _pairs(response.get("headers"))
                if n.lower() not in _DECODED_DROPPED and not n.startswith(b":")]
     timings = entry.get("timings") or {}
@@ -368,9 +428,9 @@ def framed(answer: RecordedAnswer, method: bytes) -> bytes:
     C{answer} as HTTP/1.1 bytes: the status line (the recorded reason, or
     the status's own), the recorded fields in order less the hop-by-hop
     ones, and the body byte for byte, framed again: a recorded
-    C{Transfer-Encoding: chunked} stays (the body in one chunk), anything
-    else becomes C{Content-Length} of the body in the framing field's
-    place. A C{HEAD}'s answer and a C{204} or C{304} keep their recorded
+    C{Transfer-Encoding: chunked} stays (the body in one chunk), a
+    recorded C{Content-Length} becomes the body's length in its place, and
+    an answer with neither is sent chunked. A C{HEAD}'s answer and a C{204} or C{304} keep their recorded
     C{Content-Length} and carry no body.
     """
     reason = answer.reason
@@ -400,7 +460,11 @@ def framed(answer: RecordedAnswer, method: bytes) -> bytes:
             continue
         lines.append(name + b": " + value)
     if not placed:
-        lines.append(length)
+        # No framing field recorded (an HTTP/2 answer's, or one framed by
+        # the connection's close): chunked, which adds no field an HTTP/2
+        # browser sees.
+        lines.append(b"Transfer-Encoding: chunked")
+        chunked = True
     head = b"\r\n".join(lines) + b"\r\n\r\n"
     if bodiless:
         return head

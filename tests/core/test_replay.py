@@ -20,6 +20,7 @@ from netlog.core.replay import (
     SKIP_BODY_NOT_KEPT,
     SKIP_FAILED,
     SKIP_REFUSED,
+    SKIP_UNANSWERED,
     answerFromHar,
     answerFromLog,
     bodyKey,
@@ -143,6 +144,24 @@ class BodyTests(SynchronousTestCase):
         self.assertIsNone(ignoring.ask("POST", url, b'{"meta":{"id":8,"ts":99},"q":"x"}', "application/json"))
 
 
+    def test_multipartBoundary(self) -> None:
+        """
+        A multipart upload matches whatever boundary the browser drew this
+        time; its parts still count.
+        """
+        url = "https://shop.test/upload"
+
+        def upload(boundary: str, data: str) -> tuple[bytes, str]:
+            body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\n{data}\r\n"
+                    f"--{boundary}--\r\n").encode()
+            return body, f"multipart/form-data; boundary={boundary}"
+
+        body, contentType = upload("----WebKitFormBoundaryAAAA", "photo")
+        recording = Recording([Exchange("POST", url, body=b"ok", requestBody=body, requestType=contentType)])
+        self.assertEqual(recording.ask("POST", url, *upload("----WebKitFormBoundaryBBBB", "photo")), b"ok")
+        self.assertIsNone(recording.ask("POST", url, *upload("----WebKitFormBoundaryCCCC", "other")))
+
+
 class RepeatTests(SynchronousTestCase):
     def test_recordedOrder(self) -> None:
         """
@@ -216,13 +235,26 @@ class HarTests(SynchronousTestCase):
                      {"size": 4, "mimeType": "image/png", "text": base64.b64encode(b"\x89PNG").decode(),
                       "encoding": "base64"}),
             harEntry("GET", "https://shop.test/gone", -1, {"size": 0, "mimeType": "x-unknown"}),
+            harEntry("POST", "https://shop.test/login", 302, {"size": -1, "mimeType": "text/html"},
+                     [{"name": "location", "value": "/account"}]),
+            harEntry("GET", "https://shop.test/logo.svg", 200, {"size": 10, "mimeType": "image/svg+xml"}),
+            harEntry("GET", "https://shop.test/latin1", 200,
+                     {"size": 6, "mimeType": "text/html; charset=ISO-8859-1", "text": "crème"}),
             harEntry("POST", "https://shop.test/api", 200, {"size": 2, "mimeType": "application/json", "text": "{}"},
                      post='{"a":1}'),
         ])
         index = ReplayIndex()
         rules = MatchRules()
         recordedFromHar(json.loads(json.dumps(har)), rules, index)
-        self.assertEqual(len(index), 3)
+        self.assertEqual(len(index), 5)
+        latin1 = index.match(requestKey("GET", "https://shop.test/latin1", rules), None)
+        assert latin1 is not None
+        self.assertEqual(answerFromHar(har["log"]["entries"][latin1.where]).body, "crème".encode("latin-1"))
+        self.assertEqual(index.skipped, {SKIP_UNANSWERED: 1, SKIP_BODY_NOT_KEPT: 1})
+        redirect = index.match(requestKey("POST", "https://shop.test/login", rules), None)
+        assert redirect is not None
+        self.assertEqual(framed(answerFromHar(har["log"]["entries"][redirect.where]), b"POST"),
+                         b"HTTP/1.1 302 OK\r\nlocation: /account\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
         page = index.match(requestKey("GET", "https://shop.test/", rules), None)
         assert page is not None
         answer = answerFromHar(har["log"]["entries"][page.where])
@@ -234,7 +266,30 @@ class HarTests(SynchronousTestCase):
         self.assertEqual(answerFromHar(har["log"]["entries"][logo.where]).body, b"\x89PNG")
         self.assertIsNone(index.match(requestKey("GET", "https://shop.test/gone", rules), None))
         api = index.match(requestKey("POST", "https://shop.test/api", rules), bodyKey(b'{"a":1}', None, rules))
-        self.assertEqual(api.mark if api else None, 3)
+        self.assertEqual(api.mark if api else None, 6)
+
+
+    def test_bodyNotKept(self) -> None:
+        """
+        A POST a HAR has no C{postData} for (Playwright leaves out a
+        multipart upload's) matches the same request with any body, when no
+        recorded body matches exactly; a GET without one still matches only
+        a request without a body.
+        """
+        har = harOf([
+            harEntry("POST", "https://shop.test/upload", 200, {"size": 2, "mimeType": "text/html", "text": "up"}),
+            harEntry("POST", "https://shop.test/upload", 200, {"size": 5, "mimeType": "text/html", "text": "exact"},
+                     post='{"a":1}'),
+            harEntry("GET", "https://shop.test/page", 200, {"size": 1, "mimeType": "text/html", "text": "p"}),
+        ])
+        index = ReplayIndex()
+        rules = MatchRules()
+        recordedFromHar(har, rules, index)
+        upload = requestKey("POST", "https://shop.test/upload", rules)
+        anyBody = index.match(upload, bodyKey(b"--x\r\nfile\r\n--x--", "multipart/form-data; boundary=x", rules))
+        exact = index.match(upload, bodyKey(b'{"a":1}', "application/json", rules))
+        self.assertEqual((anyBody.mark if anyBody else None, exact.mark if exact else None), (0, 1))
+        self.assertIsNone(index.match(requestKey("GET", "https://shop.test/page", rules), bodyKey(b"x", None, rules)))
 
 
 class FramedTests(SynchronousTestCase):
