@@ -23,7 +23,9 @@ import base64
 import binascii
 import hashlib
 import json
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
+from email.utils import formatdate, parsedate_to_datetime
 from http import HTTPStatus
 from typing import Any, Callable, Hashable, Iterable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -42,6 +44,7 @@ __all__ = [
     "framed",
     "recordedFromHar",
     "recordedFromLog",
+    "refreshed",
     "requestKey",
     "unmatchedAnswer",
 ]
@@ -472,6 +475,50 @@ def framed(answer: RecordedAnswer, method: bytes) -> bytes:
         body = answer.body
         return head + (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
     return head + answer.body
+
+
+#: Fields whose date C{--replay-refresh} moves by the time since the answer
+#: was recorded (C{Date} to now); C{Set-Cookie}'s C{Expires} attribute too.
+_DATED_FIELDS = frozenset({b"date", b"expires", b"last-modified"})
+_COOKIE_EXPIRES = re.compile(rb"(;\s*expires\s*=\s*)([^;]*)", re.I)
+
+
+def _when(value: bytes) -> float | None:
+    """
+    The time an HTTP date names, or L{None} when it names none.
+    """
+    try:
+        when = parsedate_to_datetime(value.decode("latin-1").strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    return when.timestamp() if when.tzinfo is not None else None
+
+
+def _shifted(value: bytes, shift: float) -> bytes | None:
+    when = _when(value)
+    return formatdate(when + shift, usegmt=True).encode("latin-1") if when is not None else None
+
+
+def refreshed(answer: RecordedAnswer, now: float) -> RecordedAnswer:
+    """
+    C{answer} as if it were answered C{now} (C{--replay-refresh}): its
+    C{Date} becomes now, and C{Expires}, C{Last-Modified} and each cookie's
+    C{Expires} move by as much, so a recorded cookie or cache lifetime
+    hasn't run out. An answer with no readable C{Date} is left as it was.
+    """
+    recordedAt = next((_when(value) for name, value in answer.headers if name.lower() == b"date"), None)
+    if recordedAt is None:
+        return answer
+    shift = now - recordedAt
+    headers = []
+    for name, value in answer.headers:
+        lower = name.lower()
+        if lower in _DATED_FIELDS:
+            value = _shifted(value, shift) or value
+        elif lower == b"set-cookie":
+            value = _COOKIE_EXPIRES.sub(lambda m: m.group(1) + (_shifted(m.group(2), shift) or m.group(2)), value)
+        headers.append((name, value))
+    return replace(answer, headers=headers)
 
 
 def unmatchedAnswer(method: str, url: str) -> RecordedAnswer:

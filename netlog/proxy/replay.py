@@ -37,6 +37,7 @@ from netlog.core.replay import (
     framed,
     recordedFromHar,
     recordedFromLog,
+    refreshed,
     requestKey,
     unmatchedAnswer,
 )
@@ -90,9 +91,12 @@ class Replay:
     """
 
     def __init__(self, path: str, rules: MatchRules, unmatched: str = UNMATCHED_404,
-                 pace: str = PACE_NOW) -> None:
+                 pace: str = PACE_NOW, refresh: bool = False) -> None:
         """
         Index the recording at C{path} (a netlog log or a HAR).
+
+        @param refresh: move the answers' dates to now
+            (L{netlog.core.replay.refreshed}).
 
         @raise RecordingError: it can't be read, or holds nothing to replay.
         """
@@ -100,6 +104,8 @@ class Replay:
         self.rules = rules
         self.forwardUnmatched = unmatched == UNMATCHED_FORWARD
         self.paced = pace == PACE_RECORDED
+        #: Dates in the answers moved to now (C{--replay-refresh}).
+        self.refresh = refresh
         self.index = ReplayIndex()
         self._har: list[Any] | None = None
         try:
@@ -224,6 +230,8 @@ class RecordedSource:
             exchange.marks = {"_unmatched": True}
         else:
             answer = replay.answerAt(recorded.where)
+            if replay.refresh:
+                answer = refreshed(answer, self.reactor.seconds())
             exchange.marks = {"_replayed": recorded.mark}
             if answer.cut:
                 exchange.marks["_replayedCut"] = True

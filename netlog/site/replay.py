@@ -12,7 +12,7 @@ from netlog.site.config import SitesConfig
 
 
 def loadReplays(config: SitesConfig, everySite: str | None, rules: MatchRules, unmatched: str,
-                pace: str) -> dict[str, Replay]:
+                pace: str, refresh: bool = False) -> dict[str, Replay]:
     """
     The recording each replayed site is answered from, by site name: its
     own C{replay}, else C{everySite} (C{--replay}); a site with neither
@@ -27,6 +27,6 @@ def loadReplays(config: SitesConfig, everySite: str | None, rules: MatchRules, u
         if path is None:
             continue
         if path not in loaded:
-            loaded[path] = Replay(path, rules, unmatched, pace)
+            loaded[path] = Replay(path, rules, unmatched, pace, refresh)
         replays[site.name] = loaded[path]
     return replays

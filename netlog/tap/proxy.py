@@ -57,6 +57,8 @@ class Options(LogOptions, DestinationOptions):
     ]
 
     optFlags = LogOptions.optFlags + [  # type: ignore[assignment]
+        ["replay-refresh", None, "Replayed answers' Date is now; Expires, Last-Modified and cookies' "
+                                 "Expires move by as much."],
         ["no-h2", None, "Offer the browser HTTP/1.1 only (by default ALPN offers h2 first on decrypted "
                         "tunnels and the HTTPS route)."],
     ]
@@ -100,7 +102,8 @@ class Options(LogOptions, DestinationOptions):
         try:
             self["replays"] = loadReplays(self.sitesConfig, self["replay"],
                                           MatchRules(frozenset(self.ignoreParams), frozenset(self.ignoreFields)),
-                                          self["replay-unmatched"], self["replay-pace"])
+                                          self["replay-unmatched"], self["replay-pace"],
+                                          bool(self["replay-refresh"]))
         except RecordingError as e:
             raise usage.UsageError(f"replay: {e}") from None
         if self["https-route"] and not any(

@@ -27,6 +27,7 @@ from netlog.core.replay import (
     framed,
     recordedFromHar,
     recordedFromLog,
+    refreshed,
     requestKey,
 )
 from tests.proxy.recordings import Exchange, lines
@@ -322,3 +323,29 @@ class FramedTests(SynchronousTestCase):
         self.assertEqual(framed(answer, b"HEAD"), b"HTTP/1.1 200 OK\r\nContent-Length: 42\r\n\r\n")
         answer = RecordedAnswer(304, b"Not Modified", [(b"ETag", b'"x"')], b"", False, 0.0)
         self.assertEqual(framed(answer, b"GET"), b'HTTP/1.1 304 Not Modified\r\nETag: "x"\r\n\r\n')
+
+
+class RefreshTests(SynchronousTestCase):
+    def test_datesMoved(self) -> None:
+        """
+        C{--replay-refresh}: C{Date} becomes now; C{Expires} and a cookie's
+        C{Expires} move by as much (a recorded session cookie hasn't run
+        out); other fields and C{Max-Age} stay.
+        """
+        answer = RecordedAnswer(200, b"OK", [
+            (b"Date", b"Mon, 01 Jan 2024 00:00:00 GMT"),
+            (b"Expires", b"Mon, 01 Jan 2024 01:00:00 GMT"),
+            (b"Set-Cookie", b"sid=1; Expires=Tue, 02 Jan 2024 00:00:00 GMT; Path=/"),
+            (b"Set-Cookie", b"a=2; Max-Age=60"),
+            (b"X-Other", b"Mon, 01 Jan 2024 00:00:00 GMT"),
+        ], b"", False, 0.0)
+        now = 1800000000.0  # Fri, 15 Jan 2027 08:00:00 GMT
+        self.assertEqual(refreshed(answer, now).headers, [
+            (b"Date", b"Fri, 15 Jan 2027 08:00:00 GMT"),
+            (b"Expires", b"Fri, 15 Jan 2027 09:00:00 GMT"),
+            (b"Set-Cookie", b"sid=1; Expires=Sat, 16 Jan 2027 08:00:00 GMT; Path=/"),
+            (b"Set-Cookie", b"a=2; Max-Age=60"),
+            (b"X-Other", b"Mon, 01 Jan 2024 00:00:00 GMT"),
+        ])
+        undated = RecordedAnswer(200, b"OK", [(b"Expires", b"Mon, 01 Jan 2024 01:00:00 GMT")], b"", False, 0.0)
+        self.assertEqual(refreshed(undated, now), undated)
