@@ -37,11 +37,15 @@ __all__ = [
     "MatchRules",
     "Recorded",
     "RecordedAnswer",
+    "RecordedMessage",
     "ReplayIndex",
     "answerFromHar",
     "answerFromLog",
     "bodyKey",
     "framed",
+    "handshake",
+    "serverFrame",
+    "webSocketPlan",
     "recordedFromHar",
     "recordedFromLog",
     "refreshed",
@@ -233,12 +237,25 @@ class ReplayIndex:
 
 
 @dataclass(frozen=True)
+class RecordedMessage:
+    """
+    A recorded WebSocket message: from the browser (C{up}) or the server,
+    its opcode (text or binary) and its data as kept.
+    """
+
+    up: bool
+    opcode: int
+    data: bytes
+
+
+@dataclass(frozen=True)
 class RecordedAnswer:
     """
     A recorded answer, read back: its status, reason, fields in order (as
     the browser got them), body, whether the body was cut at the
-    recording's limit, and how long the recording waited for it (from the
-    request's end to the answer's first byte).
+    recording's limit, how long the recording waited for it (from the
+    request's end to the answer's first byte), and for a WebSocket its
+    messages both ways, in order.
     """
 
     status: int
@@ -247,6 +264,7 @@ class RecordedAnswer:
     body: bytes
     cut: bool
     wait: float
+    messages: tuple[RecordedMessage, ...] = ()
 
 
 # -- netlog logs ---------------------------------------------------------------------
@@ -270,7 +288,8 @@ def _skipReason(end: dict[str, Any]) -> str | None:
     response = end.get("response")
     if not isinstance(response, dict) or not isinstance(response.get("status"), int):
         return SKIP_UNANSWERED
-    if response["status"] == 101 or end.get("_websocket"):
+    if response["status"] == 101 and not isinstance(end.get("_websocket"), dict):
+        # An upgrade to something else than a WebSocket: nothing to replay.
         return SKIP_WEBSOCKET
     body = response.get("body")
     if isinstance(body, dict) and body.get("size") and not isinstance(body.get("data"), str):
@@ -284,7 +303,7 @@ def recordedFromLog(exchanges: Iterable[ExchangeLines], readAt: Callable[[int, i
     Add to C{index} each exchange of a netlog log (where its lines lie, as
     L{netlog.core.har.exchangeLines} gives them) that can be replayed.
     """
-    for openOffset, openLength, ends, _notes in exchanges:
+    for openOffset, openLength, ends, notes in exchanges:
         try:
             opened = json.loads(readAt(openOffset, openLength))
             request = opened["request"]
@@ -304,7 +323,7 @@ def recordedFromLog(exchanges: Iterable[ExchangeLines], readAt: Callable[[int, i
             contentType = _headerValue(request.get("headers"), "content-type")
             index.add(Recorded(requestKey(str(request["method"]), str(request["url"]), rules),
                                bodyKey(body, contentType, rules), int(opened["n"]),
-                               (openOffset, openLength, endOffset, endLength)))
+                               (openOffset, openLength, endOffset, endLength, notes)))
         except (ValueError, KeyError, TypeError, RecursionError, binascii.Error):
             index.skip(SKIP_UNREADABLE)
 
@@ -320,9 +339,11 @@ def _pairs(headers: Any) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def answerFromLog(openLine: bytes, endLine: bytes) -> RecordedAnswer:
+def answerFromLog(openLine: bytes, endLine: bytes, noteLines: Iterable[bytes] = ()) -> RecordedAnswer:
     """
-    The answer a netlog log's exchange recorded, from its open and end lines.
+    The answer a netlog log's exchange recorded, from its open and end
+    lines, and for a WebSocket its message lines (C{noteLines}: its head
+    and message lines, in order).
     """
     opened = json.loads(openLine)
     end = json.loads(endLine)
@@ -333,9 +354,16 @@ def answerFromLog(openLine: bytes, endLine: bytes) -> RecordedAnswer:
     sent, first = times.get("sent"), times.get("first_byte")
     start = sent if isinstance(sent, (int, float)) else opened.get("started")
     wait = first - start if isinstance(first, (int, float)) and isinstance(start, (int, float)) else 0.0
+    messages = []
+    for line in noteLines:
+        note = json.loads(line)
+        if note.get("type") == "message" and note.get("opcode") in (OP_TEXT, OP_BINARY):
+            kept = note.get("data") or ""
+            payload = base64.b64decode(kept) if note.get("encoding") == "base64" else kept.encode("utf-8")
+            messages.append(RecordedMessage(note.get("direction") == "up", note["opcode"], payload))
     return RecordedAnswer(int(response["status"]), str(response.get("reason") or "").encode("latin-1"),
                           _pairs(response.get("headers")), base64.b64decode(data) if data else b"",
-                          bool(body.get("_truncated")), max(wait, 0.0))
+                          bool(body.get("_truncated")), max(wait, 0.0), tuple(messages))
 
 
 # -- HARs ------------------------------------------------------------------------------
@@ -359,7 +387,7 @@ def recordedFromHar(har: dict[str, Any], rules: MatchRules, index: ReplayIndex) 
             if not isinstance(status, int) or status <= 0:
                 index.skip(SKIP_UNANSWERED)
                 continue
-            if status == 101 or entry.get("_webSocketMessages") is not None:
+            if status == 101 and not isinstance(entry.get("_webSocketMessages"), list):
                 index.skip(SKIP_WEBSOCKET)
                 continue
             content = response.get("content") or {}
@@ -418,9 +446,16 @@ def answerFromHar(entry: dict[str, Any]) -> RecordedAnswer:
                if n.lower() not in _DECODED_DROPPED and not n.startswith(b":")]
     timings = entry.get("timings") or {}
     wait = timings.get("wait")
+    messages = []
+    for message in entry.get("_webSocketMessages") or []:
+        opcode, data = message.get("opcode"), message.get("data") or ""
+        if opcode in (OP_TEXT, OP_BINARY):
+            binary = opcode == OP_BINARY or message.get("_encoding") == "base64"
+            messages.append(RecordedMessage(message.get("type") == "send", opcode,
+                                            base64.b64decode(data) if binary else data.encode("utf-8")))
     return RecordedAnswer(int(response["status"]), str(response.get("statusText") or "").encode("latin-1"),
                           headers, body, bool(content.get("_truncated")),
-                          wait / 1000.0 if isinstance(wait, (int, float)) and wait > 0 else 0.0)
+                          wait / 1000.0 if isinstance(wait, (int, float)) and wait > 0 else 0.0, tuple(messages))
 
 
 # -- the answer, framed again ---------------------------------------------------------
@@ -519,6 +554,62 @@ def refreshed(answer: RecordedAnswer, now: float) -> RecordedAnswer:
             value = _COOKIE_EXPIRES.sub(lambda m: m.group(1) + (_shifted(m.group(2), shift) or m.group(2)), value)
         headers.append((name, value))
     return replace(answer, headers=headers)
+
+
+# -- WebSockets -------------------------------------------------------------------------
+
+#: RFC 6455's GUID, for C{Sec-WebSocket-Accept}.
+_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+OP_TEXT = 1
+OP_BINARY = 2
+OP_CLOSE = 8
+#: The fields of a recorded C{101} a replay sets itself: the accept key is
+#: the new request's, and no extension is agreed (the recorded messages are
+#: kept inflated, and are sent as they are).
+_HANDSHAKE_FIELDS = frozenset({b"sec-websocket-accept", b"sec-websocket-extensions", b"upgrade", b"connection"})
+
+
+def handshake(answer: RecordedAnswer, key: bytes) -> bytes:
+    """
+    A recorded WebSocket's C{101} for a request whose C{Sec-WebSocket-Key}
+    is C{key}: the recorded fields (less hop-by-hop, accept and extension
+    fields), then C{Upgrade}, C{Connection} and the accept for C{key}.
+    """
+    accept = base64.b64encode(hashlib.sha1(key.strip() + _WS_GUID).digest())
+    lines = [b"HTTP/1.1 101 %s" % (answer.reason or b"Switching Protocols")]
+    lines += [name + b": " + value for name, value in answer.headers
+              if name.lower() not in _HANDSHAKE_FIELDS | DROPPED_FIELDS and not name.startswith(b":")]
+    lines += [b"Upgrade: websocket", b"Connection: Upgrade", b"Sec-WebSocket-Accept: " + accept]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def serverFrame(opcode: int, payload: bytes) -> bytes:
+    """
+    One unmasked, final frame from the server (RFC 6455, 5.2).
+    """
+    size = len(payload)
+    if size < 126:
+        head = bytes((0x80 | opcode, size))
+    elif size < 1 << 16:
+        head = bytes((0x80 | opcode, 126)) + size.to_bytes(2, "big")
+    else:
+        head = bytes((0x80 | opcode, 127)) + size.to_bytes(8, "big")
+    return head + payload
+
+
+def webSocketPlan(messages: Iterable[RecordedMessage]) -> list[bytes]:
+    """
+    The server's recorded messages as frames, by how many of the browser's
+    came before them: the k-th item is sent once the browser has sent k
+    messages (the 0th right after the handshake).
+    """
+    plan = [b""]
+    for message in messages:
+        if message.up:
+            plan.append(b"")
+        else:
+            plan[-1] += serverFrame(message.opcode, message.data)
+    return plan
 
 
 def unmatchedAnswer(method: str, url: str) -> RecordedAnswer:

@@ -34,13 +34,18 @@ from netlog.core.replay import (
     answerFromHar,
     answerFromLog,
     bodyKey,
+    OP_CLOSE,
     framed,
+    handshake,
     recordedFromHar,
     recordedFromLog,
     refreshed,
     requestKey,
+    serverFrame,
     unmatchedAnswer,
+    webSocketPlan,
 )
+from netlog.core.wsmessages import MessageAssembler
 from netlog.net.relay import Gate
 from netlog.proxy.contracts import IAnswerSink, IAnswerSource
 from netlog.proxy.mode import IAnswers
@@ -148,7 +153,8 @@ class Replay:
             raise RecordingError(f"the recording {self.path} is not a HAR with log.entries") from None
         recordedFromHar(har, self.rules, self.index)
         # The entries the index serves from, less their requests' bodies.
-        self._har = [{"response": e.get("response"), "timings": e.get("timings")}
+        self._har = [{"response": e.get("response"), "timings": e.get("timings"),
+                      "_webSocketMessages": e.get("_webSocketMessages")}
                      if isinstance(e, dict) else None for e in entries]
 
     def answerAt(self, where: Any) -> RecordedAnswer:
@@ -157,8 +163,9 @@ class Replay:
         """
         if self._har is not None:
             return answerFromHar(self._har[where])
-        openOffset, openLength, endOffset, endLength = where
-        return answerFromLog(self._readAt(openOffset, openLength), self._readAt(endOffset, endLength))
+        openOffset, openLength, endOffset, endLength, notes = where
+        return answerFromLog(self._readAt(openOffset, openLength), self._readAt(endOffset, endLength),
+                             [self._readAt(offset, length) for offset, length in notes])
 
     def sourceFor(self, reactor: IReactorTime, head: RequestHead, url: str) -> RecordedSource:
         return RecordedSource(self, reactor, head, url)
@@ -186,6 +193,11 @@ class RecordedSource:
         self._body: list[bytes] = []
         self._bodySize = 0
         self._pending: IDelayedCall | None = None
+        #: A replayed WebSocket's server frames by browser messages heard
+        #: (L{netlog.core.replay.webSocketPlan}), and the browser's side read.
+        self._plan: list[bytes] | None = None
+        self._heard = 0
+        self._browserFrames: MessageAssembler | None = None
 
     # The gate's transport: nothing to pause, the answer is handed at once.
     def pauseProducing(self) -> None:
@@ -198,8 +210,11 @@ class RecordedSource:
 
     def send(self, data: bytes) -> None:
         """
-        Nothing goes anywhere: the request is matched, not sent.
+        Nothing goes anywhere: the request is matched, not sent; once a
+        replayed WebSocket is open, its frames are read (L{_fromBrowser}).
         """
+        if self.raw and self._plan is not None:
+            self._fromBrowser(data)
 
     def requestData(self, data: bytes) -> None:
         self._bodySize += len(data)
@@ -235,7 +250,13 @@ class RecordedSource:
             exchange.marks = {"_replayed": recorded.mark}
             if answer.cut:
                 exchange.marks["_replayedCut"] = True
-        data = framed(answer, head.method)
+        key = HeadFields(head.version, head.headers).first(b"sec-websocket-key")
+        if answer.status == 101 and head.upgrade and key is not None:
+            data = handshake(answer, key)
+            self._plan = webSocketPlan(answer.messages)
+            self._browserFrames = MessageAssembler()
+        else:
+            data = framed(answer, head.method)
         wait = min(answer.wait, MAX_PACE_WAIT) if replay.paced else 0.0
         self._pending = self.reactor.callLater(wait, self._answer, data)
 
@@ -244,10 +265,48 @@ class RecordedSource:
         exchange = self.exchange
         if exchange is not None:
             exchange.serverBytes(self, data)
+        if self.raw and self._plan is not None:
+            # A WebSocket: the server's messages before the browser's first.
+            self._sendPlanned()
+            return
         exchange = self.exchange
         if exchange is not None:
             # Whatever the answer left unread ends here, as a server's close.
             self.exchange = None
+            exchange.serverLost(self, Failure(ConnectionDone()))
+
+    # -- a replayed WebSocket: the server's side -----------------------------------------
+
+    def _sendPlanned(self) -> None:
+        """
+        Send the recorded server messages due after the browser's
+        L{_heard} messages so far.
+        """
+        plan = self._plan
+        exchange = self.exchange
+        if plan is None or exchange is None or self._heard >= len(plan):
+            return
+        frames = plan[self._heard]
+        if frames:
+            exchange.serverBytes(self, frames)
+
+    def _fromBrowser(self, data: bytes) -> None:
+        """
+        The browser's WebSocket frames: each message it completes lets the
+        recorded answers that followed it go; its close is answered with a
+        close (its code and reason echoed, as a server does), and the
+        WebSocket ends.
+        """
+        frames = self._browserFrames
+        assert frames is not None
+        for _ in frames.feed(data):
+            self._heard += 1
+            self._sendPlanned()
+        if frames.closed and self.exchange is not None:
+            code = frames.closeCode
+            echoed = code.to_bytes(2, "big") + (frames.closeReason or "").encode("utf-8") if code else b""
+            exchange, self.exchange = self.exchange, None
+            exchange.serverBytes(self, serverFrame(OP_CLOSE, echoed))
             exchange.serverLost(self, Failure(ConnectionDone()))
 
     def attachRequestProducer(self, producer: Any) -> None:

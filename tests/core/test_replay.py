@@ -16,6 +16,7 @@ from netlog.core.har import LineIndex, exchangeLines
 from netlog.core.replay import (
     MatchRules,
     RecordedAnswer,
+    RecordedMessage,
     ReplayIndex,
     SKIP_BODY_NOT_KEPT,
     SKIP_FAILED,
@@ -25,10 +26,12 @@ from netlog.core.replay import (
     answerFromLog,
     bodyKey,
     framed,
+    handshake,
     recordedFromHar,
     recordedFromLog,
     refreshed,
     requestKey,
+    webSocketPlan,
 )
 from tests.proxy.recordings import Exchange, lines
 
@@ -54,7 +57,7 @@ class Recording:
         recorded = self.index.match(requestKey(method, url, self.rules), bodyKey(body, contentType, self.rules))
         if recorded is None:
             return None
-        o, ol, e, el = recorded.where
+        o, ol, e, el, _ = recorded.where
         return answerFromLog(self.readAt(o, ol), self.readAt(e, el)).body
 
 
@@ -349,3 +352,49 @@ class RefreshTests(SynchronousTestCase):
         ])
         undated = RecordedAnswer(200, b"OK", [(b"Expires", b"Mon, 01 Jan 2024 01:00:00 GMT")], b"", False, 0.0)
         self.assertEqual(refreshed(undated, now), undated)
+
+
+class WebSocketTests(SynchronousTestCase):
+    def test_plan(self) -> None:
+        """
+        The server's recorded messages go in order, each batch after the
+        browser message that preceded it in the recording; the handshake
+        answers the new request's key (RFC 6455's example) and agrees no
+        extension.
+        """
+        messages = [RecordedMessage(False, 1, b"welcome"), RecordedMessage(True, 1, b"hi"),
+                    RecordedMessage(False, 1, b"a"), RecordedMessage(False, 2, b"\x00" * 200),
+                    RecordedMessage(True, 2, b"x"), RecordedMessage(True, 1, b"bye")]
+        self.assertEqual(webSocketPlan(messages), [
+            b"\x81\x07welcome", b"\x81\x01a" + b"\x82\x7e\x00\xc8" + b"\x00" * 200, b"", b""])
+        answer = RecordedAnswer(101, b"Switching Protocols", [
+            (b"Upgrade", b"websocket"), (b"Connection", b"Upgrade"), (b"Sec-WebSocket-Accept", b"old"),
+            (b"Sec-WebSocket-Extensions", b"permessage-deflate"), (b"X-Served", b"1")], b"", False, 0.0)
+        self.assertEqual(handshake(answer, b"dGhlIHNhbXBsZSBub25jZQ=="),
+                         b"HTTP/1.1 101 Switching Protocols\r\nX-Served: 1\r\nUpgrade: websocket\r\n"
+                         b"Connection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
+
+    def test_fromLog(self) -> None:
+        """
+        A recorded WebSocket (its 101 and message lines) is replayable, its
+        messages read back as kept: text as text, binary from base64.
+        """
+        opened = json.dumps({"n": 1, "type": "open", "id": 1, "kind": "exchange", "started": 1.0,
+                             "request": {"method": "GET", "url": "wss://shop.test/ws", "headers": []}})
+        notes = [json.dumps({"n": 2, "type": "message", "id": 1, "direction": "up", "opcode": 1, "data": "hé"}),
+                 json.dumps({"n": 3, "type": "message", "id": 1, "direction": "down", "opcode": 2,
+                             "data": base64.b64encode(b"\x00\xff").decode(), "encoding": "base64"})]
+        ended = json.dumps({"n": 4, "type": "end", "id": 1, "response": {"status": 101, "headers": []},
+                            "_websocket": {"messages_up": 1, "messages_down": 1}})
+        data = "\n".join([opened, *notes, ended]).encode() + b"\n"
+        lineIndex = LineIndex()
+        lineIndex.addLines(0, data)
+        index = ReplayIndex()
+        rules = MatchRules()
+        recordedFromLog(exchangeLines(lineIndex), lambda o, n: data[o:o + n], rules, index)
+        recorded = index.match(requestKey("GET", "https://shop.test/ws", rules), None)
+        assert recorded is not None
+        o, ol, e, el, lines = recorded.where
+        answer = answerFromLog(data[o:o + ol], data[e:e + el], [data[a:a + n] for a, n in lines])
+        self.assertEqual(answer.messages, (RecordedMessage(True, 1, "hé".encode()),
+                                           RecordedMessage(False, 2, b"\x00\xff")))
