@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import OrderedDict
 from typing import Any, Callable
 
 from twisted.internet.error import ConnectionDone
@@ -29,6 +30,7 @@ from netlog.core.har import exchangeLines
 from netlog.core.http1 import HeadFields, RequestHead, ResponseReader
 from netlog.core.replay import (
     MatchRules,
+    Recorded,
     RecordedAnswer,
     ReplayIndex,
     answerFromHar,
@@ -60,6 +62,9 @@ PACE_RECORDED = "recorded"
 PACE_CHOICES = (PACE_NOW, PACE_RECORDED)
 #: The longest a paced answer waits, whatever the recording says (seconds).
 MAX_PACE_WAIT = 30.0
+#: Bytes of recorded answers' bodies kept read back, the most recently
+#: served (a page's scripts, styles and images are asked for again and again).
+MAX_CACHED_ANSWER_BYTES = 32 * 1024 * 1024
 #: Bytes read from the start of a recording to tell a log from a HAR.
 _SNIFF_SIZE = 64
 
@@ -85,6 +90,10 @@ def _lineReader(path: str) -> Callable[[int, int], bytes]:
         return os.pread(held[0][1], length, offset)
 
     return readAt
+
+
+def _answerSize(answer: RecordedAnswer) -> int:
+    return len(answer.body) + sum(len(m.data) for m in answer.messages)
 
 
 @implementer(IAnswers)
@@ -113,6 +122,10 @@ class Replay:
         self.refresh = refresh
         self.index = ReplayIndex()
         self._har: list[Any] | None = None
+        #: Answers read back, by their recorded mark, least recently served
+        #: first, their bodies at most L{MAX_CACHED_ANSWER_BYTES} together.
+        self._answers: OrderedDict[int, RecordedAnswer] = OrderedDict()
+        self._answerBytes = 0
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError as e:
@@ -156,6 +169,26 @@ class Replay:
         self._har = [{"response": e.get("response"), "timings": e.get("timings"),
                       "_webSocketMessages": e.get("_webSocketMessages")}
                      if isinstance(e, dict) else None for e in entries]
+
+    def answerFor(self, recorded: Recorded) -> RecordedAnswer:
+        """
+        C{recorded}'s answer, read back once and kept while it is among
+        those most recently served.
+        """
+        answers = self._answers
+        answer = answers.get(recorded.mark)
+        if answer is not None:
+            answers.move_to_end(recorded.mark)
+            return answer
+        answer = self.answerAt(recorded.where)
+        size = _answerSize(answer)
+        if size <= MAX_CACHED_ANSWER_BYTES:
+            answers[recorded.mark] = answer
+            self._answerBytes += size
+            while self._answerBytes > MAX_CACHED_ANSWER_BYTES:
+                _, old = answers.popitem(last=False)
+                self._answerBytes -= _answerSize(old)
+        return answer
 
     def answerAt(self, where: Any) -> RecordedAnswer:
         """
@@ -244,7 +277,7 @@ class RecordedSource:
             answer = unmatchedAnswer(method, self.url)
             exchange.marks = {"_unmatched": True}
         else:
-            answer = replay.answerAt(recorded.where)
+            answer = replay.answerFor(recorded)
             if replay.refresh:
                 answer = refreshed(answer, self.reactor.seconds())
             exchange.marks = {"_replayed": recorded.mark}
