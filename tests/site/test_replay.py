@@ -153,9 +153,22 @@ class ReplayTests(TestCase):
         return recording, answers
 
     def replaying(self, path: str, unmatched: str = UNMATCHED_404, rules: MatchRules = MatchRules()) -> RunningProxy:
+        """
+        A proxy replaying C{path}; the names its resolver is asked for are
+        in C{self.lookedUp}.
+        """
         port = self.port
-        return RunningProxy(self, sites(port).replace("127.0.0.1", "backend.test"), resolve={},
-                            modeOptions={"replays": {"shop": Replay(path, rules, unmatched)}})
+        running = RunningProxy(self, sites(port).replace("127.0.0.1", "backend.test"), resolve={},
+                               modeOptions={"replays": {"shop": Replay(path, rules, unmatched)}})
+        self.lookedUp: list[str] = []
+        resolve = running.proxy.resolver.resolve
+
+        def counted(host: str) -> Any:
+            self.lookedUp.append(host)
+            return resolve(host)
+
+        running.proxy.resolver.resolve = counted  # type: ignore[method-assign]
+        return running
 
     @defer.inlineCallbacks
     def test_sameAnswers(self) -> Any:
@@ -187,6 +200,7 @@ class ReplayTests(TestCase):
         for opened, ended in ends:
             self.assertEqual(opened["server"]["address"], None)
             self.assertNotIn("_failed", ended)
+        self.assertEqual(self.lookedUp, [])
 
     @defer.inlineCallbacks
     def test_unmatchedNeverReachesServer(self) -> Any:
@@ -206,6 +220,7 @@ class ReplayTests(TestCase):
         self.assertTrue(ended["_unmatched"])
         self.assertEqual(ended["response"]["status"], 404)
         self.assertEqual(self.backend.requests, served)
+        self.assertEqual(self.lookedUp, [], "no name looked up for the backend")
         yield self.backendPort.stopListening()
 
     @defer.inlineCallbacks
