@@ -316,6 +316,22 @@ def responseCapture(contentType: str | bytes | None, logging: bool) -> BodyCaptu
     return BodyCapture(MAX_RESPONSE_BODY, keep=logging and text, hashAll=logging and not text)
 
 
+#: What C{--keep-bodies} takes: text answers' bodies (the default), or every
+#: answer's (a recording to replay).
+KEEP_TEXT = "text"
+KEEP_ALL = "all"
+KEEP_CHOICES = (KEEP_TEXT, KEEP_ALL)
+
+
+def keepAllCapture(contentType: str | bytes | None, logging: bool) -> BodyCapture:
+    """
+    The capture for an answer's body with C{--keep-bodies all}: every type
+    kept up to L{MAX_RESPONSE_BODY} (then C{_truncated}), and any but text
+    also hashed whole, as it is without.
+    """
+    return BodyCapture(MAX_RESPONSE_BODY, keep=logging, hashAll=logging and not keepsText(contentType))
+
+
 #: What the capture policy chose per answer type: C{(limit, keep, hashAll)}.
 _CAPTURES: dict[tuple[bytes | str | None, bool], tuple[int, bool, bool]] = {}
 #: The most answer types remembered (cleared when full).

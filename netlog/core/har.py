@@ -98,6 +98,9 @@ _STARTED = re.compile(
     rb'(?:,"(?!started")[^"\\]*":(?:"[^"\\]*"|[-+.0-9eE]+|null|true|false))*'
     rb',"started":(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)[,}]'
 )
+#: What a replay run's end lines say of each answer's source, carried as
+#: they are (see C{docs/replay.rst}).
+_REPLAY_MARKS = ("_replayed", "_replayedCut", "_unmatched", "_forwarded")
 #: How far into an open line C{started} is looked for before parsing it.
 _STARTED_WINDOW = 512
 
@@ -1350,6 +1353,10 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None,
             entry["_refused"] = {"reason": str(refused.get("reason", "")), "status": _int(refused.get("status"))}
         elif refused:
             entry["_refused"] = {"reason": str(refused), "status": -1}
+        for mark in _REPLAY_MARKS:
+            value = ended.get(mark)
+            if value is not None and value is not False:
+                entry[mark] = value
         ws = ended.get("_websocket")
         if isinstance(ws, dict):
             entry["_websocket"] = {

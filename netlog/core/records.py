@@ -54,7 +54,8 @@ OPEN_KEYS = ("proxy", "kind", "started", "client", "connection", "request", "ser
 #: C{ended}, C{times} and C{bytes} only when it applies).
 END_KEYS = (
     "ended", "times", "request_body", "response", "interim", "bytes", "closed_by",
-    "_websocket", "_unparsed", "_refused", "_failed",
+    "_websocket", "_unparsed", "_refused", "_failed", "_replayed", "_replayedCut", "_unmatched",
+    "_forwarded",
 )
 
 #: The keys of a head line (an answer's head, written while it streams).
@@ -230,9 +231,13 @@ def endRecord(
     refused: tuple[str, int] | None = None,
     failed: str | None = None,
     failedStatus: int | None = None,
+    marks: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """
     An end line's fields, in L{END_KEYS} order.
+
+    @param marks: what the answer's source says of it (C{_replayed},
+        C{_unmatched}, C{_forwarded}: see L{netlog.core.replay}), last.
 
     @param refused: C{(reason, status)} when netlog turned the request down.
     @param failed: why the exchange failed; C{failedStatus} the status
@@ -259,6 +264,8 @@ def endRecord(
         fields["_refused"] = {"reason": refused[0], "status": refused[1]}
     if failed:
         fields["_failed"] = {"reason": failed} if failedStatus is None else {"reason": failed, "status": failedStatus}
+    if marks:
+        fields.update(marks)
     return fields
 
 

@@ -4,8 +4,9 @@ them imports another to name it: the service that owns the listeners and the
 pool (L{IEngine}), the browser's connection as a tunnel sees it
 (L{IBrowserSide}), the browser's side of one exchange whatever protocol
 carries it (L{IBrowserStream}: an HTTP/1.1 connection, or one stream of an
-HTTP/2 connection), and the exchange as its upstream connection feeds it
-(L{IAnswerSink}). The arrows then run one way: service, browser, exchange and
+HTTP/2 connection), where an exchange's answer comes from (L{IAnswerSource}:
+an upstream connection, or a recording), and the exchange as its answer
+source feeds it (L{IAnswerSink}). The arrows then run one way: service, browser, exchange and
 tunnel, upstream.
 """
 
@@ -212,9 +213,67 @@ class IBrowserStream(Interface):
 
 class IAnswerSink(Protocol):
     """
-    The exchange an upstream connection carries.
+    The exchange an answer source (an upstream connection, a recording)
+    answers: the answer's bytes, its end, and for a recording what it says
+    of the answer (C{marks}, written in the end line) or that it has none
+    and the request goes upstream after all (L{forward}).
     """
+
+    marks: dict[str, Any] | None
 
     def serverBytes(self, upstream: Any, data: bytes) -> None: ...
 
     def serverLost(self, upstream: Any, reason: Failure) -> None: ...
+
+    def forward(self, source: Any) -> None: ...
+
+
+class IAnswerSource(Interface):
+    """
+    Where one exchange's answer comes from: an upstream connection to a
+    backend or a live host (L{netlog.proxy.upstream.UpstreamProtocol}), or a
+    recording (L{netlog.proxy.replay.RecordedAnswer}). The exchange hands it
+    the request and reads the answer's bytes it brings (as HTTP/1.1, through
+    its L{reader}) from L{IAnswerSink.serverBytes}, and its end from
+    L{IAnswerSink.serverLost}; the log record, the capture and the timers
+    don't know which source they got.
+    """
+
+    exchange = Attribute("The L{IAnswerSink} this source answers now, or L{None}.")
+    reader = Attribute("The L{netlog.core.http1.ResponseReader} that reads the answer it brings.")
+    gate = Attribute("The producer the browser's side pauses while it can't take more of the answer.")
+    raw = Attribute("The answer is relayed as it comes, not read as HTTP (a WebSocket).")
+    pooled = Attribute("Whether the source, done with and reusable, goes back to the engine's pool.")
+
+    def send(data: bytes) -> None:
+        """
+        Bytes of the request as framed toward the server (its head, its
+        body's framing), or of a raw relay's browser side.
+        """
+
+    def requestData(data: bytes) -> None:
+        """
+        A piece of the request's body, its transfer coding undone.
+        """
+
+    def requestEnded() -> None:
+        """
+        The whole request has been handed over.
+        """
+
+    def attachRequestProducer(producer: Any) -> None:
+        """
+        Pause C{producer} (the browser's gate) while the source can't take
+        more of the request.
+        """
+
+    def detachRequestProducer() -> None:
+        """
+        Stop pausing the producer L{attachRequestProducer} gave.
+        """
+
+    def close(gently: bool) -> None:
+        """
+        The exchange is done with the source: close it (after what is sent,
+        when C{gently}).
+        """

@@ -6,8 +6,10 @@ backpressure, and kept in the network log as the mode says.
 The browser side (an L{IBrowserStream}: an HTTP/1.1 connection, or one
 stream of an HTTP/2 connection) hands the exchange the request's events and
 carries the answer's events to the browser in its own protocol; the
-upstream side (L{netlog.proxy.upstream.UpstreamProtocol}) hands it the
-server's bytes. The exchange writes no bytes of its own toward the browser.
+answer's side (an L{IAnswerSource}: an upstream connection,
+L{netlog.proxy.upstream.UpstreamProtocol}, or a recording when the mode
+routes the request to one, an L{Answered} route) hands it the answer's
+bytes. The exchange writes no bytes of its own toward the browser.
 Once an answer is a C{101} (a WebSocket, on HTTP/1.1 only) or can't be read
 as HTTP, both sides are relayed raw until one closes.
 """
@@ -55,10 +57,8 @@ from netlog.core.wsmessages import KeptBudget, Message, MessageAssembler, parseD
 from netlog.net.connect import describeFailure
 from netlog.net.gate import BACKPRESSURE
 from netlog.net.relay import CLIENT, PROXY, SERVER
-from netlog.net.send import sendNow
-from netlog.proxy.contracts import IBrowserStream, IEngine
-from netlog.proxy.mode import DestinationRefused, Route
-from netlog.proxy.upstream import UpstreamProtocol
+from netlog.proxy.contracts import IAnswerSource, IBrowserStream, IEngine
+from netlog.proxy.mode import Answered, DestinationRefused, Route
 
 _log = Logger()
 
@@ -151,6 +151,7 @@ class Exchange:
         "headLogged",
         "id",
         "interim",
+        "marks",
         "proxy",
         "raw",
         "reactor",
@@ -197,7 +198,7 @@ class Exchange:
         self.started = started
         self.signIn = route.signIn
         self.id = 0
-        self.upstream: UpstreamProtocol | None = None
+        self.upstream: IAnswerSource | None = None
         self.address: str | None = None
         self.reused = False
         self.ready = False
@@ -244,11 +245,18 @@ class Exchange:
         self._sent: list[bytes] | None = []
         self._sentSize = 0
         self._trimmed = False
+        #: What the answer's source says of it in the end line.
+        self.marks: dict[str, Any] | None = None
 
     # -- starting ---------------------------------------------------------------
 
     def start(self) -> None:
-        idle = self.proxy.takeIdle(self.route)
+        route = self.route
+        if isinstance(route, Answered):
+            # The mode answers this request itself (from a recording).
+            self._connected((route.answers.sourceFor(self.reactor, self.head, self.url), False, None, None))
+            return
+        idle = self.proxy.takeIdle(route)
         if idle is not None:
             self._connected(idle)
             return
@@ -264,7 +272,7 @@ class Exchange:
         if not self.done:
             self.fail("the proxy failed: " + failure.getErrorMessage())
 
-    def _use(self, result: tuple[UpstreamProtocol, bool, str, float | None]) -> bool:
+    def _use(self, result: tuple[IAnswerSource, bool, str | None, float | None]) -> bool:
         """
         Make the connection C{result} names (as L{IEngine.upstreamFor}
         gives it) this exchange's; C{False}, and the connection back to the
@@ -283,7 +291,7 @@ class Exchange:
         upstream.raw = False
         return True
 
-    def _connected(self, result: tuple[UpstreamProtocol, bool, str, float | None]) -> None:
+    def _connected(self, result: tuple[IAnswerSource, bool, str | None, float | None]) -> None:
         if not self._use(result):
             return
         if not self.id:
@@ -319,7 +327,7 @@ class Exchange:
                 self._sent = None
             else:
                 self._sent.append(data)
-        sendNow(self.upstream.transport, data)
+        self.upstream.send(data)
 
     def _connectFailed(self, failure: Failure) -> None:
         if self.done:
@@ -377,17 +385,14 @@ class Exchange:
     def _attach(self) -> None:
         upstream = self.upstream
         assert upstream is not None and upstream.gate is not None
-        upstream.transport.registerProducer(self.browser.gate, True)
+        upstream.attachRequestProducer(self.browser.gate)
         self.browser.attachAnswerProducer(upstream.gate)
 
     def _detach(self) -> None:
         upstream = self.upstream
         if upstream is None:
             return
-        try:
-            upstream.transport.unregisterProducer()
-        except Exception:
-            pass
+        upstream.detachRequestProducer()
         self.browser.detachAnswerProducer()
         if self.browser.gate.reasons:
             self.browser.gate.release(BACKPRESSURE)
@@ -409,12 +414,16 @@ class Exchange:
                 self._trimmed = True
                 giveBackFreeMemory(self.reactor.seconds())
             if not self.responseComplete:
+                assert self.upstream is not None
+                self.upstream.requestData(event.data)
                 self._write(event.raw)
         elif isinstance(event, EndOfMessage):
             self.requestDone = True
             if event.raw and not self.responseComplete:
                 self._write(event.raw)
             self.sentAt = self.reactor.seconds()
+            if self.upstream is not None and not self.responseComplete:
+                self.upstream.requestEnded()
         elif isinstance(event, Incomplete):
             self.requestDone = True
             self.closedBy = CLIENT
@@ -444,7 +453,7 @@ class Exchange:
 
     # -- the answer, from upstream ------------------------------------------------
 
-    def serverBytes(self, upstream: UpstreamProtocol, data: bytes) -> None:
+    def serverBytes(self, upstream: IAnswerSource, data: bytes) -> None:
         now = self.reactor.seconds()
         self.browser.touch(now)
         if self.firstByteAt is None:
@@ -543,6 +552,7 @@ class Exchange:
             and self.responseKeepAlive
             and self.requestDone
             and upstream.reader.idle
+            and upstream.pooled
         )
         if not self.requestDone:
             # An early answer (a 413 before the upload ended): the rest of the
@@ -569,7 +579,7 @@ class Exchange:
         else:
             self.fail(why, abortBrowser=True)
 
-    def serverLost(self, upstream: UpstreamProtocol, reason: Failure) -> None:
+    def serverLost(self, upstream: IAnswerSource, reason: Failure) -> None:
         if self.done or upstream is not self.upstream:
             return
         if self.raw:
@@ -600,6 +610,20 @@ class Exchange:
             self.fail(f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer",
                       abortBrowser=True)
 
+    def forward(self, source: IAnswerSource) -> None:
+        """
+        C{source} has no answer for this request and sends it on to the
+        route's upstream (a replay's unmatched request, with
+        C{--replay-unmatched forward}): the request as it was sent so far
+        goes up on a new connection, as a retry's does.
+        """
+        if self.done or source is not self.upstream:
+            return
+        if self._sent is None:
+            self._noAnswer(f"the request is over {MAX_RETRY_BYTES} bytes, too big to forward unanswered")
+            return
+        self._retry()
+
     def _retry(self) -> None:
         """
         A reused connection was already closed: send the request again, once,
@@ -614,7 +638,7 @@ class Exchange:
         self._sentSize = 0
         d = self.proxy.upstreamFor(self.route, fresh=True)
 
-        def again(result: tuple[UpstreamProtocol, bool, str, float | None]) -> None:
+        def again(result: tuple[IAnswerSource, bool, str | None, float | None]) -> None:
             if not self._use(result):
                 return
             assert self.upstream is not None
@@ -710,7 +734,7 @@ class Exchange:
                 # Logged before the message's last bytes go on.
                 self._logMessages("up", messages)
         self.up += len(data)
-        sendNow(self.upstream.transport, data)
+        self.upstream.send(data)
 
     def _rawDown(self, data: bytes) -> None:
         ws = self.wsDown
@@ -766,10 +790,7 @@ class Exchange:
         upstream, self.upstream = self.upstream, None
         if upstream is not None:
             upstream.exchange = None
-            if gently:
-                upstream.transport.loseConnection()
-            else:
-                upstream.transport.abortConnection()
+            upstream.close(gently)
 
     def endFields(self, *, failed: str | None = None, failedStatus: int | None = None,
                   refused: tuple[str, int] | None = None) -> dict[str, Any]:
@@ -793,7 +814,7 @@ class Exchange:
             up=self.up, down=self.down, requestBody=requestBody, response=response, interim=self.interim,
             closedBy=self.closedBy if self.wsUp is not None or self.raw else None,
             websocket=websocket, unparsed=self.unparsed, refused=refused, failed=failed,
-            failedStatus=failedStatus,
+            failedStatus=failedStatus, marks=self.marks,
         )
         # The kept bodies are in the fields now, as the base64 the captures
         # kept (the LogWriter writes it into the line without a copy): let

@@ -71,6 +71,31 @@ class Route:
         return (self.scheme, self.host, self.port, self.site)
 
 
+class IAnswers(Interface):
+    """
+    What answers the requests a mode routes as L{Answered}: a recording
+    (L{netlog.proxy.replay.Replay}).
+    """
+
+    def sourceFor(reactor: Any, head: Any, url: str) -> Any:
+        """
+        The answer source (an L{netlog.proxy.contracts.IAnswerSource}) for
+        the request C{head} for C{url}: it reads the request's body, then
+        brings the answer.
+        """
+
+
+@dataclass(frozen=True)
+class Answered(Route):
+    """
+    Routing's third outcome: the mode answers the request itself, from
+    C{answers} (a recording), instead of the upstream the route names
+    (which a request the recording can't answer may still go to).
+    """
+
+    answers: Any = None
+
+
 Routed = Union[Route, Refusal]
 
 #: Live hosts' routes kept for reuse (a browser asks the same few hosts over

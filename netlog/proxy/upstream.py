@@ -13,12 +13,13 @@ from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, w
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
 from twisted.python.failure import Failure
+from zope.interface import implementer
 
 from netlog.core.http1 import ResponseReader
 from netlog.net.connect import connectThen
 from netlog.net.gate import Gate
-from netlog.net.send import noDelay
-from netlog.proxy.contracts import IAnswerSink
+from netlog.net.send import noDelay, sendNow
+from netlog.proxy.contracts import IAnswerSink, IAnswerSource
 
 _log = Logger()
 
@@ -30,16 +31,20 @@ MAX_IDLE_PER_UPSTREAM = 64
 IDLE_UPSTREAM_TIMEOUT = 30.0
 
 
+@implementer(IAnswerSource)
 class UpstreamProtocol(Protocol):
     """
     One connection to a backend or a live host, carrying one exchange at a
-    time. Its bytes go to the exchange, read as answers, or raw once the
-    exchange says so (a WebSocket, an answer that isn't HTTP).
+    time: the answer source of an exchange routed upstream. Its bytes go to
+    the exchange, read as answers, or raw once the exchange says so (a
+    WebSocket, an answer that isn't HTTP).
 
     @ivar firstByteAt: when the current exchange's first answer byte came.
     """
 
     transport: Any
+    #: Done with and reusable, the connection goes back to the pool.
+    pooled = True
 
     def __init__(self, reactor: Any, key: Hashable) -> None:
         self.reactor = reactor
@@ -82,6 +87,36 @@ class UpstreamProtocol(Protocol):
     @property
     def reusable(self) -> bool:
         return bool(self.connected and not self.raw and self.reader.idle)
+
+    # -- the answer source (IAnswerSource) ----------------------------------------
+
+    def send(self, data: bytes) -> None:
+        sendNow(self.transport, data)
+
+    def requestData(self, data: bytes) -> None:
+        """
+        The server reads the body from the bytes L{send} sent.
+        """
+
+    def requestEnded(self) -> None:
+        """
+        The server answers as it reads: nothing to do.
+        """
+
+    def attachRequestProducer(self, producer: Any) -> None:
+        self.transport.registerProducer(producer, True)
+
+    def detachRequestProducer(self) -> None:
+        try:
+            self.transport.unregisterProducer()
+        except Exception:
+            pass
+
+    def close(self, gently: bool) -> None:
+        if gently:
+            self.transport.loseConnection()
+        else:
+            self.transport.abortConnection()
 
 
 def connectUpstream(

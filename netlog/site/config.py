@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import ipaddress
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ NEVER_REMOVED = frozenset({"cookie", "set-cookie"})
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
-_SITE_KEYS = {"name", "origins", "backend", "verify", "sign_in_headers", "ca_file"}
+_SITE_KEYS = {"name", "origins", "backend", "verify", "sign_in_headers", "ca_file", "replay"}
 _LIVE_KEYS = {"hosts", "connect_ports"}
 _TOP_KEYS = {"site", "live"}
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -90,6 +91,9 @@ class Site:
     origins: tuple[Origin, ...]
     backend: Backend
     signInHeaders: frozenset[str] = frozenset()
+    #: The recording this site is answered from (C{replay = "PATH"}, made
+    #: absolute from the folder of C{sites.toml}), if any.
+    replay: str | None = None
 
     def httpsOrigin(self, host: str) -> Origin | None:
         """
@@ -343,7 +347,12 @@ def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
                     f"cookies, since graders read them",
                 )
             signIn.add(header.lower())
-        sites.append(Site(name, tuple(origins), backend, frozenset(signIn)))
+        replay = raw.get("replay")
+        if replay is not None and (not isinstance(replay, str) or not replay):
+            raise fail("replay", f"site {name!r}: replay must be the path of a recording (a netlog log or a HAR)")
+        if replay is not None and path is not None:
+            replay = os.path.join(os.path.dirname(os.path.abspath(path)), replay)
+        sites.append(Site(name, tuple(origins), backend, frozenset(signIn), replay))
     live = data.get("live", {})
     if not isinstance(live, dict):
         raise _fail(path, text, "live", 0, None, "write live hosts as a [live] table with hosts = [...]")

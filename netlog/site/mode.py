@@ -7,13 +7,14 @@ rewritten; allowed live hosts are relayed; anything else is refused.
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Any
 
 from zope.interface import implementer
 
-from netlog.core.capture import BodyCapture, requestCapture, responseCaptureFor
+from netlog.core.capture import BodyCapture, keepAllCapture, requestCapture, responseCaptureFor
 from netlog.core.records import urlAuthority
-from netlog.proxy.mode import BLIND, OPEN, IMode, Refusal, Route, Routed, liveRoute
+from netlog.proxy.mode import BLIND, OPEN, Answered, IAnswers, IMode, Refusal, Route, Routed, liveRoute
 from netlog.site.ca import HTTP1_ONLY, PROTOCOLS, CertificateAuthority, HandedLeaves, mintInChild
 from netlog.site.config import Site, SitesConfig
 from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
@@ -45,13 +46,20 @@ class SiteMode:
     privilegedFiles: tuple[str, ...] = ()
 
     def __init__(self, config: SitesConfig, stateDir: str, ca: CertificateAuthority | None = None,
-                 keepKey: bool = True, h2: bool = True) -> None:
+                 keepKey: bool = True, h2: bool = True, keepAll: bool = False,
+                 replays: dict[str, IAnswers] | None = None) -> None:
         """
         @param keepKey: this process loads the CA and holds its key
             (C{--no-supervise}, tests); otherwise the supervisor's copy has
             a child process mint every site's certificate and hands them to
             the workers, which serve from them.
+        @param keepAll: keep every answer's body, binary too
+            (C{--keep-bodies all}).
+        @param replays: the recording each replayed site is answered from,
+            by site name (L{netlog.site.replay.loadReplays}).
         """
+        self.replays = replays or {}
+        self.keepAll = keepAll
         self.protocols = PROTOCOLS if h2 else HTTP1_ONLY
         self.config = config
         self.stateDir = stateDir
@@ -111,7 +119,8 @@ class SiteMode:
             if len(self._routes) >= MAX_CACHED_ROUTES:
                 self._routes.clear()
             backend = site.backend
-            route = self._routes[key] = Route(
+            answers = self.replays.get(site.name)
+            route = self._routes[key] = (Route if answers is None else partial(Answered, answers=answers))(
                 backend.scheme, backend.host, backend.port, f"{scheme}://{urlAuthority(host, port, scheme)}", host,
                 site, site.signInHeaders,
             )
@@ -167,6 +176,8 @@ class SiteMode:
         return requestCapture(logging)
 
     def responseCapture(self, contentType: bytes | None, logging: bool) -> BodyCapture:
+        if self.keepAll:
+            return keepAllCapture(contentType, logging)
         return responseCaptureFor(contentType, logging)
 
     def rewrite(self, route: Route, name: bytes, value: bytes) -> bytes:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from netlog.core.capture import KEEP_ALL
 from netlog.log.writer import LogWriter
 from netlog.net.options import buildDestinations
 from netlog.proxy.service import ProxyService
@@ -23,7 +24,8 @@ def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> ProxyService:
         policy.addListener(api[0], api[1])
     return ProxyService(
         SiteMode(config.sitesConfig, config["state"], keepKey=bool(config.get("no-supervise")),
-                 h2=not config.get("no-h2")),
+                 h2=not config.get("no-h2"), keepAll=config.get("keep-bodies") == KEEP_ALL,
+                 replays=config.get("replays")),
         writer,
         reactor,
         resolver,

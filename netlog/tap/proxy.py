@@ -10,9 +10,13 @@ from typing import Any
 from twisted.application.service import MultiService
 from twisted.python import usage
 
+from netlog.core.capture import KEEP_CHOICES, KEEP_TEXT
+from netlog.core.replay import MatchRules
 from netlog.net.options import DestinationOptions, _seconds
+from netlog.proxy.replay import PACE_CHOICES, PACE_NOW, UNMATCHED_404, UNMATCHED_CHOICES, RecordingError
 from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
 from netlog.site.config import ConfigError, SitesConfig, loadSites
+from netlog.site.replay import loadReplays
 from netlog.tap.common import LogOptions, makeProxyService
 from netlog.tap.preflight import checkListen
 
@@ -36,12 +40,25 @@ class Options(LogOptions, DestinationOptions):
          "(a plain TCP description, e.g. tcp:443:interface=127.0.0.1)."],
         ["http-route", None, None,
          "Also answer plain HTTP on this endpoint with a 308 to the site's HTTPS origin."],
+        ["keep-bodies", None, KEEP_TEXT,
+         "What of answers' bodies the log keeps: text (text, JSON, forms, XML, scripts; other types as "
+         "size and sha256) or all (every type, to the same limit: a recording to --replay)."],
+        ["replay", None, None,
+         "Answer the sites from this recording (a netlog log kept with --keep-bodies all, or a HAR) "
+         "instead of their backends; a site's replay = \"PATH\" in sites.toml wins."],
+        ["replay-unmatched", None, UNMATCHED_404,
+         "What a replayed request with no recorded answer gets: 404 (an answer saying so) or forward "
+         "(sent to the site's backend)."],
+        ["replay-pace", None, PACE_NOW,
+         "now (answer at once) or recorded (wait as long as the recording did for the answer)."],
         ["header-timeout", None, DEFAULT_HEADER_TIMEOUT,
          "Seconds a browser has to send a whole request head once begun (then 408).",
          _seconds("header-timeout")],
     ]
 
     optFlags = LogOptions.optFlags + [  # type: ignore[assignment]
+        ["replay-refresh", None, "Replayed answers' Date is now; Expires, Last-Modified and cookies' "
+                                 "Expires move by as much."],
         ["no-h2", None, "Offer the browser HTTP/1.1 only (by default ALPN offers h2 first on decrypted "
                         "tunnels and the HTTPS route)."],
     ]
@@ -49,12 +66,29 @@ class Options(LogOptions, DestinationOptions):
     def __init__(self) -> None:
         LogOptions.__init__(self)
         self.sitesConfig: SitesConfig | None = None
+        self.ignoreParams: set[str] = set()
+        self.ignoreFields: set[str] = set()
+
+    def opt_replay_ignore_param(self, name: str) -> None:
+        """
+        Leave this query parameter out of replay's matching (repeatable).
+        """
+        self.ignoreParams.add(name)
+
+    def opt_replay_ignore_field(self, name: str) -> None:
+        """
+        Leave this JSON (at any depth) or form field out of the comparison of
+        a replayed request's body (repeatable).
+        """
+        self.ignoreFields.add(name)
 
     def postOptions(self) -> None:
         LogOptions.postOptions(self)
         self.checkDestinations()
         if not self["sites"]:
             raise usage.UsageError("--sites FILE is required (see examples/sites.toml)")
+        if self["keep-bodies"] not in KEEP_CHOICES:
+            raise usage.UsageError(f"--keep-bodies takes {' or '.join(KEEP_CHOICES)}, not {self['keep-bodies']!r}")
         for option in ("https-route", "http-route"):
             if self[option]:
                 checkListen("--" + option, self[option])
@@ -62,6 +96,16 @@ class Options(LogOptions, DestinationOptions):
             self.sitesConfig = loadSites(self["sites"])
         except ConfigError as e:
             raise usage.UsageError(f"--sites {e}") from None
+        for option, choices in (("replay-unmatched", UNMATCHED_CHOICES), ("replay-pace", PACE_CHOICES)):
+            if self[option] not in choices:
+                raise usage.UsageError(f"--{option} takes {' or '.join(choices)}, not {self[option]!r}")
+        try:
+            self["replays"] = loadReplays(self.sitesConfig, self["replay"],
+                                          MatchRules(frozenset(self.ignoreParams), frozenset(self.ignoreFields)),
+                                          self["replay-unmatched"], self["replay-pace"],
+                                          bool(self["replay-refresh"]))
+        except RecordingError as e:
+            raise usage.UsageError(f"replay: {e}") from None
         if self["https-route"] and not any(
             o.scheme == "https" for s in self.sitesConfig.sites for o in s.origins
         ):

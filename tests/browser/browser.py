@@ -142,11 +142,12 @@ def withBrowser(run: Run, body: Any) -> Any:
     return result
 
 
-def shopScenario(page: Any, base: str) -> dict[str, Any]:
+def shopScenario(page: Any, base: str, webSocket: bool = True) -> dict[str, Any]:
     """
     Walk the test site at C{base} (C{https://shop.test}) as a person would:
     sign in through the form, add to the cart, upload a file, open each page,
-    chat over the WebSocket, search. Returns what the pages showed.
+    chat over the WebSocket (unless not C{webSocket}), search. Returns what
+    the pages showed.
     """
     seen: dict[str, Any] = {}
     page.goto(base + "/")
@@ -179,9 +180,10 @@ def shopScenario(page: Any, base: str) -> dict[str, Any]:
     page.goto(base + "/news")
     seen["news"] = page.locator("#news li").count()
 
-    page.goto(base + "/chat")
-    page.wait_for_function("document.getElementById('status').textContent.startsWith('closed')")
-    seen["chat"] = page.inner_text("#status")
+    if webSocket:
+        page.goto(base + "/chat")
+        page.wait_for_function("document.getElementById('status').textContent.startsWith('closed')")
+        seen["chat"] = page.inner_text("#status")
 
     page.goto(base + "/")
     page.locator("#q").press_sequentially(SEARCH)

@@ -35,8 +35,10 @@ class RunningProxy:
     """
 
     def __init__(self, case: TestCase, sitesToml: str, resolve: dict[str, str] | None = None,
-                 logging: bool = True, routes: bool = True, **timeouts: float) -> None:
+                 logging: bool = True, routes: bool = True, modeOptions: dict[str, Any] | None = None,
+                 **timeouts: float) -> None:
         """
+        @param modeOptions: more keyword arguments for L{SiteMode}.
         @param timeouts: C{idleTimeout}, C{headerTimeout} for the proxy.
         """
         self.case = case
@@ -47,7 +49,7 @@ class RunningProxy:
         self.config = parseSites(sitesToml)
         self.writer = LogWriter(self.logPath, reactor=reactor)
         self.writer.startService()
-        self.mode = SiteMode(self.config, self.stateDir)
+        self.mode = SiteMode(self.config, self.stateDir, **(modeOptions or {}))
         self.proxy = ProxyService(
             self.mode, self.writer, reactor,
             Resolver(reactor, resolve or {}, resolveOnly=True), DestinationPolicy(),

@@ -1,0 +1,631 @@
+"""
+Replay's pure part: what a recording holds for each request it can answer,
+how a request is matched to it, and the answer framed again as HTTP/1.1.
+
+A recording is a netlog log (kept with C{--keep-bodies all}) or a HAR.
+Loading it makes a L{ReplayIndex}: per request key (the method and the URL:
+scheme, host, port, path and the query as a multiset, less the ignored
+parameters) and body digest (the request body's SHA-256, after the ignored
+JSON or form fields are dropped), the recorded entries in recorded order,
+each with only where its lines lie in the file (never its bodies). The
+k-th identical request gets the k-th recorded answer, and the last repeats
+after that. Recorded failures, refusals, answers that couldn't be read as
+HTTP and answers whose body wasn't kept are never served: they are
+counted as skipped, by why.
+
+No I/O here: the shell (L{netlog.proxy.replay}) indexes the file and reads
+the lines back by offset.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field, replace
+from email.utils import formatdate, parsedate_to_datetime
+from http import HTTPStatus
+from typing import Any, Callable, Hashable, Iterable, Iterator
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from netlog.core.har import ExchangeLines
+from netlog.core.http1 import HOP_BY_HOP
+
+__all__ = [
+    "MatchRules",
+    "Recorded",
+    "RecordedAnswer",
+    "RecordedMessage",
+    "ReplayIndex",
+    "answerFromHar",
+    "answerFromLog",
+    "bodyKey",
+    "framed",
+    "handshake",
+    "serverFrame",
+    "webSocketPlan",
+    "recordedFromHar",
+    "recordedFromLog",
+    "refreshed",
+    "requestKey",
+    "unmatchedAnswer",
+]
+
+#: Ports a URL without one means, by scheme (a WebSocket's as its scheme's).
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+#: A WebSocket's URL is matched as the HTTP request that opened it.
+_MATCHED_SCHEMES = {"ws": "http", "wss": "https"}
+#: The fields a replayed answer never carries: the hop-by-hop ones, and the
+#: recorded framing (the answer is framed again by its body's length).
+DROPPED_FIELDS = HOP_BY_HOP | {b"content-length"}
+#: Statuses whose answer has no body whatever its fields say.
+_BODILESS = frozenset({204, 304})
+#: What a multipart body's own boundary is replaced with before matching.
+MULTIPART_BOUNDARY = b"netlog-replay-boundary"
+#: The body digest of a recorded request whose body the recording didn't
+#: keep (Playwright's HAR has no C{postData} for a multipart upload): it
+#: matches a request with any body, when none matches exactly.
+UNKNOWN_BODY = "unknown"
+#: The methods whose request, recorded without C{postData} in a HAR, is
+#: taken to have had a body the HAR didn't keep.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: The status of the answer to a request the recording has no answer for.
+UNMATCHED_STATUS = 404
+
+# Why a recorded entry isn't served (the keys of L{ReplayIndex.skipped}).
+SKIP_FAILED = "failed"
+SKIP_REFUSED = "refused"
+SKIP_UNANSWERED = "unanswered"
+SKIP_UNPARSED = "unparsed"
+SKIP_BODY_NOT_KEPT = "body not kept"
+SKIP_WEBSOCKET = "websocket"
+SKIP_UNREADABLE = "unreadable"
+
+
+@dataclass(frozen=True)
+class MatchRules:
+    """
+    What of a request is left out of matching.
+
+    @ivar ignoreParams: query parameters dropped (cache-busters: C{t}, C{_}).
+    @ivar ignoreFields: JSON fields (at any depth) and form fields dropped
+        from a request body.
+    """
+
+    ignoreParams: frozenset[str] = frozenset()
+    ignoreFields: frozenset[str] = frozenset()
+
+
+def requestKey(method: str, url: str, rules: MatchRules) -> Hashable:
+    """
+    What two requests must share to match: the method, the scheme, host
+    and port (the default one when the URL names none), the path, and the
+    query as a multiset (its order ignored), less C{rules.ignoreParams}.
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = DEFAULT_PORTS.get(scheme, 0)
+    query = tuple(sorted(
+        (name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        if name not in rules.ignoreParams
+    ))
+    return (method.upper(), _MATCHED_SCHEMES.get(scheme, scheme), (parts.hostname or "").lower(), port,
+            parts.path or "/", query)
+
+
+def _mediaType(contentType: str | None) -> str:
+    return (contentType or "").split(";", 1)[0].strip().lower()
+
+
+def _withoutFields(value: Any, names: frozenset[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _withoutFields(v, names) for k, v in value.items() if k not in names}
+    if isinstance(value, list):
+        return [_withoutFields(v, names) for v in value]
+    return value
+
+
+def _param(contentType: Any, wanted: str) -> str | None:
+    """
+    The value of a C{Content-Type}'s parameter C{wanted} (C{charset},
+    C{boundary}), if it names one.
+    """
+    for param in str(contentType or "").split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == wanted:
+            return value.strip().strip('"') or None
+    return None
+
+
+def _boundary(contentType: str | None) -> bytes | None:
+    if _mediaType(contentType) != "multipart/form-data":
+        return None
+    boundary = _param(contentType, "boundary")
+    return boundary.encode("latin-1") if boundary else None
+
+
+def bodyKey(body: bytes, contentType: str | None, rules: MatchRules) -> str | None:
+    """
+    The digest a request's body is matched by: L{None} for no body, else
+    the SHA-256 of its exact bytes, or, with C{rules.ignoreFields}, of a
+    JSON body less those fields (at any depth; keys sorted) or a form body
+    less those fields. A multipart body's boundary (which a browser draws
+    at random) is read as L{MULTIPART_BOUNDARY}.
+    """
+    if not body:
+        return None
+    boundary = _boundary(contentType)
+    if boundary:
+        # Browsers choose a multipart body's boundary at random, each time.
+        body = body.replace(b"--" + boundary, b"--" + MULTIPART_BOUNDARY)
+    if rules.ignoreFields:
+        media = _mediaType(contentType)
+        if media == "application/json" or media.endswith("+json"):
+            try:
+                parsed = json.loads(body)
+            except (ValueError, RecursionError):
+                pass
+            else:
+                body = json.dumps(_withoutFields(parsed, rules.ignoreFields), sort_keys=True,
+                                  separators=(",", ":")).encode()
+        elif media == "application/x-www-form-urlencoded":
+            pairs = parse_qsl(body.decode("latin-1"), keep_blank_values=True)
+            body = urlencode([(k, v) for k, v in pairs if k not in rules.ignoreFields]).encode("latin-1")
+    return hashlib.sha256(body).hexdigest()
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """
+    One recorded request the recording can answer.
+
+    @ivar mark: the recorded line (the open line's C{n}) or HAR entry
+        (its index) the answer comes from, as C{_replayed} names it.
+    @ivar where: where its lines lie in the file, for the loader that
+        reads its answer back.
+    """
+
+    key: Hashable
+    body: str | None
+    mark: int
+    where: Any
+
+
+@dataclass
+class ReplayIndex:
+    """
+    The recorded requests by key and body digest, each key's in recorded
+    order, and how many of each request have been answered.
+    """
+
+    entries: dict[tuple[Hashable, str | None], list[Recorded]] = field(default_factory=dict)
+    served: dict[tuple[Hashable, str | None], int] = field(default_factory=dict)
+    #: Recorded entries not served, by why (see the C{SKIP_} names).
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def add(self, recorded: Recorded) -> None:
+        self.entries.setdefault((recorded.key, recorded.body), []).append(recorded)
+
+    def skip(self, why: str) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + 1
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.entries.values())
+
+    def match(self, key: Hashable, body: str | None) -> Recorded | None:
+        """
+        The recorded answer for the next request with this key and body:
+        the k-th of them gets the k-th recorded, the last once they run out.
+        """
+        both = (key, body)
+        recorded = self.entries.get(both)
+        if not recorded:
+            both = (key, UNKNOWN_BODY)
+            recorded = self.entries.get(both)
+        if not recorded:
+            return None
+        k = self.served.get(both, 0)
+        self.served[both] = k + 1
+        return recorded[min(k, len(recorded) - 1)]
+
+
+@dataclass(frozen=True)
+class RecordedMessage:
+    """
+    A recorded WebSocket message: from the browser (C{up}) or the server,
+    its opcode (text or binary) and its data as kept.
+    """
+
+    up: bool
+    opcode: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class RecordedAnswer:
+    """
+    A recorded answer, read back: its status, reason, fields in order (as
+    the browser got them), body, whether the body was cut at the
+    recording's limit, how long the recording waited for it (from the
+    request's end to the answer's first byte), and for a WebSocket its
+    messages both ways, in order.
+    """
+
+    status: int
+    reason: bytes
+    headers: list[tuple[bytes, bytes]]
+    body: bytes
+    cut: bool
+    wait: float
+    messages: tuple[RecordedMessage, ...] = ()
+
+
+# -- netlog logs ---------------------------------------------------------------------
+
+
+def _headerValue(headers: Any, name: str) -> str | None:
+    if isinstance(headers, list):
+        for pair in headers:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2 and str(pair[0]).lower() == name:
+                return str(pair[1])
+    return None
+
+
+def _skipReason(end: dict[str, Any]) -> str | None:
+    if end.get("_failed"):
+        return SKIP_FAILED
+    if end.get("_refused"):
+        return SKIP_REFUSED
+    if end.get("_unparsed"):
+        return SKIP_UNPARSED
+    response = end.get("response")
+    if not isinstance(response, dict) or not isinstance(response.get("status"), int):
+        return SKIP_UNANSWERED
+    if response["status"] == 101 and not isinstance(end.get("_websocket"), dict):
+        # An upgrade to something else than a WebSocket: nothing to replay.
+        return SKIP_WEBSOCKET
+    body = response.get("body")
+    if isinstance(body, dict) and body.get("size") and not isinstance(body.get("data"), str):
+        return SKIP_BODY_NOT_KEPT
+    return None
+
+
+def recordedFromLog(exchanges: Iterable[ExchangeLines], readAt: Callable[[int, int], bytes],
+                    rules: MatchRules, index: ReplayIndex) -> None:
+    """
+    Add to C{index} each exchange of a netlog log (where its lines lie, as
+    L{netlog.core.har.exchangeLines} gives them) that can be replayed.
+    """
+    for openOffset, openLength, ends, notes in exchanges:
+        try:
+            opened = json.loads(readAt(openOffset, openLength))
+            request = opened["request"]
+            if opened.get("kind") != "exchange" or not ends:
+                index.skip(SKIP_UNANSWERED if opened.get("kind") == "exchange" else SKIP_REFUSED)
+                continue
+            endOffset, endLength = ends[0]
+            end = json.loads(readAt(endOffset, endLength))
+            why = _skipReason(end)
+            if why is not None:
+                index.skip(why)
+                continue
+            requestBody = end.get("request_body")
+            body = b""
+            if isinstance(requestBody, dict) and isinstance(requestBody.get("data"), str):
+                body = base64.b64decode(requestBody["data"])
+            contentType = _headerValue(request.get("headers"), "content-type")
+            index.add(Recorded(requestKey(str(request["method"]), str(request["url"]), rules),
+                               bodyKey(body, contentType, rules), int(opened["n"]),
+                               (openOffset, openLength, endOffset, endLength, notes)))
+        except (ValueError, KeyError, TypeError, RecursionError, binascii.Error):
+            index.skip(SKIP_UNREADABLE)
+
+
+def _pairs(headers: Any) -> list[tuple[bytes, bytes]]:
+    out = []
+    for pair in headers or []:
+        if isinstance(pair, dict):
+            name, value = pair.get("name"), pair.get("value")
+        else:
+            name, value = pair
+        out.append((str(name).encode("latin-1"), str(value).encode("latin-1")))
+    return out
+
+
+def answerFromLog(openLine: bytes, endLine: bytes, noteLines: Iterable[bytes] = ()) -> RecordedAnswer:
+    """
+    The answer a netlog log's exchange recorded, from its open and end
+    lines, and for a WebSocket its message lines (C{noteLines}: its head
+    and message lines, in order).
+    """
+    opened = json.loads(openLine)
+    end = json.loads(endLine)
+    response = end["response"]
+    body = response.get("body") or {}
+    data = body.get("data")
+    times = end.get("times") or {}
+    sent, first = times.get("sent"), times.get("first_byte")
+    start = sent if isinstance(sent, (int, float)) else opened.get("started")
+    wait = first - start if isinstance(first, (int, float)) and isinstance(start, (int, float)) else 0.0
+    messages = []
+    for line in noteLines:
+        note = json.loads(line)
+        if note.get("type") == "message" and note.get("opcode") in (OP_TEXT, OP_BINARY):
+            kept = note.get("data") or ""
+            payload = base64.b64decode(kept) if note.get("encoding") == "base64" else kept.encode("utf-8")
+            messages.append(RecordedMessage(note.get("direction") == "up", note["opcode"], payload))
+    return RecordedAnswer(int(response["status"]), str(response.get("reason") or "").encode("latin-1"),
+                          _pairs(response.get("headers")), base64.b64decode(data) if data else b"",
+                          bool(body.get("_truncated")), max(wait, 0.0), tuple(messages))
+
+
+# -- HARs ------------------------------------------------------------------------------
+
+
+def recordedFromHar(har: dict[str, Any], rules: MatchRules, index: ReplayIndex) -> None:
+    """
+    Add to C{index} each entry of a HAR (netlog's, Chrome's, Playwright's,
+    mitmproxy's) that can be replayed; C{where} is the entry's index.
+    """
+    for i, entry in enumerate(har.get("log", {}).get("entries") or []):
+        try:
+            request, response = entry["request"], entry.get("response") or {}
+            if entry.get("_failed"):
+                index.skip(SKIP_FAILED)
+                continue
+            if entry.get("_refused"):
+                index.skip(SKIP_REFUSED)
+                continue
+            status = response.get("status")
+            if not isinstance(status, int) or status <= 0:
+                index.skip(SKIP_UNANSWERED)
+                continue
+            if status == 101 and not isinstance(entry.get("_webSocketMessages"), list):
+                index.skip(SKIP_WEBSOCKET)
+                continue
+            content = response.get("content") or {}
+            size = content.get("size")
+            # (Playwright writes size -1, and no text, for a redirect's body.)
+            if isinstance(size, int) and size > 0 and not isinstance(content.get("text"), str):
+                index.skip(SKIP_BODY_NOT_KEPT)
+                continue
+            post = request.get("postData")
+            method = str(request["method"])
+            if post is None and method.upper() in _BODY_METHODS:
+                digest: str | None = UNKNOWN_BODY
+            else:
+                text = (post or {}).get("text")
+                body = text.encode("utf-8") if isinstance(text, str) else b""
+                digest = bodyKey(body, (post or {}).get("mimeType"), rules)
+            index.add(Recorded(requestKey(method, str(request["url"]), rules), digest, i, i))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            index.skip(SKIP_UNREADABLE)
+
+
+#: Fields a HAR's answer drops when its body was recorded decoded: the
+#: body's coding is no longer the one they name.
+_DECODED_DROPPED = frozenset({b"content-encoding"})
+
+
+def _encodeText(text: str, mimeType: Any) -> bytes:
+    """
+    A HAR's decoded C{text} as the bytes its charset makes (a Latin-1 page
+    back to Latin-1); UTF-8 when none is named or it can't say it.
+    """
+    charset = _param(mimeType, "charset")
+    if charset:
+        try:
+            return text.encode(charset)
+        except (LookupError, UnicodeEncodeError):
+            pass
+    return text.encode("utf-8")
+
+
+def answerFromHar(entry: dict[str, Any]) -> RecordedAnswer:
+    """
+    The answer a HAR entry recorded; C{content.text} as text (encoded in
+    the charset its C{mimeType} names, else UTF-8) or, with C{encoding:
+    base64}, as base64. HAR bodies are decoded, so C{Content-Encoding} is
+    dropped.
+    """
+    response = entry["response"]
+    content = response.get("content") or {}
+    text = content.get("text") or ""
+    if content.get("encoding") == "base64":
+        body = base64.b64decode(text)
+    else:
+        body = _encodeText(text, content.get("mimeType"))
+    headers = [(n, v) for n, v in _pairs(response.get("headers"))
+               if n.lower() not in _DECODED_DROPPED and not n.startswith(b":")]
+    timings = entry.get("timings") or {}
+    wait = timings.get("wait")
+    messages = []
+    for message in entry.get("_webSocketMessages") or []:
+        opcode, data = message.get("opcode"), message.get("data") or ""
+        if opcode in (OP_TEXT, OP_BINARY):
+            binary = opcode == OP_BINARY or message.get("_encoding") == "base64"
+            messages.append(RecordedMessage(message.get("type") == "send", opcode,
+                                            base64.b64decode(data) if binary else data.encode("utf-8")))
+    return RecordedAnswer(int(response["status"]), str(response.get("statusText") or "").encode("latin-1"),
+                          headers, body, bool(content.get("_truncated")),
+                          wait / 1000.0 if isinstance(wait, (int, float)) and wait > 0 else 0.0, tuple(messages))
+
+
+# -- the answer, framed again ---------------------------------------------------------
+
+
+def framed(answer: RecordedAnswer, method: bytes) -> bytes:
+    """
+    C{answer} as HTTP/1.1 bytes: the status line (the recorded reason, or
+    the status's own), the recorded fields in order less the hop-by-hop
+    ones, and the body byte for byte, framed again: a recorded
+    C{Transfer-Encoding: chunked} stays (the body in one chunk), a
+    recorded C{Content-Length} becomes the body's length in its place, and
+    an answer with neither is sent chunked. A C{HEAD}'s answer and a C{204} or C{304} keep their recorded
+    C{Content-Length} and carry no body.
+    """
+    reason = answer.reason
+    if not reason:
+        try:
+            reason = HTTPStatus(answer.status).phrase.encode("latin-1")
+        except ValueError:
+            reason = b"Recorded"
+    bodiless = method == b"HEAD" or answer.status in _BODILESS or answer.status < 200
+    lines = [b"HTTP/1.1 %d %s" % (answer.status, reason)]
+    length = b"Content-Length: %d" % len(answer.body)
+    placed = bodiless
+    chunked = False
+    for name, value in answer.headers:
+        lower = name.lower()
+        if lower in DROPPED_FIELDS:
+            if bodiless and lower == b"content-length":
+                lines.append(name + b": " + value)
+            elif not placed and lower == b"transfer-encoding" and value.strip().lower() == b"chunked":
+                lines.append(name + b": " + value)
+                placed = chunked = True
+            elif not placed and lower in (b"content-length", b"transfer-encoding"):
+                lines.append(length)
+                placed = True
+            continue
+        if name.startswith(b":"):
+            continue
+        lines.append(name + b": " + value)
+    if not placed:
+        # No framing field recorded (an HTTP/2 answer's, or one framed by
+        # the connection's close): chunked, which adds no field an HTTP/2
+        # browser sees.
+        lines.append(b"Transfer-Encoding: chunked")
+        chunked = True
+    head = b"\r\n".join(lines) + b"\r\n\r\n"
+    if bodiless:
+        return head
+    if chunked:
+        body = answer.body
+        return head + (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
+    return head + answer.body
+
+
+#: Fields whose date C{--replay-refresh} moves by the time since the answer
+#: was recorded (C{Date} to now); C{Set-Cookie}'s C{Expires} attribute too.
+_DATED_FIELDS = frozenset({b"date", b"expires", b"last-modified"})
+_COOKIE_EXPIRES = re.compile(rb"(;\s*expires\s*=\s*)([^;]*)", re.I)
+
+
+def _when(value: bytes) -> float | None:
+    """
+    The time an HTTP date names, or L{None} when it names none.
+    """
+    try:
+        when = parsedate_to_datetime(value.decode("latin-1").strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    return when.timestamp() if when.tzinfo is not None else None
+
+
+def _shifted(value: bytes, shift: float) -> bytes | None:
+    when = _when(value)
+    return formatdate(when + shift, usegmt=True).encode("latin-1") if when is not None else None
+
+
+def refreshed(answer: RecordedAnswer, now: float) -> RecordedAnswer:
+    """
+    C{answer} as if it were answered C{now} (C{--replay-refresh}): its
+    C{Date} becomes now, and C{Expires}, C{Last-Modified} and each cookie's
+    C{Expires} move by as much, so a recorded cookie or cache lifetime
+    hasn't run out. An answer with no readable C{Date} is left as it was.
+    """
+    recordedAt = next((_when(value) for name, value in answer.headers if name.lower() == b"date"), None)
+    if recordedAt is None:
+        return answer
+    shift = now - recordedAt
+    headers = []
+    for name, value in answer.headers:
+        lower = name.lower()
+        if lower in _DATED_FIELDS:
+            value = _shifted(value, shift) or value
+        elif lower == b"set-cookie":
+            value = _COOKIE_EXPIRES.sub(lambda m: m.group(1) + (_shifted(m.group(2), shift) or m.group(2)), value)
+        headers.append((name, value))
+    return replace(answer, headers=headers)
+
+
+# -- WebSockets -------------------------------------------------------------------------
+
+#: RFC 6455's GUID, for C{Sec-WebSocket-Accept}.
+_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+OP_TEXT = 1
+OP_BINARY = 2
+OP_CLOSE = 8
+#: The fields of a recorded C{101} a replay sets itself: the accept key is
+#: the new request's, and no extension is agreed (the recorded messages are
+#: kept inflated, and are sent as they are).
+_HANDSHAKE_FIELDS = frozenset({b"sec-websocket-accept", b"sec-websocket-extensions", b"upgrade", b"connection"})
+
+
+def handshake(answer: RecordedAnswer, key: bytes) -> bytes:
+    """
+    A recorded WebSocket's C{101} for a request whose C{Sec-WebSocket-Key}
+    is C{key}: the recorded fields (less hop-by-hop, accept and extension
+    fields), then C{Upgrade}, C{Connection} and the accept for C{key}.
+    """
+    accept = base64.b64encode(hashlib.sha1(key.strip() + _WS_GUID).digest())
+    lines = [b"HTTP/1.1 101 %s" % (answer.reason or b"Switching Protocols")]
+    lines += [name + b": " + value for name, value in answer.headers
+              if name.lower() not in _HANDSHAKE_FIELDS | DROPPED_FIELDS and not name.startswith(b":")]
+    lines += [b"Upgrade: websocket", b"Connection: Upgrade", b"Sec-WebSocket-Accept: " + accept]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def serverFrame(opcode: int, payload: bytes) -> bytes:
+    """
+    One unmasked, final frame from the server (RFC 6455, 5.2).
+    """
+    size = len(payload)
+    if size < 126:
+        head = bytes((0x80 | opcode, size))
+    elif size < 1 << 16:
+        head = bytes((0x80 | opcode, 126)) + size.to_bytes(2, "big")
+    else:
+        head = bytes((0x80 | opcode, 127)) + size.to_bytes(8, "big")
+    return head + payload
+
+
+def webSocketPlan(messages: Iterable[RecordedMessage]) -> list[bytes]:
+    """
+    The server's recorded messages as frames, by how many of the browser's
+    came before them: the k-th item is sent once the browser has sent k
+    messages (the 0th right after the handshake).
+    """
+    plan = [b""]
+    for message in messages:
+        if message.up:
+            plan.append(b"")
+        else:
+            plan[-1] += serverFrame(message.opcode, message.data)
+    return plan
+
+
+def unmatchedAnswer(method: str, url: str) -> RecordedAnswer:
+    """
+    The answer to a request the recording has none for: a C{404} whose
+    JSON body says so.
+    """
+    body = json.dumps({"error": f"no recording for {method} {url}"}).encode() + b"\n"
+    return RecordedAnswer(UNMATCHED_STATUS, b"Not Found",
+                          [(b"Content-Type", b"application/json"), (b"Cache-Control", b"no-store")],
+                          body, False, 0.0)
+
+
+def iterRecorded(index: ReplayIndex) -> Iterator[Recorded]:
+    """
+    Every recorded entry the index serves from.
+    """
+    for recorded in index.entries.values():
+        yield from recorded

@@ -1,0 +1,357 @@
+"""
+Replay's shell: a recording loaded (L{Replay}, an L{IAnswers}) and the
+answer source of one replayed exchange (L{RecordedSource}, an
+L{IAnswerSource}).
+
+The exchange hands a L{RecordedSource} the request as it would hand an
+upstream connection; once the request has ended, the source matches it
+(L{netlog.core.replay}), reads the recorded answer back from the file by
+offset, frames it again as HTTP/1.1 and hands the exchange those bytes
+(at once, or after the recorded wait with C{--replay-pace recorded}). The
+exchange reads, keeps, logs and sends them exactly as an upstream's. No
+connection is made and no name looked up unless an unmatched request is
+forwarded (C{--replay-unmatched forward}).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+from typing import Any, Callable
+
+from twisted.internet.error import ConnectionDone
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.python.failure import Failure
+from zope.interface import implementer
+
+from netlog.core.capture import MAX_REQUEST_BODY
+from netlog.core.har import exchangeLines
+from netlog.core.http1 import HeadFields, RequestHead, ResponseReader
+from netlog.core.replay import (
+    MatchRules,
+    Recorded,
+    RecordedAnswer,
+    ReplayIndex,
+    answerFromHar,
+    answerFromLog,
+    bodyKey,
+    OP_CLOSE,
+    framed,
+    handshake,
+    recordedFromHar,
+    recordedFromLog,
+    refreshed,
+    requestKey,
+    serverFrame,
+    unmatchedAnswer,
+    webSocketPlan,
+)
+from netlog.core.wsmessages import MessageAssembler
+from netlog.net.gate import Gate
+from netlog.proxy.contracts import IAnswerSink, IAnswerSource
+from netlog.proxy.mode import IAnswers
+
+#: What C{--replay-unmatched} takes: answer C{404}, or send it to the backend.
+UNMATCHED_404 = "404"
+UNMATCHED_FORWARD = "forward"
+UNMATCHED_CHOICES = (UNMATCHED_404, UNMATCHED_FORWARD)
+#: What C{--replay-pace} takes: answer at once, or wait as the recording did.
+PACE_NOW = "now"
+PACE_RECORDED = "recorded"
+PACE_CHOICES = (PACE_NOW, PACE_RECORDED)
+#: The longest a paced answer waits, whatever the recording says (seconds).
+MAX_PACE_WAIT = 30.0
+#: Bytes of recorded answers' bodies kept read back, the most recently
+#: served (a page's scripts, styles and images are asked for again and again).
+MAX_CACHED_ANSWER_BYTES = 32 * 1024 * 1024
+#: Bytes read from the start of a recording to tell a log from a HAR.
+_SNIFF_SIZE = 64
+
+
+class RecordingError(Exception):
+    """
+    A recording that can't be read: one line saying why.
+    """
+
+
+def _lineReader(path: str) -> Callable[[int, int], bytes]:
+    """
+    C{readAt(offset, length)} over the file at C{path}, opened again in a
+    process that didn't open it (a forked worker has the supervisor's
+    descriptors closed).
+    """
+    held: list[tuple[int, int]] = []
+
+    def readAt(offset: int, length: int) -> bytes:
+        pid = os.getpid()
+        if not held or held[0][0] != pid:
+            held[:] = [(pid, os.open(path, os.O_RDONLY | os.O_CLOEXEC))]
+        return os.pread(held[0][1], length, offset)
+
+    return readAt
+
+
+def _answerSize(answer: RecordedAnswer) -> int:
+    return len(answer.body) + sum(len(m.data) for m in answer.messages)
+
+
+@implementer(IAnswers)
+class Replay:
+    """
+    A recording, indexed: what answers a replayed site's requests.
+
+    @ivar index: the recorded requests (L{netlog.core.replay.ReplayIndex}).
+    """
+
+    def __init__(self, path: str, rules: MatchRules, unmatched: str = UNMATCHED_404,
+                 pace: str = PACE_NOW, refresh: bool = False) -> None:
+        """
+        Index the recording at C{path} (a netlog log or a HAR).
+
+        @param refresh: move the answers' dates to now
+            (L{netlog.core.replay.refreshed}).
+
+        @raise RecordingError: it can't be read, or holds nothing to replay.
+        """
+        self.path = path
+        self.rules = rules
+        self.forwardUnmatched = unmatched == UNMATCHED_FORWARD
+        self.paced = pace == PACE_RECORDED
+        #: Dates in the answers moved to now (C{--replay-refresh}).
+        self.refresh = refresh
+        self.index = ReplayIndex()
+        self._har: list[Any] | None = None
+        #: Answers read back, by their recorded mark, least recently served
+        #: first, their bodies at most L{MAX_CACHED_ANSWER_BYTES} together.
+        self._answers: OrderedDict[int, RecordedAnswer] = OrderedDict()
+        self._answerBytes = 0
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as e:
+            raise RecordingError(f"can't open the recording {path}: {e.strerror}") from None
+        try:
+            size = os.fstat(fd).st_size
+            start = os.pread(fd, _SNIFF_SIZE, 0).lstrip()
+            if start.startswith(b'{"n":'):
+                from netlog.har.export import indexLog
+
+                self._readAt = _lineReader(path)
+                recordedFromLog(exchangeLines(indexLog(fd, size)), self._readAt, rules, self.index)
+            elif start.startswith(b"{"):
+                self._loadHar(fd, size)
+            else:
+                raise RecordingError(f"the recording {path} is neither a netlog log nor a HAR")
+        finally:
+            os.close(fd)
+        if not len(self.index):
+            skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.index.skipped.items())) or "no entries"
+            raise RecordingError(f"the recording {path} has no answer to replay ({skipped})")
+
+    def _loadHar(self, fd: int, size: int) -> None:
+        chunks = []
+        offset = 0
+        while offset < size:
+            chunk = os.pread(fd, size - offset, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        try:
+            har = json.loads(b"".join(chunks))
+            entries = har["log"]["entries"]
+            if not isinstance(entries, list):
+                raise TypeError
+        except (ValueError, KeyError, TypeError, RecursionError):
+            raise RecordingError(f"the recording {self.path} is not a HAR with log.entries") from None
+        recordedFromHar(har, self.rules, self.index)
+        # The entries the index serves from, less their requests' bodies.
+        self._har = [{"response": e.get("response"), "timings": e.get("timings"),
+                      "_webSocketMessages": e.get("_webSocketMessages")}
+                     if isinstance(e, dict) else None for e in entries]
+
+    def answerFor(self, recorded: Recorded) -> RecordedAnswer:
+        """
+        C{recorded}'s answer, read back once and kept while it is among
+        those most recently served.
+        """
+        answers = self._answers
+        answer = answers.get(recorded.mark)
+        if answer is not None:
+            answers.move_to_end(recorded.mark)
+            return answer
+        answer = self.answerAt(recorded.where)
+        size = _answerSize(answer)
+        if size <= MAX_CACHED_ANSWER_BYTES:
+            answers[recorded.mark] = answer
+            self._answerBytes += size
+            while self._answerBytes > MAX_CACHED_ANSWER_BYTES:
+                _, old = answers.popitem(last=False)
+                self._answerBytes -= _answerSize(old)
+        return answer
+
+    def answerAt(self, where: Any) -> RecordedAnswer:
+        """
+        The recorded answer L{netlog.core.replay.Recorded.where} names.
+        """
+        if self._har is not None:
+            return answerFromHar(self._har[where])
+        openOffset, openLength, endOffset, endLength, notes = where
+        return answerFromLog(self._readAt(openOffset, openLength), self._readAt(endOffset, endLength),
+                             [self._readAt(offset, length) for offset, length in notes])
+
+    def sourceFor(self, reactor: IReactorTime, head: RequestHead, url: str) -> RecordedSource:
+        return RecordedSource(self, reactor, head, url)
+
+
+@implementer(IAnswerSource)
+class RecordedSource:
+    """
+    The answer source of one replayed exchange: it keeps the request's body
+    to match by, then brings the recorded answer.
+    """
+
+    #: A recording is never pooled: each exchange gets its own.
+    pooled = False
+
+    def __init__(self, replay: Replay, reactor: IReactorTime, head: RequestHead, url: str) -> None:
+        self.replay = replay
+        self.reactor = reactor
+        self.head = head
+        self.url = url
+        self.exchange: IAnswerSink | None = None
+        self.reader = ResponseReader()
+        self.gate = Gate(self)
+        self.raw = False
+        self._body: list[bytes] = []
+        self._bodySize = 0
+        self._pending: IDelayedCall | None = None
+        #: A replayed WebSocket's server frames by browser messages heard
+        #: (L{netlog.core.replay.webSocketPlan}), and the browser's side read.
+        self._plan: list[bytes] | None = None
+        self._heard = 0
+        self._browserFrames: MessageAssembler | None = None
+
+    # The gate's transport: nothing to pause, the answer is handed at once.
+    def pauseProducing(self) -> None:
+        pass
+
+    def resumeProducing(self) -> None:
+        pass
+
+    # -- IAnswerSource ---------------------------------------------------------------------
+
+    def send(self, data: bytes) -> None:
+        """
+        Nothing goes anywhere: the request is matched, not sent; once a
+        replayed WebSocket is open, its frames are read (L{_fromBrowser}).
+        """
+        if self.raw and self._plan is not None:
+            self._fromBrowser(data)
+
+    def requestData(self, data: bytes) -> None:
+        self._bodySize += len(data)
+        if self._bodySize <= MAX_REQUEST_BODY:
+            self._body.append(data)
+
+    def requestEnded(self) -> None:
+        exchange = self.exchange
+        if exchange is None:
+            return
+        head = self.head
+        method = head.method.decode("latin-1")
+        replay = self.replay
+        body = b"".join(self._body) if self._bodySize <= MAX_REQUEST_BODY else None
+        self._body = []
+        recorded = None
+        if body is not None:
+            contentType = HeadFields(head.version, head.headers).first(b"content-type")
+            recorded = replay.index.match(
+                requestKey(method, self.url, replay.rules),
+                bodyKey(body, contentType.decode("latin-1") if contentType is not None else None, replay.rules))
+        if recorded is None:
+            if replay.forwardUnmatched:
+                exchange.marks = {"_forwarded": True}
+                exchange.forward(self)
+                return
+            answer = unmatchedAnswer(method, self.url)
+            exchange.marks = {"_unmatched": True}
+        else:
+            answer = replay.answerFor(recorded)
+            if replay.refresh:
+                answer = refreshed(answer, self.reactor.seconds())
+            exchange.marks = {"_replayed": recorded.mark}
+            if answer.cut:
+                exchange.marks["_replayedCut"] = True
+        key = HeadFields(head.version, head.headers).first(b"sec-websocket-key")
+        if answer.status == 101 and head.upgrade and key is not None:
+            data = handshake(answer, key)
+            self._plan = webSocketPlan(answer.messages)
+            self._browserFrames = MessageAssembler()
+        else:
+            data = framed(answer, head.method)
+        wait = min(answer.wait, MAX_PACE_WAIT) if replay.paced else 0.0
+        self._pending = self.reactor.callLater(wait, self._answer, data)
+
+    def _answer(self, data: bytes) -> None:
+        self._pending = None
+        exchange = self.exchange
+        if exchange is not None:
+            exchange.serverBytes(self, data)
+        if self.raw and self._plan is not None:
+            # A WebSocket: the server's messages before the browser's first.
+            self._sendPlanned()
+            return
+        exchange = self.exchange
+        if exchange is not None:
+            # Whatever the answer left unread ends here, as a server's close.
+            self.exchange = None
+            exchange.serverLost(self, Failure(ConnectionDone()))
+
+    # -- a replayed WebSocket: the server's side -----------------------------------------
+
+    def _sendPlanned(self) -> None:
+        """
+        Send the recorded server messages due after the browser's
+        L{_heard} messages so far.
+        """
+        plan = self._plan
+        exchange = self.exchange
+        if plan is None or exchange is None or self._heard >= len(plan):
+            return
+        frames = plan[self._heard]
+        if frames:
+            exchange.serverBytes(self, frames)
+
+    def _fromBrowser(self, data: bytes) -> None:
+        """
+        The browser's WebSocket frames: each message it completes lets the
+        recorded answers that followed it go; its close is answered with a
+        close (its code and reason echoed, as a server does), and the
+        WebSocket ends.
+        """
+        frames = self._browserFrames
+        assert frames is not None
+        for _ in frames.feed(data):
+            self._heard += 1
+            self._sendPlanned()
+        if frames.closed and self.exchange is not None:
+            code = frames.closeCode
+            echoed = code.to_bytes(2, "big") + (frames.closeReason or "").encode("utf-8") if code else b""
+            exchange, self.exchange = self.exchange, None
+            exchange.serverBytes(self, serverFrame(OP_CLOSE, echoed))
+            exchange.serverLost(self, Failure(ConnectionDone()))
+
+    def attachRequestProducer(self, producer: Any) -> None:
+        """
+        The request is taken as fast as it comes.
+        """
+
+    def detachRequestProducer(self) -> None:
+        pass
+
+    def close(self, gently: bool) -> None:
+        self.exchange = None
+        pending, self._pending = self._pending, None
+        if pending is not None and pending.active():
+            pending.cancel()

@@ -1,0 +1,209 @@
+"""
+Record, then replay, with real C{twistd netlog-proxy} processes: a proxy
+keeping every body records the test site's pages through decrypted
+CONNECTs; two proxies replaying that log (one supervised with the site's
+C{replay = "PATH"}, one C{--no-supervise} with C{--replay}) answer the same
+steps with the same bytes, connect to the site's backend not once, and
+their HARs are the recording's but for timings and the replay marks.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+import os
+import ssl
+from typing import Any
+
+import pytest
+from twisted.trial.unittest import SynchronousTestCase
+
+from tests.browser.procs import Proxy, runNetlog, startSite, startSiteProxy, stop, waitForEnds, writeSites
+from tests.site.support import connectTunnel, request
+
+#: The steps browsed: method, path, extra headers, body.
+BOUNDARY = "----netlogReplayBoundary"
+UPLOAD = (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nholiday\r\n"
+          f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.bin\"\r\n"
+          f"Content-Type: application/octet-stream\r\n\r\n").encode() + bytes(range(256)) + \
+    f"\r\n--{BOUNDARY}--\r\n".encode()
+STEPS: list[tuple[str, str, list[tuple[str, str]], bytes]] = [
+    ("GET", "/", [], b""),
+    ("POST", "/login", [("Content-Type", "application/x-www-form-urlencoded")], b"username=alice&password=pw"),
+    ("GET", "/account", [("Cookie", "session=alice%7C42")], b""),
+    ("POST", "/api/cart", [("Content-Type", "application/json")], b'{"item":"mug","qty":2}'),
+    ("POST", "/api/cart", [("Content-Type", "application/json")], b'{"item":"cup","qty":3}'),
+    ("GET", "/logo.png", [], b""),
+    ("POST", "/upload", [("Content-Type", f"multipart/form-data; boundary={BOUNDARY}")], UPLOAD),
+    ("GET", "/big.txt", [], b""),
+    ("GET", "/news", [("Accept-Encoding", "br")], b""),
+    ("GET", "/search?q=shoes&page=2", [], b""),
+]
+#: HAR fields that are about when, not what: left out of the comparison.
+TIMING_FIELDS = ("startedDateTime", "time", "timings")
+#: The replay's own marks, which the recording hasn't.
+REPLAY_MARKS = ("_replayed", "_replayedCut")
+
+
+def browse(proxy: Proxy) -> list[tuple[int, dict[str, str], bytes]]:
+    """
+    Take every step through C{proxy}'s forward port, in one decrypted
+    CONNECT to shop.test.
+    """
+    assert proxy.state is not None
+    context = ssl.create_default_context(cafile=os.path.join(proxy.state, "ca.pem"))
+    context.set_alpn_protocols(["http/1.1"])
+    sock = connectTunnel(proxy.port, "shop.test:443", context)
+    sock.settimeout(30)
+    out = []
+    try:
+        for method, path, headers, body in STEPS:
+            extra = list(headers) + ([("Content-Length", str(len(body)))] if body else [])
+            status, fields, got, _ = request(sock, method, path, [("Host", "shop.test"), *extra], body)
+            out.append((status, fields, got))
+    finally:
+        sock.close()
+    return out
+
+
+def keptBodies(logPath: str) -> list[bytes]:
+    """
+    Each exchange's answer body as its end line keeps it, in order.
+    """
+    with open(logPath, "rb") as f:
+        lines = [json.loads(line) for line in f]
+    return [base64.b64decode(line["response"]["body"].get("data", "")) for line in lines if line["type"] == "end"]
+
+
+def har(directory: str, logPath: str) -> dict[str, Any]:
+    out = os.path.join(directory, os.path.basename(logPath) + ".har")
+    runNetlog(["har", logPath, "-o", out])
+    with open(out, encoding="utf-8") as f:
+        return json.load(f)  # type: ignore[no-any-return]
+
+
+def comparable(entry: dict[str, Any]) -> dict[str, Any]:
+    """
+    A HAR entry without what a replay may change: its timings, the replay's
+    marks, and the connection it went on (a replay connects nowhere, so no
+    server address).
+    """
+    out = {k: v for k, v in entry.items() if k not in TIMING_FIELDS + REPLAY_MARKS}
+    out.pop("serverIPAddress", None)
+    out.pop("connection", None)
+    return out
+
+
+@pytest.mark.slow
+class RecordReplayTests(SynchronousTestCase):
+    def test_recordThenReplay(self) -> None:
+        """
+        The replays answer every step with the recorded status and a body
+        whose sha256 is the recorded one, the site's backend accepts no
+        connection from them, and their HARs equal the recording's but for
+        timings and C{_replayed} (and C{_replayedCut} on the body the
+        recording cut at its 1 MB limit).
+        """
+        top = os.path.abspath(self.mktemp())
+        os.makedirs(top)
+        site = startSite(top, self.addCleanup)
+        recordDir = os.path.join(top, "record")
+        os.makedirs(recordDir)
+        recorder = startSiteProxy(recordDir, site, self.addCleanup, httpsRoute=False,
+                                  extra=("--keep-bodies", "all"))
+        recorded = browse(recorder)
+        waitForEnds(recorder.log)
+        stop(recorder.proc)
+        self.assertEqual([s for s, _, _ in recorded], [200, 302, 200, 200, 200, 200, 200, 200, 200, 200])
+        kept = keptBodies(recorder.log)
+        self.assertEqual(len(kept), len(STEPS))
+        # Every connection the recorder made to the backend has ended.
+        before = len(site.connections())
+        self.assertGreater(before, 0)
+
+        replays = []
+        for name, extra in (("supervised", ()), ("single", ("--no-supervise", "--replay", recorder.log))):
+            directory = os.path.join(top, name)
+            os.makedirs(directory)
+            sitesPath = writeSites(directory, site)
+            if name == "supervised":
+                with open(sitesPath, "a", encoding="utf-8") as f:
+                    f.write(f"replay = {json.dumps(os.path.relpath(recorder.log, directory))}\n")
+            proxy = startSiteProxy(directory, site, self.addCleanup, httpsRoute=False, sitesPath=sitesPath,
+                                   extra=("--keep-bodies", "all", *extra))
+            answers = browse(proxy)
+            waitForEnds(proxy.log)
+            stop(proxy.proc)
+            for (method, path, _, _), (status, _, body), (wasStatus, _, wasBody), keptBody in zip(
+                    STEPS, answers, recorded, kept):
+                self.assertEqual(status, wasStatus, (name, method, path))
+                self.assertEqual(hashlib.sha256(body).hexdigest(), hashlib.sha256(keptBody).hexdigest(),
+                                 (name, method, path))
+                if path != "/big.txt":
+                    self.assertEqual(body, wasBody, (name, method, path))
+            replays.append((directory, proxy))
+
+        self.assertEqual(len(site.connections()), before, "the replays connected to the backend")
+
+        recordedHar = har(recordDir, recorder.log)
+        recordedEntries = recordedHar["log"]["entries"]
+        for directory, proxy in replays:
+            entries = har(directory, proxy.log)["log"]["entries"]
+            self.assertEqual(len(entries), len(recordedEntries))
+            with open(recorder.log, "rb") as f:
+                ids = [json.loads(line)["id"] for line in f if b'"type":"open"' in line]
+            self.assertEqual([e.get("_replayed") for e in entries], ids)
+            self.assertEqual([bool(e.get("_replayedCut")) for e in entries],
+                             [path == "/big.txt" for _, path, _, _ in STEPS])
+            for step, before_, after in zip(STEPS, copy.deepcopy(recordedEntries), entries):
+                if step[1] == "/big.txt":
+                    # Replayed as what was kept: its length is the cut one,
+                    # which the recording marked _truncated and the replay
+                    # _replayedCut.
+                    self.assertTrue(before_["response"]["content"].pop("_truncated"))
+                    for side in (before_, after):
+                        side["response"]["headers"] = [h for h in side["response"]["headers"]
+                                                       if h["name"].lower() != "content-length"]
+                        for key in ("bodySize", "headersSize", "_transferSize"):
+                            side["response"].pop(key, None)
+                        side["response"]["content"].pop("size")
+                self.assertEqual(comparable(after), comparable(before_), step[:2])
+
+
+class StartTests(SynchronousTestCase):
+    def test_unreadableRecording(self) -> None:
+        """
+        A recording that can't be read (missing, neither a log nor a HAR,
+        a HAR without entries, a log with nothing to replay) stops the
+        proxy at start with exit status 1 and one line saying why.
+        """
+        import subprocess
+
+        from tests.support import sourceEnv, twistdArgv
+
+        top = os.path.abspath(self.mktemp())
+        os.makedirs(top)
+        sites = os.path.join(top, "sites.toml")
+        with open(sites, "w") as f:
+            f.write('[[site]]\nname = "shop"\norigins = ["https://shop.test"]\nbackend = "http://127.0.0.1:9"\n')
+        files = {"text.jsonl": b"not a recording\n", "empty.har": b'{"log": {}}',
+                 "cut.jsonl": b'{"n":1,"type":"open","id":1'}
+        for name, data in files.items():
+            with open(os.path.join(top, name), "wb") as f:
+                f.write(data)
+        for name, why in (("missing.har", "can't open the recording"),
+                          ("text.jsonl", "is neither a netlog log nor a HAR"),
+                          ("empty.har", "is not a HAR with log.entries"),
+                          ("cut.jsonl", "has no answer to replay")):
+            done = subprocess.run(
+                twistdArgv() + ["-n", "--pidfile=", "netlog-proxy", "--sites", sites, "--state",
+                                os.path.join(top, "state"), "--log", os.path.join(top, "log.jsonl"),
+                                "--replay", os.path.join(top, name)],
+                env=sourceEnv(), capture_output=True, timeout=60)
+            self.assertEqual(done.returncode, 1, name)
+            out = (done.stdout + done.stderr).decode().strip()
+            self.assertEqual(len(out.splitlines()), 1, out)
+            self.assertIn(why, out)
+            self.assertNotIn("Traceback", out)
