@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from stat import S_ISREG
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -131,7 +132,10 @@ class Replay:
         except OSError as e:
             raise RecordingError(f"can't open the recording {path}: {e.strerror}") from None
         try:
-            size = os.fstat(fd).st_size
+            stat = os.fstat(fd)
+            if not S_ISREG(stat.st_mode):
+                raise RecordingError(f"the recording {path} is not a file (a netlog log or a HAR)")
+            size = stat.st_size
             start = os.pread(fd, _SNIFF_SIZE, 0).lstrip()
             if start.startswith(b'{"n":'):
                 from netlog.har.export import indexLog

@@ -73,6 +73,8 @@ class Options(LogOptions, DestinationOptions):
         """
         Leave this query parameter out of replay's matching (repeatable).
         """
+        if not name:
+            raise usage.UsageError("--replay-ignore-param was given an empty value")
         self.ignoreParams.add(name)
 
     def opt_replay_ignore_field(self, name: str) -> None:
@@ -80,6 +82,8 @@ class Options(LogOptions, DestinationOptions):
         Leave this JSON (at any depth) or form field out of the comparison of
         a replayed request's body (repeatable).
         """
+        if not name:
+            raise usage.UsageError("--replay-ignore-field was given an empty value")
         self.ignoreFields.add(name)
 
     def postOptions(self) -> None:

@@ -61,6 +61,12 @@ PLUGIN_OPTIONS: dict[str, list[Any]] = {
     "allow": ["x", "10.0.0.0/99", ""],
     "connect-ports": ["x", "0", "70000", "", "443,"],
     "sites": ["{folder}/missing.toml", "{folder}", "{badSites}"],
+    "keep-bodies": ["x", "ALL", ""],
+    "replay": ["{folder}/missing.jsonl", "{folder}", "{badSites}", ""],
+    "replay-unmatched": ["x", "403", ""],
+    "replay-pace": ["x", "fast", ""],
+    "replay-ignore-param": [""],
+    "replay-ignore-field": [""],
 }
 #: Flags: given a value, and given where they make no sense.
 FLAG_MISUSES: dict[str, list[list[str]]] = {
@@ -71,6 +77,7 @@ FLAG_MISUSES: dict[str, list[list[str]]] = {
     "refuse-private": [["--refuse-private=1"]],
     "resolve-only": [["--resolve-only=1"]],
     "no-h2": [["--no-h2=1"]],
+    "replay-refresh": [["--replay-refresh=1"]],
     "help": [["--help=1"]],
     "version": [["--version=1"]],
 }
