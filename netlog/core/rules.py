@@ -450,28 +450,9 @@ class Rules:
         setDown: dict[bytes, tuple[bytes, bytes]] = {}
         dropDown: set[bytes] = set()
         for rule in found.headers:
-            if not rule.match.matchesPath(path):
-                continue
-            for name in rule.remove:
-                lower = name.lower()
-                dropUp.add(lower)
-                setUp.pop(lower, None)
-                entries.append({"rule": rule.where, "action": f"remove {name.decode('ascii')}"})
-            for name, value in rule.set:
-                lower = name.lower()
-                dropUp.add(lower)
-                setUp[lower] = (name, value)
-                entries.append({"rule": rule.where, "action": f"set {name.decode('ascii')}"})
-            for name in rule.answerRemove:
-                lower = name.lower()
-                dropDown.add(lower)
-                setDown.pop(lower, None)
-                entries.append({"rule": rule.where, "action": f"answer remove {name.decode('ascii')}"})
-            for name, value in rule.answerSet:
-                lower = name.lower()
-                dropDown.add(lower)
-                setDown[lower] = (name, value)
-                entries.append({"rule": rule.where, "action": f"answer set {name.decode('ascii')}"})
+            if rule.match.matchesPath(path):
+                _change(rule.where, "", rule.remove, rule.set, setUp, dropUp, entries)
+                _change(rule.where, "answer ", rule.answerRemove, rule.answerSet, setDown, dropDown, entries)
         if found.remap is not None:
             entries.append(_remapEntry(host, found.remap))
         if not entries:
@@ -506,6 +487,24 @@ class Rules:
         entries.append(_remapEntry(host, found.remap))
         return Decision(remap=found.remap, bandwidth=self.bandwidth,
                         entries=tuple(entries) + self._tunnelPlain.entries)
+
+
+def _change(where: str, side: str, remove: tuple[bytes, ...], set_: tuple[tuple[bytes, bytes], ...],
+            setFields: dict[bytes, tuple[bytes, bytes]], drop: set[bytes], entries: list[dict[str, str]]) -> None:
+    """
+    Add one header rule's removes, then its sets, to one side's changes
+    (a later rule's wins), with their entries.
+    """
+    for name in remove:
+        lower = name.lower()
+        drop.add(lower)
+        setFields.pop(lower, None)
+        entries.append({"rule": where, "action": f"{side}remove {name.decode('ascii')}"})
+    for name, value in set_:
+        lower = name.lower()
+        drop.add(lower)
+        setFields[lower] = (name, value)
+        entries.append({"rule": where, "action": f"{side}set {name.decode('ascii')}"})
 
 
 def _remapEntry(host: str, remap: tuple[str, int | None]) -> dict[str, str]:
