@@ -401,8 +401,6 @@ class Rules:
         self._everywhere = tuple(entries)
         self._plain = Decision(latency=self.latency, bandwidth=bandwidth, entries=self._everywhere) \
             if entries else PASS
-        self._tunnelPlain = Decision(bandwidth=bandwidth, entries=tuple(
-            e for e in entries if e["rule"] != "latency_ms")) if bandwidth.down or bandwidth.up else PASS
         self._hosts: dict[tuple[str, int], _HostRules] = {}
 
     def _forHost(self, host: str, port: int) -> _HostRules:
@@ -469,13 +467,14 @@ class Rules:
         What the rules do to a CONNECT to C{host:port}: a block pattern with
         a path doesn't refuse the tunnel (its requests, when decrypted, are
         judged by it); an allow pattern with a path lets it open. Header
-        rules and latency act on the requests inside, not on the tunnel.
+        rules, latency and bandwidth act on the requests inside a tunnel
+        the mode opens, and not on a blind tunnel.
         """
         if self.empty:
             return PASS
         found = self._forHost(host, port)
         if found is _NO_HOST_RULES and self.allow is None:
-            return self._tunnelPlain
+            return PASS
         entries: list[dict[str, str]] = []
         for i, pattern in found.block:
             if pattern.path is None:
@@ -483,10 +482,9 @@ class Rules:
         if self.allow is not None and not found.allow:
             return self._blocked("allow", entries)
         if found.remap is None:
-            return self._tunnelPlain
+            return PASS
         entries.append(_remapEntry(host, found.remap))
-        return Decision(remap=found.remap, bandwidth=self.bandwidth,
-                        entries=tuple(entries) + self._tunnelPlain.entries)
+        return Decision(remap=found.remap, entries=tuple(entries))
 
 
 def _change(where: str, side: str, remove: tuple[bytes, ...], set_: tuple[tuple[bytes, bytes], ...],

@@ -20,6 +20,7 @@ from zope.interface import Attribute, Interface
 from netlog.log.writer import LogWriter
 from netlog.net.policy import DestinationPolicy
 from netlog.net.relay import Gate
+from netlog.core.rules import Rules
 from netlog.proxy.mode import IMode, Route
 
 
@@ -36,6 +37,7 @@ class IEngine(Protocol):
     headerTimeout: float
     connections: set[Any]
     pool: Any
+    rules: Rules
 
     @property
     def logging(self) -> bool: ...

@@ -5,9 +5,12 @@ API (their log and listener, as file descriptors) and asks it to stop one.
 
 One JSON object per line. The supervisor sends:
 
-  - C{{"op": "add", "name", "log", "port", "family"}} after two file
-    descriptors (the log, then the listener);
-  - C{{"op": "delete", "name", "timeout"}}.
+  - C{{"op": "add", "name", "log", "port", "family", "rules"}} after two
+    file descriptors (the log, then the listener);
+  - C{{"op": "delete", "name", "timeout"}};
+  - C{{"op": "rules", "name", "rules"}}: a session's rules document, or
+    the main listener's when C{name} is C{null}, checked already (see
+    L{netlog.core.rules}).
 
 The worker answers a delete with C{{"op": "deleted", "name"}} once the
 session's exchanges have ended (or were ended as stopped) and its log is
@@ -73,7 +76,8 @@ class SupervisorSide(_Lines):
         self.pending: dict[str, list[Deferred[None]]] = {}
         self.closed = False
 
-    def add(self, name: str, logPath: str, logFd: int, listenFd: int, family: str, port: int) -> None:
+    def add(self, name: str, logPath: str, logFd: int, listenFd: int, family: str, port: int,
+            rules: dict[str, Any]) -> None:
         """
         Hand a session to the worker; nothing when its channel is gone (a
         worker killed and not yet noticed dead: the next worker gets the
@@ -84,7 +88,16 @@ class SupervisorSide(_Lines):
         transport: Any = self.transport
         transport.sendFileDescriptor(logFd)
         transport.sendFileDescriptor(listenFd)
-        self.send({"op": "add", "name": name, "log": logPath, "family": family, "port": port})
+        self.send({"op": "add", "name": name, "log": logPath, "family": family, "port": port, "rules": rules})
+
+    def setRules(self, name: str | None, rules: dict[str, Any]) -> None:
+        """
+        Hand the worker new rules for session C{name} (L{None}: the main
+        listener); nothing when its channel is gone (the next worker gets
+        them in its SPEC).
+        """
+        if not self.closed and self.transport is not None:
+            self.send({"op": "rules", "name": name, "rules": rules})
 
     def delete(self, name: str, timeout: float) -> Deferred[None]:
         """
@@ -132,12 +145,15 @@ class WorkerSide(_Lines):
     @param onAdd: C{(message, logFd, listenFd)}.
     @param onDelete: C{(message)}, returns a Deferred that fires once the
         session is stopped.
+    @param onRules: C{(message)}: new rules.
     """
 
     def __init__(self, onAdd: Callable[[dict[str, Any], int, int], None],
-                 onDelete: Callable[[dict[str, Any]], Deferred[Any]]) -> None:
+                 onDelete: Callable[[dict[str, Any]], Deferred[Any]],
+                 onRules: Callable[[dict[str, Any]], None]) -> None:
         self._onAdd = onAdd
         self._onDelete = onDelete
+        self._onRules = onRules
         self._fds: deque[int] = deque()
 
     def fileDescriptorReceived(self, descriptor: int) -> None:
@@ -156,6 +172,11 @@ class WorkerSide(_Lines):
                 _log.failure("the worker could not serve session {name}", name=message.get("name"))
                 os.close(logFd)
                 os.close(listenFd)
+        elif op == "rules":
+            try:
+                self._onRules(message)
+            except Exception:
+                _log.failure("the worker could not take the rules of {name}", name=message.get("name"))
         elif op == "delete":
             name = message.get("name")
             d = self._onDelete(message)

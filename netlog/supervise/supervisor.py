@@ -30,6 +30,7 @@ from twisted.python.failure import Failure
 
 from netlog.core.logline import REASON_STOPPED
 from netlog.core.recovery import recover
+from netlog.core.rules import NO_RULES, Rules
 from netlog.log.writer import LogWriter, openLogFile
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.control import SupervisorSide, connectSupervisorSide
@@ -328,7 +329,12 @@ class Supervisor(MultiService):
         sessions: Sequence[tuple[str, str, str]] = (),
         fork: bool = False,
         adoptSession: str | None = None,
+        rules: Rules = NO_RULES,
     ) -> None:
+        """
+        @param rules: the main listener's rules (C{--rules}); each session's
+            are kept here too, and handed to every worker.
+        """
         MultiService.__init__(self)
         self._fork = fork
         self._adoptSession = adoptSession
@@ -338,6 +344,8 @@ class Supervisor(MultiService):
         #: of those made over the API.
         self.sessions: dict[str, tuple[int, BoundListener]] = {}
         self._sessionPaths = {name: logPath for name, _, logPath in self._sessionSpecs}
+        #: The rules of the main listener (under L{None}) and of each session.
+        self._rules: dict[str | None, Rules] = {None: rules}
         #: Sessions being deleted: not handed to new workers, names not free.
         self._deleting: set[str] = set()
         self._reactor = reactor
@@ -425,10 +433,34 @@ class Supervisor(MultiService):
         """
         return set(self.sessions) | self._deleting
 
+    def rulesOf(self, name: str | None) -> Rules:
+        """
+        The rules of session C{name}, or of the main listener (L{None}).
+
+        @raise KeyError: no such session.
+        """
+        if name is not None and name not in self.sessions:
+            raise KeyError(name)
+        return self._rules.get(name, NO_RULES)
+
+    def setRules(self, name: str | None, rules: Rules) -> None:
+        """
+        Give session C{name} (L{None}: the main listener) new rules, in the
+        workers running now and those started later.
+
+        @raise KeyError: no such session.
+        """
+        if name is not None and name not in self.sessions:
+            raise KeyError(name)
+        self._rules[name] = rules
+        for worker in self._liveWorkers():
+            assert worker.control is not None
+            worker.control.setRules(name, rules.document)
+
     def _liveWorkers(self) -> list[WorkerProtocol]:
         return [w for w in (self.worker, self.standby) if w is not None and w.control is not None]
 
-    def addSession(self, name: str, description: str, logPath: str) -> BoundListener:
+    def addSession(self, name: str, description: str, logPath: str, rules: Rules = NO_RULES) -> BoundListener:
         """
         Hold a new session (made over the API): bind its listener, open its
         log, and hand both to the workers running now; a worker started
@@ -448,10 +480,12 @@ class Supervisor(MultiService):
             raise
         self.sessions[name] = (fd, bound)
         self._sessionPaths[name] = logPath
+        self._rules[name] = rules
         for worker in self._liveWorkers():
             assert worker.control is not None
             try:
-                worker.control.add(name, logPath, fd, bound.fd, bound.family, bound.getHost().port)
+                worker.control.add(name, logPath, fd, bound.fd, bound.family, bound.getHost().port,
+                                   rules.document)
             except Exception:
                 # A worker dying as the session is made: the session is held
                 # here, and the worker that replaces it gets it at start.
@@ -468,6 +502,7 @@ class Supervisor(MultiService):
         @raise KeyError: no such session.
         """
         fd, bound = self.sessions.pop(name)
+        self._rules.pop(name, None)
         logPath = self._sessionPaths[name]
         self._deleting.add(name)
         waits = [worker.control.delete(name, timeout) for worker in self._liveWorkers()]  # type: ignore[union-attr]
@@ -617,6 +652,7 @@ class Supervisor(MultiService):
             sessions.append({
                 "name": name, "log": {"path": paths[name], "fd": nextFd},
                 "fd": nextFd + 1, "family": bound.family, "port": bound.getHost().port,
+                "rules": self._rules.get(name, NO_RULES).document,
             })
             nextFd += 2
         spec = workerSpec(
@@ -632,6 +668,7 @@ class Supervisor(MultiService):
             sessions=sessions,
             control=nextFd,
             adoptSession=self._adoptSession,
+            rules=self._rules[None].document,
         )
         control, theirs = connectSupervisorSide(self._reactor)
         childFDs[nextFd] = theirs.fileno()
