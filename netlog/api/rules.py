@@ -17,12 +17,17 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from twisted.internet.defer import Deferred, succeed
+from twisted.logger import Logger
+from twisted.python.failure import Failure
 from twisted.web.resource import Resource
-from twisted.web.server import Request
+from twisted.web.server import NOT_DONE_YET, Request
 
 from netlog.api.resource import _sendJSON
 from netlog.core.rules import BadRules, Rules, compileRules
 from netlog.session.manager import SessionError
+
+_log = Logger()
 
 #: The longest rules document the API takes, in bytes (it is carried to a
 #: supervised worker in one control line).
@@ -37,7 +42,7 @@ class RulesHolder(Protocol):
 
     def rulesOf(self, name: str | None) -> Rules: ...
 
-    def setRules(self, name: str | None, rules: Rules) -> None: ...
+    def setRules(self, name: str | None, rules: Rules) -> Deferred[Any] | None: ...
 
 
 def readRules(document: Any) -> Rules:
@@ -65,7 +70,7 @@ class RulesResource(Resource):
         self._holder = holder
         self._name = name
 
-    def render(self, request: Request) -> bytes:
+    def render(self, request: Request) -> Any:
         try:
             if request.method in (b"GET", b"HEAD"):
                 return _sendJSON(request, 200, {"rules": self._holder.rulesOf(self._name).document})
@@ -83,7 +88,20 @@ class RulesResource(Resource):
                 rules = readRules(document)
             except BadRules as e:
                 return _sendJSON(request, 400, {"error": str(e)})
-            self._holder.setRules(self._name, rules)
-            return _sendJSON(request, 200, {"rules": rules.document})
+            result = self._holder.setRules(self._name, rules)
         except SessionError as e:
             return _sendJSON(request, e.status, {"error": e.message})
+
+        def done(_: object) -> None:
+            request.write(_sendJSON(request, 200, {"rules": rules.document}))
+            request.finish()
+
+        def failed(failure: Failure) -> None:
+            _log.failure("setting the rules of {name}", failure, name=self._name)
+            request.write(_sendJSON(request, 500, {"error": "setting the rules failed; see the proxy's log"}))
+            request.finish()
+
+        d = result if result is not None else succeed(None)
+        d.addCallbacks(done, failed)
+        d.addErrback(lambda f: None)  # the client went away
+        return NOT_DONE_YET

@@ -253,12 +253,13 @@ class HeldSessions:
         except KeyError:
             raise SessionError(404, f"there is no session {name!r}") from None
 
-    def setRules(self, name: str | None, rules: Rules) -> None:
+    def setRules(self, name: str | None, rules: Rules) -> defer.Deferred[Any]:
         """
+        @return: fires once the workers serving now have them in force.
         @raise SessionError: as L{SessionManager.setRules}.
         """
         try:
-            self._supervisor.setRules(name, rules)
+            return self._supervisor.setRules(name, rules)  # type: ignore[no-any-return]
         except KeyError:
             raise SessionError(404, f"there is no session {name!r}") from None
 

@@ -14,7 +14,8 @@ One JSON object per line. The supervisor sends:
 
 The worker answers a delete with C{{"op": "deleted", "name"}} once the
 session's exchanges have ended (or were ended as stopped) and its log is
-closed.
+closed, and new rules with C{{"op": "ruled", "name"}} once the next request
+asks them (so that the API answers a change only once it is in force).
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ class SupervisorSide(_Lines):
 
     def __init__(self) -> None:
         self.pending: dict[str, list[Deferred[None]]] = {}
+        #: The rules sent and not yet answered, in the order sent (the
+        #: worker answers them in that order).
+        self.ruling: deque[Deferred[None]] = deque()
         self.closed = False
 
     def add(self, name: str, logPath: str, logFd: int, listenFd: int, family: str, port: int,
@@ -90,14 +94,21 @@ class SupervisorSide(_Lines):
         transport.sendFileDescriptor(listenFd)
         self.send({"op": "add", "name": name, "log": logPath, "family": family, "port": port, "rules": rules})
 
-    def setRules(self, name: str | None, rules: dict[str, Any]) -> None:
+    def setRules(self, name: str | None, rules: dict[str, Any]) -> Deferred[None]:
         """
         Hand the worker new rules for session C{name} (L{None}: the main
         listener); nothing when its channel is gone (the next worker gets
         them in its SPEC).
+
+        @return: fires once the worker has them in force, or is gone.
         """
-        if not self.closed and self.transport is not None:
-            self.send({"op": "rules", "name": name, "rules": rules})
+        d: Deferred[None] = Deferred()
+        if self.closed or self.transport is None:
+            d.callback(None)
+            return d
+        self.ruling.append(d)
+        self.send({"op": "rules", "name": name, "rules": rules})
+        return d
 
     def delete(self, name: str, timeout: float) -> Deferred[None]:
         """
@@ -115,9 +126,14 @@ class SupervisorSide(_Lines):
         if message.get("op") == "deleted":
             for d in self.pending.pop(str(message.get("name")), []):
                 d.callback(None)
+        elif message.get("op") == "ruled" and self.ruling:
+            self.ruling.popleft().callback(None)
 
     def connectionLost(self, reason: Any = None) -> None:
         self.closed = True
+        ruling, self.ruling = self.ruling, deque()
+        for d in ruling:
+            d.callback(None)
         pending, self.pending = self.pending, {}
         for waiting in pending.values():
             for d in waiting:
@@ -177,6 +193,7 @@ class WorkerSide(_Lines):
                 self._onRules(message)
             except Exception:
                 _log.failure("the worker could not take the rules of {name}", name=message.get("name"))
+            self.send({"op": "ruled", "name": message.get("name")})
         elif op == "delete":
             name = message.get("name")
             d = self._onDelete(message)

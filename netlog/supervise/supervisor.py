@@ -443,19 +443,19 @@ class Supervisor(MultiService):
             raise KeyError(name)
         return self._rules.get(name, NO_RULES)
 
-    def setRules(self, name: str | None, rules: Rules) -> None:
+    def setRules(self, name: str | None, rules: Rules) -> Deferred[Any]:
         """
         Give session C{name} (L{None}: the main listener) new rules, in the
         workers running now and those started later.
 
+        @return: fires once the workers running now have them in force.
         @raise KeyError: no such session.
         """
         if name is not None and name not in self.sessions:
             raise KeyError(name)
         self._rules[name] = rules
-        for worker in self._liveWorkers():
-            assert worker.control is not None
-            worker.control.setRules(name, rules.document)
+        return gatherResults([worker.control.setRules(name, rules.document)  # type: ignore[union-attr]
+                              for worker in self._liveWorkers()])
 
     def _liveWorkers(self) -> list[WorkerProtocol]:
         return [w for w in (self.worker, self.standby) if w is not None and w.control is not None]
