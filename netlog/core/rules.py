@@ -562,14 +562,30 @@ def compileRules(document: Any) -> Rules:
 NO_RULES = compileRules({})
 
 
+def readRulesDocument(text: str, toml: bool) -> Any:
+    """
+    A rules file's text (TOML, or JSON) as a document, not yet checked.
+
+    @raise BadRules: it is neither.
+    """
+    try:
+        return tomllib.loads(text) if toml else json.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError) as e:
+        raise BadRules(f"rules: not {'TOML' if toml else 'JSON'}: {str(e).splitlines()[0]}") from None
+
+
+def isTomlName(path: str) -> bool:
+    """
+    Whether a rules file named C{path} is read as TOML (any name but one
+    ending in C{.json}).
+    """
+    return not path.lower().endswith(".json")
+
+
 def parseRulesText(text: str, toml: bool) -> Rules:
     """
     Read a rules file's text (TOML, or JSON) and compile it.
 
     @raise BadRules: it can't be read, or is wrong.
     """
-    try:
-        document = tomllib.loads(text) if toml else json.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError) as e:
-        raise BadRules(f"rules: not {'TOML' if toml else 'JSON'}: {str(e).splitlines()[0]}") from None
-    return compileRules(document)
+    return compileRules(readRulesDocument(text, toml))

@@ -5,7 +5,7 @@ C{--rules FILE}: the main listener's rules, from a file a user writes
 
 from __future__ import annotations
 
-from netlog.core.rules import BadRules, Rules, parseRulesText
+from netlog.core.rules import BadRules, Rules, isTomlName, parseRulesText
 
 #: The longest rules file read, in bytes.
 MAX_RULES_FILE = 1024 * 1024
@@ -30,6 +30,6 @@ def readRulesFile(path: str) -> Rules:
     except UnicodeDecodeError:
         raise BadRules(f"--rules {path}: not UTF-8 text") from None
     try:
-        return parseRulesText(text, toml=not path.lower().endswith(".json"))
+        return parseRulesText(text, toml=isTomlName(path))
     except BadRules as e:
         raise BadRules(f"--rules {path}: {e}") from None

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
+from netlog.client import ApiError, Netlog
+from tests.client.test_cli import session as shell
 from tests.session.test_sessions import api, caller
 from tests.site.support import readHead
 from tests.supervise.running import Twistd
@@ -296,6 +298,45 @@ class SessionRulesTests(SynchronousTestCase):
         self.assertEqual(status, 200)
         self.assertEqual(_get(main, "http://shop.test/")[0], 403)
         self.assertEqual(self.call("GET", self.base + "/rules")[1], {"rules": {"block": ["shop.test"]}})
+
+    def test_fromShellAndClient(self) -> None:
+        """
+        C{netlog session rules NAME FILE} sets a session's rules from a TOML
+        file and prints them; without FILE it prints them; a wrong document
+        is one line and exit status 1. The Python client reads and sets
+        them on the session object and the main listener.
+        """
+        self.session("a")
+        tokenFile = os.path.join(self.folder, "api-token")
+        rulesFile = os.path.join(self.folder, "a.toml")
+        with open(rulesFile, "w") as f:
+            f.write('block = ["shop.test/admin*"]\n')
+        done = shell("rules", "a", rulesFile, "--api", self.base, "--token-file", tokenFile)
+        self.assertEqual((done.returncode, json.loads(done.stdout)), (0, {"rules": {"block": ["shop.test/admin*"]}}),
+                         done.stderr)
+        self.assertEqual(_get(self.session("b")["port"], "http://shop.test/admin")[0], 200)
+        client = Netlog(self.base, token_file=tokenFile)
+        a = client.get_session("a")
+        self.assertEqual(_get(a.port, "http://shop.test/admin")[0], 403)
+        done = shell("rules", "a", "--api", self.base)
+        self.assertEqual((done.returncode, json.loads(done.stdout)), (0, {"rules": {"block": ["shop.test/admin*"]}}))
+        with open(rulesFile, "w") as f:
+            f.write("latency_ms = -5\n")
+        done = shell("rules", "a", rulesFile, "--api", self.base, "--token-file", tokenFile)
+        self.assertEqual(done.returncode, 1)
+        self.assertEqual(len(done.stderr.splitlines()), 1, done.stderr)
+        self.assertIn("latency_ms: milliseconds, an integer from 0 to 60000, got -5", done.stderr)
+
+        self.assertEqual(a.set_rules({"block": ["other.test"]}), {"block": ["other.test"]})
+        self.assertEqual(a.rules(), {"block": ["other.test"]})
+        self.assertEqual(_get(a.port, "http://shop.test/admin")[0], 200)
+        with self.assertRaises(ApiError) as raised:
+            a.set_rules({"block": 3})
+        self.assertEqual(raised.exception.status, 400)
+        self.assertEqual(client.set_rules({}), {})
+        self.assertEqual(client.rules(), {})
+        made = client.create_session("c", rules={"block": ["shop.test"]})
+        self.assertEqual(_get(made.port, "http://shop.test/")[0], 403)
 
 
 @pytest.mark.slow
