@@ -20,6 +20,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.client import ApiError, Netlog
 from tests.client.test_cli import session as shell
+from tests.site.h2client import H2Client
 from tests.session.test_sessions import api, caller
 from tests.site.support import readHead
 from tests.supervise.running import Twistd
@@ -298,6 +299,35 @@ class SessionRulesTests(SynchronousTestCase):
         self.assertEqual(status, 200)
         self.assertEqual(_get(main, "http://shop.test/")[0], 403)
         self.assertEqual(self.call("GET", self.base + "/rules")[1], {"rules": {"block": ["shop.test"]}})
+
+    def test_http2(self) -> None:
+        """
+        In a decrypted tunnel that chose HTTP/2, each stream is judged on
+        its own: a blocked path gets 403 on its stream while the others on
+        the connection are served, with the header rule's changes each way.
+        """
+        a = self.session("a", {
+            "headers": [{"match": "secure.test", "set": {"X-Auto-Login": "admin"}, "answer_set": {"X-Rules": "A"}}],
+            "block": ["secure.test/admin/*"],
+        })
+        client = H2Client.throughTunnel(a["port"], "secure.test:443", os.path.join(self.folder, "ca.pem"))
+        self.addCleanup(client.close)
+        self.assertEqual(client.alpn, "h2")
+        first, blocked, last = (client.get(path, "secure.test") for path in ("/one", "/admin/x", "/two"))
+        answers = client.wait(first, blocked, last)
+        self.assertEqual([a.status for a in answers], [200, 403, 200])
+        self.assertEqual([dict(a.headers).get(b"x-rules") for a in answers], [b"A", None, b"A"])
+        self.assertEqual(bytes(answers[0].data), b"shop")
+        self.assertEqual(sum("X-Auto-Login: admin" in head for head in self.shop.heads), 2)
+        self.assertFalse([head for head in self.shop.heads if "/admin/" in head.split("\r\n")[0]])
+        rules = [o.get("_rules") for o in _opens(a["log"]) if o["request"]["version"] == "HTTP/2"]
+        self.assertEqual(sorted(map(str, rules)), sorted(map(str, [
+            [{"rule": "headers[0]", "action": "set X-Auto-Login"},
+             {"rule": "headers[0]", "action": "answer set X-Rules"}],
+            [{"rule": "block[0]", "action": "blocked"}],
+            [{"rule": "headers[0]", "action": "set X-Auto-Login"},
+             {"rule": "headers[0]", "action": "answer set X-Rules"}],
+        ])))
 
     def test_fromShellAndClient(self) -> None:
         """
