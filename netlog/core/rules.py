@@ -219,12 +219,22 @@ def _setFields(value: Any, where: str) -> tuple[tuple[bytes, bytes], ...]:
     return tuple(out)
 
 
-def _removeFields(value: Any, where: str) -> tuple[bytes, ...]:
+def _listOf(value: Any, where: str, expected: str, things: str) -> list[Any]:
+    """
+    C{value}, a list of at most L{MAX_ENTRIES} C{things}.
+
+    @param expected: what it should be, for the error.
+    """
     if not isinstance(value, list):
-        raise BadRules(f"{where}: a list of header names, got {_got(value)}")
+        raise BadRules(f"{where}: {expected}, got {_got(value)}")
     if len(value) > MAX_ENTRIES:
-        raise BadRules(f"{where}: at most {MAX_ENTRIES} headers, got {len(value)}")
-    return tuple(_fieldName(name, f"{where}[{i}]") for i, name in enumerate(value))
+        raise BadRules(f"{where}: at most {MAX_ENTRIES} {things}, got {len(value)}")
+    return value
+
+
+def _removeFields(value: Any, where: str) -> tuple[bytes, ...]:
+    names = _listOf(value, where, "a list of header names", "headers")
+    return tuple(_fieldName(name, f"{where}[{i}]") for i, name in enumerate(names))
 
 
 def _headerRule(value: Any, where: str) -> HeaderRule:
@@ -247,11 +257,8 @@ def _headerRule(value: Any, where: str) -> HeaderRule:
 
 
 def _patterns(value: Any, key: str) -> tuple[Pattern, ...]:
-    if not isinstance(value, list):
-        raise BadRules(f'{key}: a list of patterns such as ["tracker.test", "*.ads.test"], got {_got(value)}')
-    if len(value) > MAX_ENTRIES:
-        raise BadRules(f"{key}: at most {MAX_ENTRIES} patterns, got {len(value)}")
-    return tuple(parsePattern(p, f"{key}[{i}]") for i, p in enumerate(value))
+    patterns = _listOf(value, key, 'a list of patterns such as ["tracker.test", "*.ads.test"]', "patterns")
+    return tuple(parsePattern(p, f"{key}[{i}]") for i, p in enumerate(patterns))
 
 
 def _integer(value: Any, key: str, low: int, high: int, what: str) -> int:
@@ -540,11 +547,7 @@ def compileRules(document: Any) -> Rules:
     unknown = sorted(set(document) - set(KEYS))
     if unknown:
         raise BadRules(f"rules: unknown key {_got(unknown[0])} (it takes {', '.join(KEYS)})")
-    headers = document.get("headers", [])
-    if not isinstance(headers, list):
-        raise BadRules(f"headers: a list of header rules, got {_got(headers)}")
-    if len(headers) > MAX_ENTRIES:
-        raise BadRules(f"headers: at most {MAX_ENTRIES} rules, got {len(headers)}")
+    headers = _listOf(document.get("headers", []), "headers", "a list of header rules", "rules")
     return Rules(
         document,
         tuple(_headerRule(h, f"headers[{i}]") for i, h in enumerate(headers)),
