@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import socketserver
 import ssl
@@ -23,7 +24,7 @@ from tests.client.test_cli import session as shell
 from tests.site.h2client import H2Client
 from tests.session.test_sessions import api, caller
 from tests.site.support import readHead
-from tests.supervise.running import Twistd
+from tests.supervise.running import Twistd, alive, waitFor
 
 #: Seconds a client waits on a socket.
 WAIT = 30.0
@@ -156,7 +157,7 @@ class SessionRulesTests(SynchronousTestCase):
         ])
         self.addCleanup(self.twistd.stop)
         if not self.options:
-            self.twistd.waitServing(1)
+            self.worker = self.twistd.waitServing(1)
         self.base = f"http://127.0.0.1:{self.twistd.apiPort()}"
         self.call = caller(os.path.join(self.folder, "api-token"))
 
@@ -368,6 +369,26 @@ class SessionRulesTests(SynchronousTestCase):
         made = client.create_session("c", rules={"block": ["shop.test"]})
         self.assertEqual(_get(made.port, "http://shop.test/")[0], 403)
 
+    def test_workerKilled(self) -> None:
+        """
+        Supervised, a worker killed with C{kill -9} is replaced by one that
+        serves with the rules last set: a session's (made with rules, then
+        changed), one's made while no worker ran, and the main listener's.
+        """
+        a = self.session("a", {"block": ["mirror.test"]})
+        self.assertEqual(self.call("PUT", self.base + "/sessions/a/rules", {"block": ["shop.test"]})[0], 200)
+        self.assertEqual(self.call("PUT", self.base + "/rules", {"block": ["mirror.test"]})[0], 200)
+        os.kill(self.worker, signal.SIGKILL)
+        late = self.session("late", {"block": ["mirror.test"]})
+        waitFor(lambda: not alive(self.worker), "the worker to die")
+        self.twistd.waitServing(2)
+        main = self.twistd.listenerPort("forward")
+        self.assertEqual([_get(port, url)[0] for port, url in [
+            (a["port"], "http://shop.test/"), (a["port"], "http://mirror.test/"),
+            (late["port"], "http://mirror.test/"), (late["port"], "http://shop.test/"),
+            (main, "http://mirror.test/"), (main, "http://shop.test/"),
+        ]], [403, 200, 403, 200, 403, 200])
+
 
 @pytest.mark.slow
 class UnsupervisedRulesTests(SessionRulesTests):
@@ -377,3 +398,5 @@ class UnsupervisedRulesTests(SessionRulesTests):
     """
 
     options = ["--no-supervise"]
+    #: One process: there is no worker to kill.
+    test_workerKilled = None  # type: ignore[assignment]
