@@ -44,6 +44,10 @@ GRACE = 10.0
 #: Seconds past a session's stop timeout the supervisor waits for a worker
 #: to say it stopped serving it, before it ends the session itself.
 DELETE_MARGIN = 5.0
+#: Seconds new rules wait for the workers to say they have them before the
+#: API is answered anyway (a stuck worker is replaced by the hang check, and
+#: its replacement starts with the rules).
+RULES_TIMEOUT = 10.0
 #: The supervisor's exit code when it gave up on a worker that keeps dying.
 EXIT_GAVE_UP = 70  # EX_SOFTWARE
 #: Where the log and the listeners start among the worker's descriptors.
@@ -454,8 +458,11 @@ class Supervisor(MultiService):
         if name is not None and name not in self.sessions:
             raise KeyError(name)
         self._rules[name] = rules
-        return gatherResults([worker.control.setRules(name, rules.document)  # type: ignore[union-attr]
-                              for worker in self._liveWorkers()])
+        d: Deferred[Any] = gatherResults([worker.control.setRules(name, rules.document)  # type: ignore[union-attr]
+                                          for worker in self._liveWorkers()])
+        timer = self._reactor.callLater(RULES_TIMEOUT, lambda: None if d.called else d.cancel())
+        d.addErrback(lambda f: None)
+        return d.addBoth(lambda result: timer.cancel() if timer.active() else None)
 
     def _liveWorkers(self) -> list[WorkerProtocol]:
         return [w for w in (self.worker, self.standby) if w is not None and w.control is not None]
