@@ -408,6 +408,10 @@ class Rules:
         self._everywhere = tuple(entries)
         self._plain = Decision(latency=self.latency, bandwidth=bandwidth, entries=self._everywhere) \
             if entries else PASS
+        #: What acts on every tunnel: the bandwidth (latency acts on the
+        #: requests in a tunnel the proxy reads, not on the tunnel).
+        shaping = tuple(e for e in entries if e["rule"] != "latency_ms")
+        self._tunnel = Decision(bandwidth=bandwidth, entries=shaping) if shaping else PASS
         self._hosts: dict[tuple[str, int], _HostRules] = {}
 
     def _forHost(self, host: str, port: int) -> _HostRules:
@@ -474,14 +478,15 @@ class Rules:
         What the rules do to a CONNECT to C{host:port}: a block pattern with
         a path doesn't refuse the tunnel (its requests, when decrypted, are
         judged by it); an allow pattern with a path lets it open. Header
-        rules, latency and bandwidth act on the requests inside a tunnel
-        the mode opens, and not on a blind tunnel.
+        rules and latency act on the requests inside a tunnel the mode
+        opens, not on the tunnel; bandwidth shapes a blind tunnel (and the
+        requests inside one the mode opens).
         """
         if self.empty:
             return PASS
         found = self._forHost(host, port)
         if found is _NO_HOST_RULES and self.allow is None:
-            return PASS
+            return self._tunnel
         entries: list[dict[str, str]] = []
         for i, pattern in found.block:
             if pattern.path is None:
@@ -489,9 +494,9 @@ class Rules:
         if self.allow is not None and not found.allow:
             return self._blocked("allow", entries)
         if found.remap is None:
-            return PASS
+            return self._tunnel
         entries.append(_remapEntry(host, found.remap))
-        return Decision(remap=found.remap, entries=tuple(entries))
+        return Decision(remap=found.remap, bandwidth=self.bandwidth, entries=tuple(entries) + self._tunnel.entries)
 
 
 def _change(where: str, side: str, remove: tuple[bytes, ...], set_: tuple[tuple[bytes, bytes], ...],

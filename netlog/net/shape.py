@@ -8,11 +8,13 @@ there), and a timer, not a loop, resumes the reading.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet.interfaces import IDelayedCall, IReactorTime
 
-from netlog.net.relay import Gate
+if TYPE_CHECKING:
+    # (The relay shapes its tunnels with a Shaper: no import back at run time.)
+    from netlog.net.relay import Gate
 
 #: The reason a shaped side's gate holds (see L{Gate}).
 SHAPING = "shaping"

@@ -48,7 +48,8 @@ class Tunnel:
     def __init__(self, proxy: IEngine, browser: IBrowserSide, head: RequestHead, url: str,
                  at: float, rules: Decision = PASS) -> None:
         """
-        @param rules: what the rules do to it: a remap (L{netlog.core.rules}).
+        @param rules: what the rules do to it: a remap, the bandwidth
+            (L{netlog.core.rules}).
         """
         self.proxy = proxy
         self.browser = browser
@@ -104,7 +105,8 @@ class Tunnel:
         pending = b"".join(self._early) + browser.enterRaw(self)
         self._early = []
         relay = Relay(self.proxy.reactor, browser.transport, browser.gate, self._ended, self._opened,
-                      idleTimeout=self.proxy.idleTimeout, kernelAfter=KERNEL_AFTER_READS)
+                      idleTimeout=self.proxy.idleTimeout, kernelAfter=KERNEL_AFTER_READS,
+                      shapeUp=self.rules.bandwidth.up, shapeDown=self.rules.bandwidth.down)
         self.relay = relay
         protocol.relay = relay
         relay.start(protocol.transport, pending)

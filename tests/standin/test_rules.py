@@ -44,6 +44,24 @@ def tunnelGet(proxyPort: int, authority: str) -> tuple[int, bytes]:
         return status, answer
 
 
+def tunnelDownload(proxyPort: int, authority: str, size: int) -> tuple[int, float]:
+    """
+    A CONNECT to C{authority}, then C{GET /size/SIZE} in plain HTTP through
+    it: the body's bytes that came back and the seconds the answer took.
+    """
+    s, head = connectTunnel(proxyPort, authority)
+    with s:
+        began = time.monotonic()
+        s.sendall(f"GET /size/{size} HTTP/1.1\r\nHost: far.test\r\n\r\n".encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += s.recv(65536)
+        got = len(answer.split(b"\r\n\r\n", 1)[1])
+        while got < size:
+            got += len(s.recv(65536))
+        return got, time.monotonic() - began
+
+
 def upload(proxyPort: int, originPort: int) -> tuple[bytes, float]:
     """
     POST L{UPLOAD} bytes through the proxy: the answer's head line and the
@@ -82,7 +100,8 @@ class StandinRulesTests(unittest.TestCase):
         A CONNECT to a remapped host (one no resolver knows) reaches the
         address the remap gives; one to a host the allow list doesn't name
         is refused with 403 before anything is resolved; both say so in
-        C{_rules}. The upload of a request is shaped to C{bandwidth.up}.
+        C{_rules}. The upload of a request is shaped to C{bandwidth.up}, and
+        a blind tunnel's download to C{bandwidth.down}.
         """
         status, made = yield inThread(self.call, "POST", self.api + "/sessions", {"name": "a", "rules": {
             "allow": ["far.test", f"origin.test:{self.originPort}"],
@@ -99,10 +118,21 @@ class StandinRulesTests(unittest.TestCase):
         self.assertEqual(line, b"HTTP/1.1 200 OK")
         self.assertLess(abs(took - UPLOAD / UP), 0.1 * UPLOAD / UP, took)
 
+        status, shaped = yield inThread(self.call, "POST", self.api + "/sessions", {"name": "b", "rules": {
+            "remap": {"far.test": f"127.0.0.1:{self.originPort}"}, "bandwidth": {"down": UP},
+        }})
+        self.assertEqual(status, 201, shaped)
+        got, took = yield inThread(tunnelDownload, shaped["port"], "far.test:443", UPLOAD)
+        self.assertEqual(got, UPLOAD)
+        self.assertLess(abs(took - UPLOAD / UP), 0.1 * UPLOAD / UP, took)
+        [tunnel] = [r for r in readLog(shaped["log"]) if r["type"] == "open"]
+        self.assertEqual(tunnel["_rules"][-1], {"rule": "bandwidth.down", "action": f"shaped to {UP} bytes a second"})
+
         opens = [r for r in readLog(made["log"]) if r["type"] == "open"]
         self.assertEqual([(o["request"]["url"], o["server"]["port"], o.get("_rules")) for o in opens], [
             ("https://far.test:443/", self.originPort,
-             [{"rule": "remap[far.test]", "action": f"remapped to 127.0.0.1:{self.originPort}"}]),
+             [{"rule": "remap[far.test]", "action": f"remapped to 127.0.0.1:{self.originPort}"},
+              {"rule": "bandwidth.up", "action": f"shaped to {UP} bytes a second"}]),
             ("https://near.test:443/", 443, [{"rule": "allow", "action": "blocked"}]),
             (f"http://origin.test:{self.originPort}/upload", self.originPort,
              [{"rule": "bandwidth.up", "action": f"shaped to {UP} bytes a second"}]),
