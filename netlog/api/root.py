@@ -18,6 +18,7 @@ from netlog.api.resource import (
     NetworkResource,
     ViewResource,
 )
+from netlog.api.rules import RulesResource
 from netlog.api.sessions import SessionsResource, unsupportedSessions
 
 
@@ -44,7 +45,7 @@ def makeApiRoot(
         its own address (C{--api-host}).
     @param sessions: the proxy's L{netlog.session.manager.SessionManager},
         or None for a proxy that serves no sessions (C{/sessions} then says
-        so).
+        so, and there is no C{/rules}); it holds the rules too.
     @param door: what the API lets in (a L{netlog.api.door.Door}); by
         default one with no token, which takes no changes.
     @param sessionRate: sessions C{POST /sessions} makes a second at most.
@@ -63,6 +64,7 @@ def makeApiRoot(
         children[b"sessions"] = SessionsResource(
             sessions, reactor, threadpool, harThreadpool or threadpool, sessionRate
         )
+        children[b"rules"] = RulesResource(sessions, None)
     else:
         children[b"sessions"] = unsupportedSessions()
     for name, child in children.items():

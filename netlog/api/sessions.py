@@ -1,13 +1,15 @@
 """
 The API's sessions (see L{netlog.session.manager}):
 
-  - C{POST /sessions} with C{{"name": ..., "port": ...}} (both optional):
-    C{201} and the session (its name, C{proxy} address, log, URLs);
+  - C{POST /sessions} with C{{"name": ..., "port": ..., "rules": ...}} (all
+    optional; the rules as L{netlog.api.rules} takes them): C{201} and the
+    session (its name, C{proxy} address, log, URLs);
   - C{GET /sessions}: C{{"sessions": [...]}};
   - C{GET /sessions/NAME}: one session;
   - C{GET /sessions/NAME/network?after=N&limit=BYTES} and
     C{GET /sessions/NAME/network.har}: its log, as C{/network} and
     C{/network.har} serve the main one;
+  - C{GET} and C{PUT /sessions/NAME/rules}: its rules (L{netlog.api.rules});
   - C{DELETE /sessions/NAME?timeout=S}: stops it (its open exchanges have
     S seconds to end, default 10, then are ended as stopped); answers its
     last line number.
@@ -33,17 +35,19 @@ from twisted.web.server import NOT_DONE_YET, Request
 
 from netlog.api import SESSION_RATE
 from netlog.api.resource import BadParameter, HarResource, JSONError, NetworkResource, _query, _sendJSON, parseQuery
+from netlog.api.rules import MAX_RULES_BODY, RulesResource, readRules
+from netlog.core.rules import BadRules
 from netlog.core.ratelimit import TokenBucket
 from netlog.session.manager import STOP_TIMEOUT, SessionError
 
 _log = Logger()
 
-#: The largest body C{POST /sessions} reads, in bytes.
-MAX_BODY = 4096
+#: The largest body C{POST /sessions} reads, in bytes (its rules too).
+MAX_BODY = 4096 + MAX_RULES_BODY
 #: The longest C{timeout} a C{DELETE} may ask for, in seconds.
 MAX_STOP_TIMEOUT = 300
 #: What C{POST /sessions} takes.
-_FIELDS = frozenset({"name", "port"})
+_FIELDS = frozenset({"name", "port", "rules"})
 
 
 def _base(request: Request) -> str:
@@ -125,9 +129,13 @@ class SessionsResource(Resource):
             return _sendJSON(request, 400, {"error": 'the body is a JSON object, such as {"name": "task-17"}'})
         unknown = sorted(set(body) - _FIELDS)
         if unknown:
-            return _sendJSON(request, 400, {"error": f"unknown fields {unknown} (it takes name and port)"})
+            return _sendJSON(request, 400, {"error": f"unknown fields {unknown} (it takes name, port and rules)"})
         try:
-            session = self._manager.create(body.get("name"), body.get("port", 0))
+            rules = readRules(body.get("rules", {}))
+        except BadRules as e:
+            return _sendJSON(request, 400, {"error": str(e)})
+        try:
+            session = self._manager.create(body.get("name"), body.get("port", 0), rules)
         except SessionError as e:
             return _sendJSON(request, e.status, {"error": e.message})
         except Exception:
@@ -156,9 +164,11 @@ class _SessionResource(Resource):
             return network
         if path == b"network.har":
             return har
+        if path == b"rules":
+            return RulesResource(self._parent._manager, self._name)
         if path == b"":
             return self
-        return JSONError(404, {"error": "no such resource (a session has network and network.har)"})
+        return JSONError(404, {"error": "no such resource (a session has network, network.har and rules)"})
 
     def render(self, request: Request) -> Any:
         manager = self._parent._manager

@@ -382,17 +382,35 @@ class Netlog:
         """
         return [Session(self, info) for info in self._json("GET", "/sessions")["sessions"]]
 
-    def create_session(self, name: str | None = None, port: int | None = None) -> Session:
+    def create_session(self, name: str | None = None, port: int | None = None,
+                       rules: dict[str, Any] | None = None) -> Session:
         """
         Make a session (C{POST /sessions}): netlog picks the name and a free
-        port unless they are given.
+        port unless they are given; C{rules} is its rules document
+        (C{docs/rules.rst}).
         """
         body: dict[str, Any] = {}
         if name is not None:
             body["name"] = name
         if port is not None:
             body["port"] = port
+        if rules is not None:
+            body["rules"] = rules
         return Session(self, self._json("POST", "/sessions", body))
+
+    def rules(self) -> dict[str, Any]:
+        """
+        The main listener's rules document (C{GET /rules}).
+        """
+        return dict(self._json("GET", "/rules")["rules"])
+
+    def set_rules(self, rules: dict[str, Any]) -> dict[str, Any]:
+        """
+        Replace the main listener's rules (C{PUT /rules}), in force for the
+        next request; a wrong document is a 400 L{ApiError} whose message is
+        the one line that says why, and the rules stay as they were.
+        """
+        return dict(self._json("PUT", "/rules", rules)["rules"])
 
     def get_session(self, name: str) -> Session:
         """
@@ -465,6 +483,19 @@ class Session:
                 raise
             # The block's own exception goes on, and says this too.
             value.add_note(f"deleting session {self.name} failed too: {e}")
+
+    def rules(self) -> dict[str, Any]:
+        """
+        This session's rules document (C{GET /sessions/NAME/rules}).
+        """
+        return dict(self.client._json("GET", _session_path(self.name) + "/rules")["rules"])
+
+    def set_rules(self, rules: dict[str, Any]) -> dict[str, Any]:
+        """
+        Replace this session's rules, as L{Netlog.set_rules} does the main
+        listener's.
+        """
+        return dict(self.client._json("PUT", _session_path(self.name) + "/rules", rules)["rules"])
 
     def read(self, after: int = 0, limit: int | None = None) -> Page:
         """

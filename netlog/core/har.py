@@ -1336,6 +1336,10 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None,
     if isinstance(opened.get("connection"), str):
         entry["connection"] = opened["connection"]
     entry["_id"] = opened.get("id")
+    rules = opened.get("_rules")
+    if isinstance(rules, list):
+        entry["_rules"] = [{"rule": str(r.get("rule", "")), "action": str(r.get("action", ""))}
+                           for r in rules if isinstance(r, dict)]
 
     if messages or url.startswith(("ws://", "wss://")) and (
             head is not None or (ended is not None and isinstance(ended.get("_websocket"), dict))):

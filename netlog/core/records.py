@@ -10,7 +10,7 @@ C{docs/log-format.rst} ("Key order").
 from __future__ import annotations
 
 import base64
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from netlog.core.capture import removeSignIn
 from netlog.core.logline import AsciiText
@@ -194,16 +194,17 @@ def unreadRequestRecord(seen: dict[str, Any], size: int) -> dict[str, Any]:
 
 def openRecord(proxy: str, kind: str, started: float, client: str, connection: str,
                request: dict[str, Any], host: str | None, port: int | None,
-               address: str | None = None) -> dict[str, Any]:
+               address: str | None = None, rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
     """
-    An open line's fields, in L{OPEN_KEYS} order.
+    An open line's fields, in L{OPEN_KEYS} order, then C{_rules} when a
+    rule acted (see L{netlog.core.rules}).
 
     @param host: the host the request is for (an IPv6 address without
         brackets); C{port} its port; C{address} the address connected to.
     """
     if host is not None and host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    return {
+    record = {
         "proxy": proxy,
         "kind": kind,
         "started": started,
@@ -212,6 +213,9 @@ def openRecord(proxy: str, kind: str, started: float, client: str, connection: s
         "request": request,
         "server": {"host": host, "port": port, "address": address},
     }
+    if rules:
+        record["_rules"] = list(rules)
+    return record
 
 
 def endRecord(

@@ -19,6 +19,7 @@ from twisted.python.failure import Failure
 
 from netlog.net.gate import Gate
 from netlog.net.send import sendNow
+from netlog.net.shape import Shaper, shaperFor
 from netlog.net.splice import KernelRelay
 from netlog.net.splice import available as spliceAvailable
 from netlog.net.timeouts import DEFAULT_IDLE_TIMEOUT
@@ -95,6 +96,9 @@ class Relay:
     @param kernelAfter: reads relayed in Python before the rest moves to
         the kernel (L{moveToKernel}), or L{None} to stay in Python unless
         told.
+    @param shapeUp: bytes a second towards the server, or L{None} for no
+        limit (the rules' C{bandwidth}, L{netlog.net.shape}); C{shapeDown}
+        towards the client. A shaped relay stays in Python.
     """
 
     def __init__(
@@ -108,6 +112,8 @@ class Relay:
         up: int = 0,
         down: int = 0,
         kernelAfter: int | None = None,
+        shapeUp: int | None = None,
+        shapeDown: int | None = None,
     ) -> None:
         self._reactor = reactor
         self.client = clientTransport
@@ -131,6 +137,11 @@ class Relay:
         #: C{_kernelAt}.
         self._reads = 0
         self._kernelAt = kernelAfter if kernelAfter is not None and spliceAvailable() else None
+        self._shapes = (shapeUp, shapeDown)
+        if shapeUp is not None or shapeDown is not None:
+            self._kernelAt = None
+        self._upShaper: Shaper | None = None
+        self._downShaper: Shaper | None = None
 
     def start(
         self,
@@ -153,6 +164,8 @@ class Relay:
         """
         self.server = serverTransport
         self.serverGate = serverGate if serverGate is not None else Gate(serverTransport)
+        self._upShaper = shaperFor(self._reactor, self._shapes[0], self.clientGate)
+        self._downShaper = shaperFor(self._reactor, self._shapes[1], self.serverGate)
         if self._onOpen is not None:
             self._onOpen()
         serverTransport.registerProducer(self.clientGate, True)
@@ -197,6 +210,8 @@ class Relay:
             return
         self._countUp(len(data))
         sendNow(self.server, data)
+        if self._upShaper is not None:
+            self._upShaper.passed(len(data))
         if self._kernelAt is not None:
             self._readInPython()
 
@@ -205,6 +220,8 @@ class Relay:
             return
         self._countDown(len(data))
         sendNow(self.client, data)
+        if self._downShaper is not None:
+            self._downShaper.passed(len(data))
         if self._kernelAt is not None:
             self._readInPython()
 
@@ -254,6 +271,9 @@ class Relay:
             # The pipes' bytes go into the transports' buffers, to be written
             # before the close (or dropped by an abort).
             self.kernel.stop()
+        for shaper in (self._upShaper, self._downShaper):
+            if shaper is not None:
+                shaper.stop()
         self.result = RelayResult(
             self.up, self.down, closedBy, failure, self.firstByte, self._reactor.seconds()
         )

@@ -14,7 +14,7 @@ to the HTTPS origin the mode names.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Sequence
 
 from OpenSSL import SSL
 from twisted.internet import error
@@ -59,6 +59,7 @@ from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IBrowserStream, IEngine
 from netlog.proxy.exchange import Exchange, latin1
 from netlog.proxy.h2 import H2Connection
+from netlog.core.rules import Decision
 from netlog.proxy.mode import BLIND, OPEN, Refusal, Route
 from netlog.proxy.tunnel import CONNECTING, Tunnel
 
@@ -475,6 +476,10 @@ class BrowserConnection(Protocol):
         if not host:
             self.refuse(head, url, at, 403, "a request with no Host names no origin", server=(host, port))
             return
+        rules = self.proxy.rules.request(host, port, url)
+        if rules.blocked:
+            self.refuse(head, url, at, rules.status, rules.why, server=(host, port), rules=rules.entries)
+            return
         routed = self.proxy.mode.route(scheme, host, port, self.state != FORWARD)
         if isinstance(routed, Refusal):
             self.refuse(head, url, at, routed.status, routed.reason, server=(host, port))
@@ -484,7 +489,7 @@ class BrowserConnection(Protocol):
                          f"an {scheme}:// URL must be requested through CONNECT, not as plain HTTP",
                          server=(host, port))
             return
-        self._startExchange(head, url, routed, at)
+        self._startExchange(head, url, routed, at, rules)
 
     @staticmethod
     def _hostField(head: RequestHead) -> str | None:
@@ -506,8 +511,8 @@ class BrowserConnection(Protocol):
                 return None
         return None
 
-    def _startExchange(self, head: RequestHead, url: str, route: Route, at: float) -> None:
-        exchange = Exchange(self.proxy, self, head, url, route, at)
+    def _startExchange(self, head: RequestHead, url: str, route: Route, at: float, rules: Decision) -> None:
+        exchange = Exchange(self.proxy, self, head, url, route, at, rules)
         self.exchange = exchange
         self.closeAfter = not exchange.fields.keepAlive
         self.dechunk = False
@@ -621,15 +626,16 @@ class BrowserConnection(Protocol):
         return not (self.queue and isinstance(self.queue[0][0], EndOfMessage))
 
     def _openFields(self, head: RequestHead, url: str, at: float, kind: str,
-                    server: tuple[str, int], signIn: frozenset[str] = frozenset()) -> dict[str, Any]:
+                    server: tuple[str, int], signIn: frozenset[str] = frozenset(),
+                    rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
         return openRecord(self.proxy.mode.name, kind, at, self.client, self.connectionId, requestRecord(head, url, signIn),
-                          server[0], server[1])
+                          server[0], server[1], rules=rules)
 
     def refuse(self, head: RequestHead, url: str, at: float, status: int, reason: str,
-                server: tuple[str, int], kind: str = EXCHANGE) -> None:
+                server: tuple[str, int], kind: str = EXCHANGE, rules: Sequence[dict[str, str]] = ()) -> None:
         response, size = self.answer(status, REFUSED_TEXT.format(reason))
         self.proxy.writer.refuse(
-            self._openFields(head, url, at, kind, server),
+            self._openFields(head, url, at, kind, server, rules=rules),
             endRecord(self.reactor.seconds(), up=len(head.raw), down=size, response=response,
                       refused=(reason, status)),
         )
@@ -686,6 +692,10 @@ class BrowserConnection(Protocol):
             self.queue.popleft()
         host, port = head.host or "", head.port or 443
         url = connectUrl(host, port)
+        rules = self.proxy.rules.connect(host, port)
+        if rules.blocked:
+            self.refuse(head, url, at, rules.status, rules.why, server=(host, port), kind=TUNNEL, rules=rules.entries)
+            return
         decision = self.proxy.mode.connect(host, port)
         if isinstance(decision, Refusal):
             self.refuse(head, url, at, decision.status, decision.reason, server=(host, port), kind=TUNNEL)
@@ -694,7 +704,7 @@ class BrowserConnection(Protocol):
             self._openSiteTunnel(host, port)
         else:
             assert decision == BLIND, decision
-            Tunnel(self.proxy, self, head, url, at).start()
+            Tunnel(self.proxy, self, head, url, at, rules).start()
 
     def _openSiteTunnel(self, host: str, port: int) -> None:
         """

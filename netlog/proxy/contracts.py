@@ -18,9 +18,10 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 from zope.interface import Attribute, Interface
 
+from netlog.core.rules import Rules
 from netlog.log.writer import LogWriter
-from netlog.net.policy import DestinationPolicy
 from netlog.net.gate import Gate
+from netlog.net.policy import DestinationPolicy
 from netlog.proxy.mode import IMode, Route
 
 
@@ -37,6 +38,7 @@ class IEngine(Protocol):
     headerTimeout: float
     connections: set[Any]
     pool: Any
+    rules: Rules
 
     @property
     def logging(self) -> bool: ...

@@ -52,13 +52,15 @@ from netlog.core.records import (
     responseRecord,
     websocketRecord,
 )
+from netlog.core.rules import PASS, Decision
 from netlog.core.websocket import FrameCounter
 from netlog.core.wsmessages import KeptBudget, Message, MessageAssembler, parseDeflate
 from netlog.net.connect import describeFailure
 from netlog.net.gate import BACKPRESSURE
 from netlog.net.relay import CLIENT, PROXY, SERVER
+from netlog.net.shape import Shaper, shaperFor
 from netlog.proxy.contracts import IAnswerSource, IBrowserStream, IEngine
-from netlog.proxy.mode import Answered, DestinationRefused, Route
+from netlog.proxy.mode import Answered, DestinationRefused, Route, remapRoute
 
 _log = Logger()
 
@@ -144,6 +146,7 @@ class Exchange:
         "cut",
         "done",
         "down",
+        "downShaper",
         "fields",
         "hadBody",
         "head",
@@ -166,6 +169,7 @@ class Exchange:
         "retried",
         "reused",
         "route",
+        "rules",
         "signIn",
         "started",
         "connectedAt",
@@ -173,6 +177,7 @@ class Exchange:
         "firstByteAt",
         "unparsed",
         "up",
+        "upShaper",
         "upgraded",
         "upstream",
         "url",
@@ -188,13 +193,21 @@ class Exchange:
         url: str,
         route: Route,
         started: float,
+        rules: Decision = PASS,
     ) -> None:
+        """
+        @param rules: what the rules do to it (L{netlog.core.rules}).
+        """
         self.proxy = proxy
         self.reactor = proxy.reactor
         self.browser = browser
         self.head = head
         self.url = url
-        self.route = route
+        self.rules = rules
+        self.route = route if rules.remap is None else remapRoute(route, rules.remap)
+        #: The rules' bandwidth, each way, while connected.
+        self.upShaper: Shaper | None = None
+        self.downShaper: Shaper | None = None
         self.started = started
         self.signIn = route.signIn
         self.id = 0
@@ -251,6 +264,16 @@ class Exchange:
     # -- starting ---------------------------------------------------------------
 
     def start(self) -> None:
+        if self.rules.latency:
+            # The rules' latency: the request waits before it goes up, so
+            # the answer's first byte comes that much later.
+            self.reactor.callLater(self.rules.latency, self._start)
+        else:
+            self._start()
+
+    def _start(self) -> None:
+        if self.done:
+            return
         route = self.route
         if isinstance(route, Answered):
             # The mode answers this request itself (from a recording).
@@ -311,6 +334,9 @@ class Exchange:
         if head.upgrade:
             drop = drop - {b"upgrade"}
             extra.append((b"Connection", b"Upgrade"))
+        if self.rules.dropUp:
+            drop = drop | self.rules.dropUp
+            extra.extend(self.rules.setUp)
         # Upstream, the target is origin-form (C{/path?query}).
         target = head.target if head.url is None else originForm(head.target)
         data = fields.serialize(b" ".join((head.method, target, b"HTTP/1.1")), drop, extra)
@@ -321,6 +347,8 @@ class Exchange:
     def _write(self, data: bytes) -> None:
         assert self.upstream is not None
         self.up += len(data)
+        if self.upShaper is not None:
+            self.upShaper.passed(len(data))
         if self._sent is not None:
             self._sentSize += len(data)
             if self._sentSize > MAX_RETRY_BYTES:
@@ -378,7 +406,7 @@ class Exchange:
     def _openFields(self) -> dict[str, Any]:
         return openRecord(self.proxy.mode.name, EXCHANGE, self.started, self.browser.client, self.browser.connectionId,
                           requestRecord(self.head, self.url, self.signIn), self.route.host, self.route.port,
-                          self.address)
+                          self.address, self.rules.entries)
 
     # -- backpressure -----------------------------------------------------------
 
@@ -387,8 +415,15 @@ class Exchange:
         assert upstream is not None and upstream.gate is not None
         upstream.attachRequestProducer(self.browser.gate)
         self.browser.attachAnswerProducer(upstream.gate)
+        bandwidth = self.rules.bandwidth
+        self.downShaper = shaperFor(self.reactor, bandwidth.down, upstream.gate)
+        self.upShaper = shaperFor(self.reactor, bandwidth.up, self.browser.gate)
 
     def _detach(self) -> None:
+        for shaper in (self.upShaper, self.downShaper):
+            if shaper is not None:
+                shaper.stop()
+        self.upShaper = self.downShaper = None
         upstream = self.upstream
         if upstream is None:
             return
@@ -454,6 +489,8 @@ class Exchange:
     # -- the answer, from upstream ------------------------------------------------
 
     def serverBytes(self, upstream: IAnswerSource, data: bytes) -> None:
+        if self.downShaper is not None:
+            self.downShaper.passed(len(data))
         now = self.reactor.seconds()
         self.browser.touch(now)
         if self.firstByteAt is None:
@@ -523,6 +560,9 @@ class Exchange:
             ]
         else:
             headers = [field for field, lower in zip(event.headers, fields.lowered) if lower not in drop]
+        if self.rules.dropDown:
+            headers = [f for f in headers if f[0].lower() not in self.rules.dropDown]
+            headers.extend(self.rules.setDown)
         contentType = fields.first(b"content-type")
         self.responseKeepAlive = fields.keepAlive and not event.eofFramed
         sent, reason, size = self.browser.answerHead(event, fields, headers, upgraded)
@@ -734,6 +774,8 @@ class Exchange:
                 # Logged before the message's last bytes go on.
                 self._logMessages("up", messages)
         self.up += len(data)
+        if self.upShaper is not None:
+            self.upShaper.passed(len(data))
         self.upstream.send(data)
 
     def _rawDown(self, data: bytes) -> None:

@@ -18,7 +18,7 @@ paused while the stream's window (or the browser's socket) is full.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from h2.config import H2Configuration
 from h2.connection import H2Connection as _H2State
@@ -216,11 +216,15 @@ class H2Stream:
         assert head.host is not None
         port = head.port or DEFAULT_PORTS["https"]
         url = "https://" + _authority(head) + head.target.decode("latin-1")
+        rules = proxy.rules.request(head.host, port, url)
+        if rules.blocked:
+            connection.refuse(self, head, url, at, rules.status, rules.why, (head.host, port), rules.entries)
+            return
         routed = proxy.mode.route("https", head.host, port, True)
         if isinstance(routed, Refusal):
             connection.refuse(self, head, url, at, routed.status, routed.reason, (head.host, port))
             return
-        exchange = Exchange(proxy, self, head, url, routed, at)
+        exchange = Exchange(proxy, self, head, url, routed, at, rules)
         self.exchange = exchange
         if ended:
             self.requestEnded = True
@@ -725,14 +729,15 @@ class H2Connection:
     # -- refusals on one stream ------------------------------------------------------
 
     def refuse(self, stream: H2Stream, head: RequestHead, url: str, at: float, status: int, reason: str,
-               server: tuple[str, int]) -> None:
+               server: tuple[str, int], rules: Sequence[dict[str, str]] = ()) -> None:
         """
-        Answer a request netlog turns down (the mode refused it) with
-        C{status} on its stream, logged C{_refused}.
+        Answer a request netlog turns down (the mode or the rules refused
+        it) with C{status} on its stream, logged C{_refused} (and the
+        C{rules} entries, when they did).
         """
         response, size = stream.answer(status, REFUSED_TEXT.format(reason))
         self.proxy.writer.refuse(
-            self._openFields(head, url, at, server),
+            self._openFields(head, url, at, server, rules),
             endRecord(self.reactor.seconds(), up=0, down=size, response=response, refused=(reason, status)),
         )
         self.streamIdle(stream)
@@ -765,9 +770,10 @@ class H2Connection:
             endRecord(self.reactor.seconds(), up=0, down=0, refused=(malformed.reason, 400)),
         )
 
-    def _openFields(self, head: RequestHead, url: str, at: float, server: tuple[str, int]) -> dict[str, Any]:
+    def _openFields(self, head: RequestHead, url: str, at: float, server: tuple[str, int],
+                    rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
         return openRecord(self.proxy.mode.name, EXCHANGE, at, self.client, self.connectionId,
-                          requestRecord(head, url), server[0], server[1])
+                          requestRecord(head, url), server[0], server[1], rules=rules)
 
     # -- time ---------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ another.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any, Hashable, Union
 
@@ -53,6 +53,8 @@ class Route:
         address the destination rules judge.
     @ivar signIn: header names (lowercase) whose values are kept as
         C{<removed>}.
+    @ivar named: its host is an address the rules' C{remap} gave: judged by
+        the destination rules as a C{--resolve} name is.
     """
 
     scheme: str
@@ -62,6 +64,7 @@ class Route:
     publicHost: str
     site: Any = None
     signIn: frozenset[str] = field(default=frozenset())
+    named: bool = False
 
     @cached_property
     def key(self) -> Hashable:
@@ -111,6 +114,15 @@ def liveRoute(scheme: str, host: str, port: int) -> Route:
     out once).
     """
     return Route(scheme, host, port, f"{scheme}://{urlAuthority(host, port, scheme)}", host)
+
+
+def remapRoute(route: Route, remap: tuple[str, int | None]) -> Route:
+    """
+    C{route} to the address (and port) the rules' C{remap} gives its host:
+    a pool key of its own, and judged as a C{--resolve} name is.
+    """
+    address, port = remap
+    return replace(route, host=address, port=route.port if port is None else port, named=True)
 
 
 class DestinationRefused(Exception):

@@ -18,6 +18,7 @@ from twisted.logger import Logger
 from twisted.protocols.tls import TLSMemoryBIOFactory
 from zope.interface import implementer
 
+from netlog.core.rules import NO_RULES, Rules
 from netlog.log.writer import LogWriter
 from netlog.net.connect import connectThen
 from netlog.net.policy import DestinationPolicy
@@ -69,12 +70,16 @@ class ProxyService(Service):
         connectTimeout: float = DEFAULT_CONNECT_TIMEOUT,
         idleTimeout: float = DEFAULT_IDLE_TIMEOUT,
         headerTimeout: float = DEFAULT_HEADER_TIMEOUT,
+        rules: Rules = NO_RULES,
     ) -> None:
         """
         @param idleTimeout: seconds an exchange, a WebSocket or a tunnel may
             pass nothing (C{--idle-timeout}).
         @param headerTimeout: seconds a browser has to send a whole request
             head once begun (C{--header-timeout}); then C{408}.
+        @param rules: this listener's rules (C{--rules}, or a session's),
+            replaced whole when they change; each request asks the ones set
+            when it came.
         """
         self.mode = mode
         self.writer = writer
@@ -84,6 +89,7 @@ class ProxyService(Service):
         self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
+        self.rules = rules
         self.pool = Pool(reactor)
         self.connections: set[Any] = set()
         self._ids = itertools.count(1)
@@ -157,7 +163,7 @@ class ProxyService(Service):
                 return resolution.addresses[0]  # type: ignore[no-any-return]
             why = None
             for address in resolution.addresses:
-                why = self.policy.check(address, route.port, resolution.named)
+                why = self.policy.check(address, route.port, resolution.named or route.named)
                 if why is None:
                     return address  # type: ignore[no-any-return]
             raise DestinationRefused(f"{route.host} may not be reached: {why}")

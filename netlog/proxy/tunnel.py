@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from netlog.core.rules import PASS, Decision
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -16,7 +17,7 @@ from netlog.net.connect import describeFailure
 from netlog.net.relay import CLIENT, PROXY, TUNNEL_ANSWER, Relay, RelayResult, RelayServerProtocol, tunnelAnswerFields
 from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IBrowserSide, IEngine
-from netlog.proxy.mode import DestinationRefused, Route
+from netlog.proxy.mode import DestinationRefused, Route, remapRoute
 
 _log = Logger()
 
@@ -45,7 +46,11 @@ class Tunnel:
     """
 
     def __init__(self, proxy: IEngine, browser: IBrowserSide, head: RequestHead, url: str,
-                 at: float) -> None:
+                 at: float, rules: Decision = PASS) -> None:
+        """
+        @param rules: what the rules do to it: a remap, the bandwidth
+            (L{netlog.core.rules}).
+        """
         self.proxy = proxy
         self.browser = browser
         self.head = head
@@ -53,6 +58,7 @@ class Tunnel:
         self.started = at
         self.host = head.host or ""
         self.port = head.port or 443
+        self.rules = rules
         self.address: str | None = None
         self.connectedAt: float | None = None
         self.id = 0
@@ -68,6 +74,9 @@ class Tunnel:
         # MAX_EARLY_BYTES before reading stops.
         self.browser.rawPeer = self
         route = Route("tcp", self.host, self.port, "", self.host)
+        if self.rules.remap is not None:
+            route = remapRoute(route, self.rules.remap)
+            self.port = route.port
         d = self.proxy.resolveFor(route)
         d.addCallback(self._resolved)
         d.addCallbacks(self._connected, self._failed)
@@ -80,7 +89,8 @@ class Tunnel:
     def _openFields(self) -> dict[str, Any]:
         browser = self.browser
         return openRecord(self.proxy.mode.name, TUNNEL, self.started, browser.client, browser.connectionId,
-                          requestRecord(self.head, self.url), self.host, self.port, self.address)
+                          requestRecord(self.head, self.url), self.host, self.port, self.address,
+                          rules=self.rules.entries)
 
     def _connected(self, protocol: RelayServerProtocol) -> None:
         browser = self.browser
@@ -95,7 +105,8 @@ class Tunnel:
         pending = b"".join(self._early) + browser.enterRaw(self)
         self._early = []
         relay = Relay(self.proxy.reactor, browser.transport, browser.gate, self._ended, self._opened,
-                      idleTimeout=self.proxy.idleTimeout, kernelAfter=KERNEL_AFTER_READS)
+                      idleTimeout=self.proxy.idleTimeout, kernelAfter=KERNEL_AFTER_READS,
+                      shapeUp=self.rules.bandwidth.up, shapeDown=self.rules.bandwidth.down)
         self.relay = relay
         protocol.relay = relay
         relay.start(protocol.transport, pending)

@@ -1,5 +1,5 @@
 """
-C{netlog session create|list|har|delete [--api URL]}: a proxy's sessions
+C{netlog session create|list|har|rules|delete [--api URL]}: a proxy's sessions
 over its API, for shell scripts, on L{netlog.client} (so the command and the
 Python client can't say different things).
 
@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from netlog.client import API_ENV, CALL_TIMEOUT, TOKEN_ENV, TOKEN_FILE, Netlog, NetlogError
+from netlog.core.rules import BadRules, isTomlName, readRulesDocument
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +46,11 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
     har.add_argument("--from", dest="from_line", type=int, default=None, metavar="N",
                      help="the exchanges whose open line is N or later (default: the session's first "
                           "line, so none of an earlier session of its name; 0: the whole file)")
+    rules = sub.add_parser("rules", help="print a session's rules, or set them from a file (TOML, or JSON "
+                                         "for a name ending .json)")
+    api(rules)
+    rules.add_argument("name")
+    rules.add_argument("file", nargs="?", help="the rules to set (default: print the session's)")
     delete = sub.add_parser("delete", help="stop a session; prints its last line number")
     api(delete)
     delete.add_argument("name")
@@ -67,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
             _print({"sessions": [s.info for s in client.sessions()]})
         elif args.action == "delete":
             _print(client.delete_session(args.name))
+        elif args.action == "rules":
+            session = client.get_session(args.name)
+            _print({"rules": session.rules() if args.file is None else session.set_rules(_rulesFile(args.file))})
         elif args.output:
             client.get_session(args.name).save_har(args.output, from_line=args.from_line)
         else:
@@ -77,4 +86,19 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         sys.stderr.write(f"netlog session {args.action}: {e}\n")
         return 1
+    except BadRules as e:
+        sys.stderr.write(f"netlog session {args.action}: {args.file}: {e}\n")
+        return 1
     return 0
+
+
+def _rulesFile(path: str) -> Any:
+    """
+    The rules document in C{path} (TOML, or JSON for a C{.json} name), as
+    the API checks it.
+
+    @raise BadRules: it is neither.
+    @raise OSError: it can't be read.
+    """
+    with open(path, encoding="utf-8") as f:
+        return readRulesDocument(f.read(), isTomlName(path))

@@ -23,6 +23,7 @@ from twisted.application.service import MultiService
 from twisted.internet import defer, error
 from twisted.logger import Logger
 
+from netlog.core.rules import NO_RULES, Rules, compileRules
 from netlog.log.writer import LogWriter, UnsafeLogPath, lastLineOf, openLogFile
 from netlog.net.options import LISTEN_BACKLOG
 from netlog.proxy.service import ProxyService
@@ -51,10 +52,11 @@ def logUsed(mainLog: str | None) -> Callable[[str], bool]:
     return lambda name: os.path.lexists(sessionLogPath(mainLog, name))
 
 
-def sessionProxy(main: Any, writer: LogWriter, reactor: Any, port: int) -> ProxyService:
+def sessionProxy(main: Any, writer: LogWriter, reactor: Any, port: int, rules: Rules = NO_RULES) -> ProxyService:
     """
-    A session's engine: over C{main}'s mode, resolver and rules, with its own
-    writer, connections and pool, and one forward listener on loopback.
+    A session's engine: over C{main}'s mode, resolver and destination rules,
+    with its own writer, connections, pool and C{rules} (its rules document,
+    L{netlog.core.rules}), and one forward listener on loopback.
     """
     return ProxyService(
         main.mode,
@@ -66,6 +68,7 @@ def sessionProxy(main: Any, writer: LogWriter, reactor: Any, port: int) -> Proxy
         connectTimeout=main.connectTimeout,
         idleTimeout=main.idleTimeout,
         headerTimeout=main.headerTimeout,
+        rules=rules,
     )
 
 
@@ -77,7 +80,10 @@ class AdoptedSession(MultiService):
     """
 
     def __init__(self, main: Any, reactor: Any, name: str, logPath: str, logFd: int,
-                 listenFd: int, family: int, port: int) -> None:
+                 listenFd: int, family: int, port: int, rules: dict[str, Any] | None = None) -> None:
+        """
+        @param rules: its rules document, checked by the supervisor.
+        """
         from netlog.supervise.adopt import AdoptedListeners
 
         MultiService.__init__(self)
@@ -85,7 +91,7 @@ class AdoptedSession(MultiService):
         self._reactor = reactor
         self._fds = (logFd, listenFd)
         self.writer = LogWriter(logPath, reactor=reactor, fd=logFd)
-        proxy = sessionProxy(main, self.writer, reactor, port)
+        proxy = self.proxy = sessionProxy(main, self.writer, reactor, port, compileRules(rules or {}))
         main.policy.addListener(SESSION_INTERFACE, port)
         self.writer.setServiceParent(self)
         proxy.setServiceParent(self)
@@ -232,7 +238,7 @@ class HeldSessions:
         held = self._held()
         return [held[name].describe() for name in sorted(held)]
 
-    def create(self, name: str | None = None, port: int = 0) -> HeldSession:
+    def create(self, name: str | None = None, port: int = 0, rules: Rules = NO_RULES) -> HeldSession:
         """
         @raise SessionError: as L{SessionManager.create}.
         """
@@ -250,7 +256,7 @@ class HeldSessions:
             raise SessionError(409, f"this proxy holds {MAX_SESSIONS} sessions already")
         logPath = sessionLogPath(self._logPath, name)
         try:
-            listener = self._supervisor.addSession(name, f"tcp:{port}:interface={SESSION_INTERFACE}", logPath)
+            listener = self._supervisor.addSession(name, f"tcp:{port}:interface={SESSION_INTERFACE}", logPath, rules)
         except error.CannotListenError as e:
             raise SessionError(409, f"port {port} can't be listened on: {e.socketError}") from None
         except UnsafeLogPath as e:
@@ -258,6 +264,25 @@ class HeldSessions:
         except OSError as e:
             raise SessionError(503, f"the session's log {logPath} can't be opened: {e.strerror or e}") from None
         return self.get(name)
+
+    def rulesOf(self, name: str | None) -> Rules:
+        """
+        @raise SessionError: as L{SessionManager.rulesOf}.
+        """
+        try:
+            return self._supervisor.rulesOf(name)  # type: ignore[no-any-return]
+        except KeyError:
+            raise SessionError(404, f"there is no session {name!r}") from None
+
+    def setRules(self, name: str | None, rules: Rules) -> defer.Deferred[Any]:
+        """
+        @return: fires once the workers serving now have them in force.
+        @raise SessionError: as L{SessionManager.setRules}.
+        """
+        try:
+            return self._supervisor.setRules(name, rules)  # type: ignore[no-any-return]
+        except KeyError:
+            raise SessionError(404, f"there is no session {name!r}") from None
 
     def delete(self, name: str, timeout: float | None = None) -> defer.Deferred[dict[str, Any]]:
         """
@@ -337,18 +362,37 @@ class SessionManager(MultiService):
     def list(self) -> list[dict[str, Any]]:
         return [self.sessions[name].describe() for name in sorted(self.sessions)]
 
-    def create(self, name: str | None = None, port: int = 0) -> Session:
+    def create(self, name: str | None = None, port: int = 0, rules: Rules = NO_RULES) -> Session:
         """
         Make a session and start it.
 
+        @param rules: its rules (checked already).
         @raise SessionError: 400 a bad name or port, 409 a name in use or a
             port taken, 503 its log can't be opened.
         """
         # After the privileged step, a session's log is opened as the user
         # the proxy runs as (twistd already dropped root).
-        return self._make(name, port, None, None)
+        return self._make(name, port, None, None, rules)
 
-    def _make(self, name: str | None, port: int, uid: int | None, gid: int | None) -> Session:
+    def rulesOf(self, name: str | None) -> Rules:
+        """
+        The rules of session C{name}, or of the main listener (L{None}).
+
+        @raise SessionError: (404) there is no session C{name}.
+        """
+        return (self._proxy if name is None else self.get(name).proxy).rules  # type: ignore[no-any-return]
+
+    def setRules(self, name: str | None, rules: Rules) -> None:
+        """
+        Give session C{name} (L{None}: the main listener) new rules: each
+        request from now on asks them.
+
+        @raise SessionError: (404) there is no session C{name}.
+        """
+        (self._proxy if name is None else self.get(name).proxy).rules = rules
+
+    def _make(self, name: str | None, port: int, uid: int | None, gid: int | None,
+              rules: Rules = NO_RULES) -> Session:
         try:
             name = autoName(set(self.sessions) | self._stopping, logUsed(self._logPath)) if name is None else checkName(name)
             port = checkPort(port)
@@ -365,7 +409,7 @@ class SessionManager(MultiService):
         logPath = sessionLogPath(self._logPath, name)
         # Bound first: a port that can't be had leaves no log file behind.
         # The writer is put in once its file is open.
-        proxy = sessionProxy(self._proxy, LogWriter(None), self._reactor, port)
+        proxy = sessionProxy(self._proxy, LogWriter(None), self._reactor, port, rules)
         factory = proxy.listeners[0][2]
         try:
             listening = self._reactor.listenTCP(port, factory, backlog=LISTEN_BACKLOG, interface=SESSION_INTERFACE)

@@ -5,13 +5,17 @@ API (their log and listener, as file descriptors) and asks it to stop one.
 
 One JSON object per line. The supervisor sends:
 
-  - C{{"op": "add", "name", "log", "port", "family"}} after two file
-    descriptors (the log, then the listener);
-  - C{{"op": "delete", "name", "timeout"}}.
+  - C{{"op": "add", "name", "log", "port", "family", "rules"}} after two
+    file descriptors (the log, then the listener);
+  - C{{"op": "delete", "name", "timeout"}};
+  - C{{"op": "rules", "name", "rules"}}: a session's rules document, or
+    the main listener's when C{name} is C{null}, checked already (see
+    L{netlog.core.rules}).
 
 The worker answers a delete with C{{"op": "deleted", "name"}} once the
 session's exchanges have ended (or were ended as stopped) and its log is
-closed.
+closed, and new rules with C{{"op": "ruled", "name"}} once the next request
+asks them (so that the API answers a change only once it is in force).
 """
 
 from __future__ import annotations
@@ -71,9 +75,13 @@ class SupervisorSide(_Lines):
 
     def __init__(self) -> None:
         self.pending: dict[str, list[Deferred[None]]] = {}
+        #: The rules sent and not yet answered, in the order sent (the
+        #: worker answers them in that order).
+        self.ruling: deque[Deferred[None]] = deque()
         self.closed = False
 
-    def add(self, name: str, logPath: str, logFd: int, listenFd: int, family: str, port: int) -> None:
+    def add(self, name: str, logPath: str, logFd: int, listenFd: int, family: str, port: int,
+            rules: dict[str, Any]) -> None:
         """
         Hand a session to the worker; nothing when its channel is gone (a
         worker killed and not yet noticed dead: the next worker gets the
@@ -84,7 +92,23 @@ class SupervisorSide(_Lines):
         transport: Any = self.transport
         transport.sendFileDescriptor(logFd)
         transport.sendFileDescriptor(listenFd)
-        self.send({"op": "add", "name": name, "log": logPath, "family": family, "port": port})
+        self.send({"op": "add", "name": name, "log": logPath, "family": family, "port": port, "rules": rules})
+
+    def setRules(self, name: str | None, rules: dict[str, Any]) -> Deferred[None]:
+        """
+        Hand the worker new rules for session C{name} (L{None}: the main
+        listener); nothing when its channel is gone (the next worker gets
+        them in its SPEC).
+
+        @return: fires once the worker has them in force, or is gone.
+        """
+        d: Deferred[None] = Deferred()
+        if self.closed or self.transport is None:
+            d.callback(None)
+            return d
+        self.ruling.append(d)
+        self.send({"op": "rules", "name": name, "rules": rules})
+        return d
 
     def delete(self, name: str, timeout: float) -> Deferred[None]:
         """
@@ -102,9 +126,14 @@ class SupervisorSide(_Lines):
         if message.get("op") == "deleted":
             for d in self.pending.pop(str(message.get("name")), []):
                 d.callback(None)
+        elif message.get("op") == "ruled" and self.ruling:
+            self.ruling.popleft().callback(None)
 
     def connectionLost(self, reason: Any = None) -> None:
         self.closed = True
+        ruling, self.ruling = self.ruling, deque()
+        for d in ruling:
+            d.callback(None)
         pending, self.pending = self.pending, {}
         for waiting in pending.values():
             for d in waiting:
@@ -132,12 +161,15 @@ class WorkerSide(_Lines):
     @param onAdd: C{(message, logFd, listenFd)}.
     @param onDelete: C{(message)}, returns a Deferred that fires once the
         session is stopped.
+    @param onRules: C{(message)}: new rules.
     """
 
     def __init__(self, onAdd: Callable[[dict[str, Any], int, int], None],
-                 onDelete: Callable[[dict[str, Any]], Deferred[Any]]) -> None:
+                 onDelete: Callable[[dict[str, Any]], Deferred[Any]],
+                 onRules: Callable[[dict[str, Any]], None]) -> None:
         self._onAdd = onAdd
         self._onDelete = onDelete
+        self._onRules = onRules
         self._fds: deque[int] = deque()
 
     def fileDescriptorReceived(self, descriptor: int) -> None:
@@ -156,6 +188,12 @@ class WorkerSide(_Lines):
                 _log.failure("the worker could not serve session {name}", name=message.get("name"))
                 os.close(logFd)
                 os.close(listenFd)
+        elif op == "rules":
+            try:
+                self._onRules(message)
+            except Exception:
+                _log.failure("the worker could not take the rules of {name}", name=message.get("name"))
+            self.send({"op": "ruled", "name": message.get("name")})
         elif op == "delete":
             name = message.get("name")
             d = self._onDelete(message)

@@ -30,6 +30,7 @@ from twisted.python.failure import Failure
 
 from netlog.core.logline import REASON_STOPPED
 from netlog.core.recovery import recover
+from netlog.core.rules import NO_RULES, Rules
 from netlog.log.writer import LogWriter, lastLineOf, openLogFile
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.control import SupervisorSide, connectSupervisorSide
@@ -43,6 +44,10 @@ GRACE = 10.0
 #: Seconds past a session's stop timeout the supervisor waits for a worker
 #: to say it stopped serving it, before it ends the session itself.
 DELETE_MARGIN = 5.0
+#: Seconds new rules wait for the workers to say they have them before the
+#: API is answered anyway (a stuck worker is replaced by the hang check, and
+#: its replacement starts with the rules).
+RULES_TIMEOUT = 10.0
 #: The supervisor's exit code when it gave up on a worker that keeps dying.
 EXIT_GAVE_UP = 70  # EX_SOFTWARE
 #: Where the log and the listeners start among the worker's descriptors.
@@ -328,7 +333,12 @@ class Supervisor(MultiService):
         sessions: Sequence[tuple[str, str, str]] = (),
         fork: bool = False,
         adoptSession: str | None = None,
+        rules: Rules = NO_RULES,
     ) -> None:
+        """
+        @param rules: the main listener's rules (C{--rules}); each session's
+            are kept here too, and handed to every worker.
+        """
         MultiService.__init__(self)
         self._fork = fork
         self._adoptSession = adoptSession
@@ -341,6 +351,8 @@ class Supervisor(MultiService):
         #: name -> the number of its first line: where its log stood when it
         #: was made (a name made again appends to the file it left).
         self._sessionFirst: dict[str, int] = {}
+        #: The rules of the main listener (under L{None}) and of each session.
+        self._rules: dict[str | None, Rules] = {None: rules}
         #: Sessions being deleted: not handed to new workers, names not free.
         self._deleting: set[str] = set()
         self._reactor = reactor
@@ -433,10 +445,37 @@ class Supervisor(MultiService):
         """
         return set(self.sessions) | self._deleting
 
+    def rulesOf(self, name: str | None) -> Rules:
+        """
+        The rules of session C{name}, or of the main listener (L{None}).
+
+        @raise KeyError: no such session.
+        """
+        if name is not None and name not in self.sessions:
+            raise KeyError(name)
+        return self._rules.get(name, NO_RULES)
+
+    def setRules(self, name: str | None, rules: Rules) -> Deferred[Any]:
+        """
+        Give session C{name} (L{None}: the main listener) new rules, in the
+        workers running now and those started later.
+
+        @return: fires once the workers running now have them in force.
+        @raise KeyError: no such session.
+        """
+        if name is not None and name not in self.sessions:
+            raise KeyError(name)
+        self._rules[name] = rules
+        d: Deferred[Any] = gatherResults([worker.control.setRules(name, rules.document)  # type: ignore[union-attr]
+                                          for worker in self._liveWorkers()])
+        timer = self._reactor.callLater(RULES_TIMEOUT, lambda: None if d.called else d.cancel())
+        d.addErrback(lambda f: None)
+        return d.addBoth(lambda result: timer.cancel() if timer.active() else None)
+
     def _liveWorkers(self) -> list[WorkerProtocol]:
         return [w for w in (self.worker, self.standby) if w is not None and w.control is not None]
 
-    def addSession(self, name: str, description: str, logPath: str) -> BoundListener:
+    def addSession(self, name: str, description: str, logPath: str, rules: Rules = NO_RULES) -> BoundListener:
         """
         Hold a new session (made over the API): bind its listener, open its
         log, and hand both to the workers running now; a worker started
@@ -457,10 +496,12 @@ class Supervisor(MultiService):
         self.sessions[name] = (fd, bound)
         self._sessionPaths[name] = logPath
         self._sessionFirst[name] = lastLineOf(fd) + 1
+        self._rules[name] = rules
         for worker in self._liveWorkers():
             assert worker.control is not None
             try:
-                worker.control.add(name, logPath, fd, bound.fd, bound.family, bound.getHost().port)
+                worker.control.add(name, logPath, fd, bound.fd, bound.family, bound.getHost().port,
+                                   rules.document)
             except Exception:
                 # A worker dying as the session is made: the session is held
                 # here, and the worker that replaces it gets it at start.
@@ -477,6 +518,7 @@ class Supervisor(MultiService):
         @raise KeyError: no such session.
         """
         fd, bound = self.sessions.pop(name)
+        self._rules.pop(name, None)
         logPath = self._sessionPaths[name]
         self._deleting.add(name)
         waits = [worker.control.delete(name, timeout) for worker in self._liveWorkers()]  # type: ignore[union-attr]
@@ -627,6 +669,7 @@ class Supervisor(MultiService):
             sessions.append({
                 "name": name, "log": {"path": paths[name], "fd": nextFd},
                 "fd": nextFd + 1, "family": bound.family, "port": bound.getHost().port,
+                "rules": self._rules.get(name, NO_RULES).document,
             })
             nextFd += 2
         spec = workerSpec(
@@ -642,6 +685,7 @@ class Supervisor(MultiService):
             sessions=sessions,
             control=nextFd,
             adoptSession=self._adoptSession,
+            rules=self._rules[None].document,
         )
         control, theirs = connectSupervisorSide(self._reactor)
         childFDs[nextFd] = theirs.fileno()

@@ -57,6 +57,8 @@ class ServedProxy(Protocol):
     """
 
     listeners: list[tuple[str, str, Any]]
+    #: The rules of its main listener (L{netlog.core.rules.Rules}).
+    rules: Any
 
     @property
     def privilegedFiles(self) -> list[str]: ...
@@ -87,6 +89,7 @@ def workerSpec(
     sessions: list[dict[str, Any]] | None = None,
     control: int | None = None,
     adoptSession: str | None = None,
+    rules: dict[str, Any] | None = None,
 ) -> str:
     """
     The JSON argument of a worker.
@@ -99,14 +102,16 @@ def workerSpec(
     @param files: the proxy's C{privilegedFiles}, opened by the supervisor:
         path -> the worker's descriptor.
     @param sessions: one C{{"name", "log": {"path", "fd"}, "fd", "family",
-        "port"}} per session held by the supervisor: its log and its
-        listener.
+        "port", "rules"}} per session held by the supervisor: its log, its
+        listener and its rules document.
+    @param rules: the main listener's rules document (L{netlog.core.rules}),
+        as the supervisor holds it.
     @param control: the worker's end of the control channel (see
         L{netlog.supervise.control}).
     @param adoptSession: the dotted name of what serves a session from its
         handed log and listener (L{netlog.session.manager.AdoptedSession}),
         called with C{(proxy, reactor, name, log path, log fd, listener fd,
-        family, port)}; named, like C{buildProxy}, by whoever set sessions
+        family, port, rules document)}; named, like C{buildProxy}, by whoever set sessions
         up, so that the worker needs to know nothing of them.
     """
     return json.dumps(
@@ -122,6 +127,7 @@ def workerSpec(
             "sessions": sessions or [],
             "control": control,
             "adoptSession": adoptSession,
+            "rules": rules,
         }
     )
 
@@ -186,8 +192,18 @@ def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSessi
             return
         AdoptedSession(
             proxy, reactor, name, str(message["log"]), logFd, listenFd,
-            getattr(socket, message["family"]), int(message["port"]),
+            getattr(socket, message["family"]), int(message["port"]), message.get("rules") or {},
         ).setServiceParent(sessions)
+
+    def setRules(message: dict[str, Any]) -> None:
+        from netlog.core.rules import compileRules
+
+        name = message.get("name")
+        rules = compileRules(message.get("rules") or {})
+        if name is None:
+            proxy.rules = rules
+        elif name in sessions.namedServices:
+            sessions.namedServices[name].proxy.rules = rules
 
     def delete(message: dict[str, Any]) -> Any:
         from twisted.internet.defer import succeed
@@ -197,7 +213,7 @@ def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSessi
             return succeed(None)
         return session.stop(float(message.get("timeout", 0)))
 
-    reactor.adoptStreamConnection(fd, socket.AF_UNIX, Factory.forProtocol(lambda: WorkerSide(add, delete)))
+    reactor.adoptStreamConnection(fd, socket.AF_UNIX, Factory.forProtocol(lambda: WorkerSide(add, delete, setRules)))
     os.close(fd)
 
 
@@ -244,6 +260,10 @@ def main(argv: list[str], forked: bool = False) -> int:
         top = MultiService()
         writer.setServiceParent(top)
         proxy: ServedProxy = buildProxy(config, writer, reactor)
+        if spec.get("rules") is not None:
+            from netlog.core.rules import compileRules
+
+            proxy.rules = compileRules(spec["rules"])
         proxy.setServiceParent(top)
         listeners = list(proxy.listeners)
         handed = spec["listeners"]
@@ -267,7 +287,7 @@ def main(argv: list[str], forked: bool = False) -> int:
         for held in handedSessions:
             AdoptedSession(
                 proxy, reactor, held["name"], held["log"]["path"], held["log"]["fd"],
-                held["fd"], getattr(socket, held["family"]), held["port"],
+                held["fd"], getattr(socket, held["family"]), held["port"], held.get("rules") or {},
             ).setServiceParent(sessions)
         if spec.get("control") is not None:
             _serveControl(reactor, spec["control"], proxy, sessions, AdoptedSession)

@@ -46,6 +46,7 @@ from twisted.python import usage
 
 from netlog.api import API_IDLE_TIMEOUT, SESSION_RATE
 from netlog.api.token import TokenError, defaultTokenPath
+from netlog.core.rules import NO_RULES
 from netlog.log.writer import LogWriter
 from netlog.net.options import DEFAULT_LISTEN, _seconds, splitDescription, withBacklog
 from netlog.supervise.adopt import NotAdoptable, checkAdoptable
@@ -215,6 +216,19 @@ class LogOptions(usage.Options):
             raise usage.UsageError(f"--session {session[0]} is given twice")
         sessions.append(session)
 
+    def opt_rules(self, path: str) -> None:
+        """
+        FILE: the main listener's rules (headers, block and allow lists,
+        remaps, latency, bandwidth), TOML, or JSON for a name ending .json.
+        """
+        from netlog.core.rules import BadRules
+        from netlog.tap.rulesfile import readRulesFile
+
+        try:
+            self["rules"] = readRulesFile(path)
+        except BadRules as e:
+            raise usage.UsageError(str(e)) from None
+
     def opt_listen(self, description: str) -> None:
         """
         The forward port (the browser's proxy setting), an endpoint
@@ -373,6 +387,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         sessions=_heldSessions(config),
         fork=True,
         adoptSession=dottedName(AdoptedSession),
+        rules=config.get("rules") or NO_RULES,
     )
 
 
@@ -398,6 +413,7 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> Mult
     writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid)
     writer.setServiceParent(top)
     proxy = buildProxy(config, writer, reactor)
+    proxy.rules = config.get("rules") or NO_RULES
     listeners = [(role, description) for role, description, _ in proxy.listeners]
     preflight(config, listeners, uid, gid, supervised=False)
     raised = raiseFileLimit()

@@ -638,3 +638,28 @@ class UntypedTests(HarTestCase):
         body = b"\x89PNG\r\n\x1a\n\xff\x00"
         content = self.answer([], body)["content"]
         self.assertEqual(content, {"size": len(body), "mimeType": "x-unknown", "_sha256": hashlib.sha256(body).hexdigest()})
+
+
+class RulesTests(HarTestCase):
+    def test_rules(self) -> None:
+        """
+        An entry a rule acted on carries its open line's C{_rules}, each
+        entry as C{rule} and C{action} strings; an entry no rule acted on
+        has none, and a C{_rules} that isn't a list is left out.
+        """
+        log = Log()
+        blocked = log.open(url="http://tracker.test/", _rules=[{"rule": "block[1]", "action": "blocked"}])
+        log.refuse(blocked, "block[1] blocks it")
+        changed = log.open(_rules=[{"rule": "headers[0]", "action": "set X-Auto-Login"}, {"rule": 3}, "odd"])
+        log.end(changed)
+        plain = log.open()
+        log.end(plain)
+        odd = log.open(_rules="block[0]")
+        log.end(odd)
+        entries, _ = self.exportLog(log)
+        self.assertEqual([e.get("_rules") for e in entries], [
+            [{"rule": "block[1]", "action": "blocked"}],
+            [{"rule": "headers[0]", "action": "set X-Auto-Login"}, {"rule": "3", "action": ""}],
+            None,
+            None,
+        ])

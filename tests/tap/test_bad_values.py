@@ -61,6 +61,7 @@ PLUGIN_OPTIONS: dict[str, list[Any]] = {
     "allow": ["x", "10.0.0.0/99", ""],
     "connect-ports": ["x", "0", "70000", "", "443,"],
     "sites": ["{folder}/missing.toml", "{folder}", "{badSites}"],
+    "rules": ["{folder}/missing.toml", "{folder}", "{badSites}", "{sites}", ""],
     "keep-bodies": ["x", "ALL", ""],
     "replay": ["{folder}/missing.jsonl", "{folder}", "{badSites}", ""],
     "replay-unmatched": ["x", "403", ""],
@@ -137,7 +138,7 @@ CLI_CASES: dict[tuple[str, str], list[list[str]]] = {
     ("view", "--listen"): [["view", "{log}", "--listen", v] for v in ("8082", "127.0.0.1:8082", "tcp:x", "")],
     ("view", "--api-host"): [["view", "{log}", "--api-host", v] for v in ("a b", "host:80")],
 }
-for _action in ("create", "list", "har", "delete"):
+for _action in ("create", "list", "har", "rules", "delete"):
     _name = [] if _action in ("create", "list") else ["task-1"]
     CLI_CASES[(f"session {_action}", "--api")] = [
         ["session", _action, *_name, "--api", v] for v in ("8081", "tcp:8081", "ftp://x", "", "http://", NOWHERE)
@@ -155,6 +156,9 @@ CLI_CASES[("session har", "--output")] = [
     ["session", "har", "task-1", "--api", NOWHERE, "-o", "{folder}/missing/x.har"]]
 CLI_CASES[("session har", "--from")] = [["session", "har", "task-1", "--api", NOWHERE, "--from", v] for v in ("x", "")]
 CLI_CASES[("session delete", "name")] = [["session", "delete", "--api", NOWHERE]]
+CLI_CASES[("session rules", "name")] = [["session", "rules", "--api", NOWHERE]]
+CLI_CASES[("session rules", "file")] = [
+    ["session", "rules", "task-1", v, "--api", NOWHERE] for v in ("{folder}/missing.toml", "{folder}", "{log}")]
 
 
 @pytest.mark.slow

@@ -476,6 +476,11 @@
       problem(body, "Response body truncated: " + end.response.body.size + " bytes came, only the first 1 MB kept.");
     }
 
+    if (Array.isArray(open._rules) && open._rules.length) {
+      section(body, "Rules");
+      table(body, open._rules.map((r) => [String(r.rule || ""), String(r.action || "")]));
+    }
+
     section(body, "Request headers");
     table(body, headerPairs(request.headers), "none");
     if (Array.isArray(req.queryString) && req.queryString.length) {

@@ -1,0 +1,35 @@
+"""
+C{--rules FILE}: the main listener's rules, from a file a user writes
+(TOML, or JSON when its name ends in C{.json}); see C{docs/rules.rst}.
+"""
+
+from __future__ import annotations
+
+from netlog.core.rules import BadRules, Rules, isTomlName, parseRulesText
+
+#: The longest rules file read, in bytes.
+MAX_RULES_FILE = 1024 * 1024
+
+
+def readRulesFile(path: str) -> Rules:
+    """
+    The rules in C{path}, checked whole.
+
+    @raise BadRules: it can't be read, or is wrong (one line, naming the
+        file).
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_RULES_FILE + 1)
+    except OSError as e:
+        raise BadRules(f"--rules {path}: can't be read: {e.strerror or e}") from None
+    if len(data) > MAX_RULES_FILE:
+        raise BadRules(f"--rules {path}: longer than {MAX_RULES_FILE} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRules(f"--rules {path}: not UTF-8 text") from None
+    try:
+        return parseRulesText(text, toml=isTomlName(path))
+    except BadRules as e:
+        raise BadRules(f"--rules {path}: {e}") from None
