@@ -8,7 +8,7 @@ from __future__ import annotations
 from twisted.internet.task import Clock
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.net.relay import BACKPRESSURE, Gate
+from netlog.net.gate import BACKPRESSURE, Gate
 from netlog.net.shape import SHAPING, Shaper, shaperFor
 
 
