@@ -29,7 +29,7 @@ from twisted.logger import Logger
 from twisted.web.resource import Resource
 from twisted.web.server import Request
 
-from netlog.api.resource import JSONError
+from netlog.api.answers import JSON_TYPE, JSONError
 from netlog.api.token import bearerToken, tokenMatches
 
 _log = Logger()
@@ -39,7 +39,6 @@ SAFE_METHODS = frozenset({b"GET", b"HEAD"})
 #: The C{Sec-Fetch-Site} values of a request another site's page made.
 CROSS_SITE = frozenset({b"cross-site", b"same-site"})
 #: The type a request that changes something sends its body as.
-JSON_TYPE = b"application/json"
 #: The query parameter of the live view's one-time URL.
 LOGIN_PARAMETER = "login"
 #: The live view's cookie, per port (cookies don't tell ports apart).

@@ -41,6 +41,7 @@ from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
 
+from netlog.api.answers import JSON_TYPE, finishJSON, jsonHead, sendJSON
 from netlog.core.paging import DEFAULT_LIMIT
 
 _log = Logger()
@@ -56,8 +57,6 @@ CHUNKS_IN_FLIGHT = 4
 #: HAR exports that run at once; more wait their turn, and never hold up the
 #: threads that answer C{/network}.
 HAR_EXPORTS_AT_ONCE = 2
-
-JSON_TYPE = b"application/json"
 
 #: The live view's files (package data in C{netlog/api/static}), by the
 #: name they are served under, with their types.
@@ -87,43 +86,6 @@ class BadParameter(Exception):
         Exception.__init__(self, name, reason)
         self.name = name
         self.reason = reason
-
-
-#: Characters a JSON answer writes as C{\\uXXXX} escapes, so that no
-#: attacker text (a path, a Host, a name) in an error reads as markup if a
-#: browser ever takes the answer for HTML.
-_MARKUP = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
-
-
-def jsonBytes(body: Any) -> bytes:
-    """
-    C{body} as one line of JSON, with C{<}, C{>} and C{&} escaped.
-    """
-    return json.dumps(body).translate(_MARKUP).encode("utf-8") + b"\n"
-
-
-def _jsonHead(request: Request) -> None:
-    request.setHeader(b"content-type", JSON_TYPE)
-    request.setHeader(b"cache-control", b"no-store")
-    request.setHeader(b"x-content-type-options", b"nosniff")
-
-
-def _finishJSON(request: Request, body: bytes) -> None:
-    """
-    Answer C{request} with C{body}, JSON made for it (a page of the log, an
-    exchange), never cached; a C{HEAD} gets the head alone.
-    """
-    _jsonHead(request)
-    request.setHeader(b"content-length", str(len(body)).encode("ascii"))
-    if request.method != b"HEAD":
-        request.write(body)
-    request.finish()
-
-
-def _sendJSON(request: Request, code: int, body: dict[str, Any], message: bytes | None = None) -> bytes:
-    request.setResponseCode(code, message)
-    _jsonHead(request)
-    return jsonBytes(body)
 
 
 def parseQuery(query: bytes, allowed: dict[str, tuple[int, int, int]]) -> dict[str, int]:
@@ -173,14 +135,14 @@ class _JSONResource(Resource):
 
     def render(self, request: Request) -> Any:
         if request.postpath and request.postpath != [b""]:
-            return _sendJSON(request, 404, {"error": "no such resource", "path": request.path.decode("latin-1")})
+            return sendJSON(request, 404, {"error": "no such resource", "path": request.path.decode("latin-1")})
         if request.method not in (b"GET", b"HEAD"):
             request.setHeader(b"allow", b"GET, HEAD")
-            return _sendJSON(request, 405, {"error": "only GET is served here"})
+            return sendJSON(request, 405, {"error": "only GET is served here"})
         try:
             return self.renderGET(request)
         except BadParameter as e:
-            return _sendJSON(
+            return sendJSON(
                 request, 400, {"error": "bad parameter", "parameter": e.name, "reason": e.reason}
             )
 
@@ -205,7 +167,7 @@ class _LogResource(_JSONResource):
         """
         The answer when the proxy keeps no log.
         """
-        return _sendJSON(request, 404, {"error": "this proxy keeps no log (--no-log)"})
+        return sendJSON(request, 404, {"error": "this proxy keeps no log (--no-log)"})
 
 
 class NetworkResource(_LogResource):
@@ -243,16 +205,16 @@ class NetworkResource(_LogResource):
         d = self._lock.run(page)
 
         def done(result: Any) -> None:
-            _finishJSON(request, result.envelope() + b"\n")
+            finishJSON(request, result.envelope() + b"\n")
 
         def failed(failure: Failure) -> None:
             from netlog.log.reader import LogUnreadable
 
             if failure.check(LogUnreadable):
-                body = _sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
+                body = sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
             else:
                 _log.failure("reading the log for {uri}", failure, uri=request.uri)
-                body = _sendJSON(request, 500, {"error": "reading the log failed; see the proxy's log"})
+                body = sendJSON(request, 500, {"error": "reading the log failed; see the proxy's log"})
             request.write(body)
             request.finish()
 
@@ -407,16 +369,16 @@ class HarResource(_LogResource):
             if failure.check(_NoSuchLine, MissingLine):
                 request.setHeader(b"content-disposition", b"inline")
                 parameter, line = ("upto", upto) if failure.check(_NoSuchLine) else ("from", fromLine - 1)
-                body = _sendJSON(
+                body = sendJSON(
                     request,
                     400,
                     {"error": "bad parameter", "parameter": parameter, "reason": f"the log has no line {line}"},
                 )
             elif isinstance(failure.value, FileNotFoundError):
-                body = _sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
+                body = sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
             else:
                 _log.failure("exporting the HAR failed", failure)
-                body = _sendJSON(request, 500, {"error": "exporting the HAR failed; see the proxy's log"})
+                body = sendJSON(request, 500, {"error": "exporting the HAR failed; see the proxy's log"})
             request.write(body)
             request.finish()
 
@@ -469,19 +431,19 @@ class ExchangeResource(_LogResource):
         )
 
         def done(body: bytes) -> None:
-            _finishJSON(request, body)
+            finishJSON(request, body)
 
         def failed(failure: Failure) -> None:
             from netlog.core.exchange import NoSuchExchange
             from netlog.log.reader import LogUnreadable
 
             if failure.check(NoSuchExchange):
-                body = _sendJSON(request, 404, {"error": "no such exchange", "reason": str(failure.value)})
+                body = sendJSON(request, 404, {"error": "no such exchange", "reason": str(failure.value)})
             elif failure.check(LogUnreadable):
-                body = _sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
+                body = sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
             else:
                 _log.failure("reading exchange {id}", failure, id=params["id"])
-                body = _sendJSON(request, 500, {"error": "reading the exchange failed; see the proxy's log"})
+                body = sendJSON(request, 500, {"error": "reading the exchange failed; see the proxy's log"})
             request.write(body)
             request.finish()
 
@@ -540,7 +502,7 @@ class FileResource(_JSONResource):
             with open(path, "rb") as f:
                 data = f.read()
         except OSError as e:
-            return _sendJSON(request, 404, {"error": self._missing, "reason": str(e.strerror or e)})
+            return sendJSON(request, 404, {"error": self._missing, "reason": str(e.strerror or e)})
         request.setHeader(b"content-type", self._contentType)
         request.setHeader(b"cache-control", b"no-store")
         return data
@@ -627,33 +589,11 @@ class ApiRoot(Resource):
         refusal = self._refusal(request)
         if refusal is not None:
             return refusal.render(request)  # type: ignore[no-any-return]
-        return _sendJSON(
+        return sendJSON(
             request,
             404,
             {"error": "no such resource", "resources": sorted(n.decode() for n in self.children)},
         )
-
-
-class JSONError(Resource):
-    """
-    A JSON error answered in place of a resource: C{{"error": ...}} and
-    whatever else C{body} says, with C{headers}.
-    """
-
-    isLeaf = True
-
-    def __init__(self, status: int, body: dict[str, Any], message: bytes | None = None,
-                 headers: dict[bytes, bytes] | None = None) -> None:
-        Resource.__init__(self)
-        self._status = status
-        self._body = body
-        self._message = message
-        self._headers = headers or {}
-
-    def render(self, request: Request) -> bytes:
-        for name, value in self._headers.items():
-            request.setHeader(name, value)
-        return _sendJSON(request, self._status, self._body, self._message)
 
 
 class _Misdirected(Resource):
@@ -661,7 +601,7 @@ class _Misdirected(Resource):
 
     def render(self, request: Request) -> bytes:
         values = request.requestHeaders.getRawHeaders(b"host") or []
-        return _sendJSON(
+        return sendJSON(
             request,
             421,
             {
@@ -677,4 +617,4 @@ class _NotFound(Resource):
     isLeaf = True
 
     def render(self, request: Request) -> bytes:
-        return _sendJSON(request, 404, {"error": "no such resource", "path": request.path.decode("latin-1")})
+        return sendJSON(request, 404, {"error": "no such resource", "path": request.path.decode("latin-1")})

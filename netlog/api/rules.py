@@ -23,7 +23,7 @@ from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
 
-from netlog.api.resource import _sendJSON
+from netlog.api.answers import sendJSON
 from netlog.core.rules import BadRules, Rules, compileRules
 from netlog.session.manager import SessionError
 
@@ -73,32 +73,32 @@ class RulesResource(Resource):
     def render(self, request: Request) -> Any:
         try:
             if request.method in (b"GET", b"HEAD"):
-                return _sendJSON(request, 200, {"rules": self._holder.rulesOf(self._name).document})
+                return sendJSON(request, 200, {"rules": self._holder.rulesOf(self._name).document})
             if request.method != b"PUT":
                 request.setHeader(b"allow", b"GET, HEAD, PUT")
-                return _sendJSON(request, 405, {"error": "GET reads the rules, PUT replaces them"})
+                return sendJSON(request, 405, {"error": "GET reads the rules, PUT replaces them"})
             raw = request.content.read(MAX_RULES_BODY + 1) if request.content is not None else b""
             if len(raw) > MAX_RULES_BODY:
-                return _sendJSON(request, 400, {"error": f"rules: the body is longer than {MAX_RULES_BODY} bytes"})
+                return sendJSON(request, 400, {"error": f"rules: the body is longer than {MAX_RULES_BODY} bytes"})
             try:
                 document = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
-                return _sendJSON(request, 400, {"error": "rules: the body is not JSON"})
+                return sendJSON(request, 400, {"error": "rules: the body is not JSON"})
             try:
                 rules = readRules(document)
             except BadRules as e:
-                return _sendJSON(request, 400, {"error": str(e)})
+                return sendJSON(request, 400, {"error": str(e)})
             result = self._holder.setRules(self._name, rules)
         except SessionError as e:
-            return _sendJSON(request, e.status, {"error": e.message})
+            return sendJSON(request, e.status, {"error": e.message})
 
         def done(_: object) -> None:
-            request.write(_sendJSON(request, 200, {"rules": rules.document}))
+            request.write(sendJSON(request, 200, {"rules": rules.document}))
             request.finish()
 
         def failed(failure: Failure) -> None:
             _log.failure("setting the rules of {name}", failure, name=self._name)
-            request.write(_sendJSON(request, 500, {"error": "setting the rules failed; see the proxy's log"}))
+            request.write(sendJSON(request, 500, {"error": "setting the rules failed; see the proxy's log"}))
             request.finish()
 
         d = result if result is not None else succeed(None)

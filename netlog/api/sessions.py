@@ -34,7 +34,8 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
 
 from netlog.api import SESSION_RATE
-from netlog.api.resource import BadParameter, HarResource, JSONError, NetworkResource, _query, _sendJSON, parseQuery
+from netlog.api.answers import JSONError, sendJSON
+from netlog.api.resource import BadParameter, HarResource, NetworkResource, _query, parseQuery
 from netlog.api.rules import MAX_RULES_BODY, RulesResource, readRules
 from netlog.core.rules import BadRules
 from netlog.core.ratelimit import TokenBucket
@@ -107,41 +108,41 @@ class SessionsResource(Resource):
 
     def render(self, request: Request) -> bytes:
         if request.method in (b"GET", b"HEAD"):
-            return _sendJSON(request, 200, {"sessions": [_described(request, i) for i in self._manager.list()]})
+            return sendJSON(request, 200, {"sessions": [_described(request, i) for i in self._manager.list()]})
         if request.method != b"POST":
             request.setHeader(b"allow", b"GET, HEAD, POST")
-            return _sendJSON(request, 405, {"error": "GET lists the sessions, POST makes one"})
+            return sendJSON(request, 405, {"error": "GET lists the sessions, POST makes one"})
         now = self._reactor.seconds()
         if not self._made.allow(now):
             request.setHeader(b"retry-after", str(max(1, math.ceil(self._made.wait(now)))).encode("ascii"))
-            return _sendJSON(
+            return sendJSON(
                 request, 429, {"error": f"sessions are made at most {self._made.rate:g} a second; try again"},
                 b"Too Many Requests",
             )
         raw = request.content.read(MAX_BODY + 1) if request.content is not None else b""
         if len(raw) > MAX_BODY:
-            return _sendJSON(request, 400, {"error": f"the body is longer than {MAX_BODY} bytes"})
+            return sendJSON(request, 400, {"error": f"the body is longer than {MAX_BODY} bytes"})
         try:
             body = json.loads(raw.decode("utf-8")) if raw.strip() else {}
         except (UnicodeDecodeError, ValueError):
-            return _sendJSON(request, 400, {"error": "the body is not JSON"})
+            return sendJSON(request, 400, {"error": "the body is not JSON"})
         if not isinstance(body, dict):
-            return _sendJSON(request, 400, {"error": 'the body is a JSON object, such as {"name": "task-17"}'})
+            return sendJSON(request, 400, {"error": 'the body is a JSON object, such as {"name": "task-17"}'})
         unknown = sorted(set(body) - _FIELDS)
         if unknown:
-            return _sendJSON(request, 400, {"error": f"unknown fields {unknown} (it takes name, port and rules)"})
+            return sendJSON(request, 400, {"error": f"unknown fields {unknown} (it takes name, port and rules)"})
         try:
             rules = readRules(body.get("rules", {}))
         except BadRules as e:
-            return _sendJSON(request, 400, {"error": str(e)})
+            return sendJSON(request, 400, {"error": str(e)})
         try:
             session = self._manager.create(body.get("name"), body.get("port", 0), rules)
         except SessionError as e:
-            return _sendJSON(request, e.status, {"error": e.message})
+            return sendJSON(request, e.status, {"error": e.message})
         except Exception:
             _log.failure("making a session failed")
-            return _sendJSON(request, 500, {"error": "making the session failed; see the proxy's log"})
-        return _sendJSON(request, 201, _described(request, session.describe()))
+            return sendJSON(request, 500, {"error": "making the session failed; see the proxy's log"})
+        return sendJSON(request, 201, _described(request, session.describe()))
 
 
 class _SessionResource(Resource):
@@ -174,28 +175,28 @@ class _SessionResource(Resource):
         manager = self._parent._manager
         if request.method in (b"GET", b"HEAD"):
             try:
-                return _sendJSON(request, 200, _described(request, manager.get(self._name).describe()))
+                return sendJSON(request, 200, _described(request, manager.get(self._name).describe()))
             except SessionError as e:
-                return _sendJSON(request, e.status, {"error": e.message})
+                return sendJSON(request, e.status, {"error": e.message})
         if request.method != b"DELETE":
             request.setHeader(b"allow", b"GET, HEAD, DELETE")
-            return _sendJSON(request, 405, {"error": "GET describes a session, DELETE stops it"})
+            return sendJSON(request, 405, {"error": "GET describes a session, DELETE stops it"})
         try:
             params = parseQuery(_query(request), {"timeout": (int(STOP_TIMEOUT), 0, MAX_STOP_TIMEOUT)})
         except BadParameter as e:
-            return _sendJSON(request, 400, {"error": "bad parameter", "parameter": e.name, "reason": e.reason})
+            return sendJSON(request, 400, {"error": "bad parameter", "parameter": e.name, "reason": e.reason})
         try:
             d = manager.delete(self._name, float(params["timeout"]))
         except SessionError as e:
-            return _sendJSON(request, e.status, {"error": e.message})
+            return sendJSON(request, e.status, {"error": e.message})
 
         def done(result: dict[str, Any]) -> None:
-            request.write(_sendJSON(request, 200, result))
+            request.write(sendJSON(request, 200, result))
             request.finish()
 
         def failed(failure: Failure) -> None:
             _log.failure("stopping session {name}", failure, name=self._name)
-            request.write(_sendJSON(request, 500, {"error": "stopping the session failed; see the proxy's log"}))
+            request.write(sendJSON(request, 500, {"error": "stopping the session failed; see the proxy's log"}))
             request.finish()
 
         d.addCallbacks(done, failed)
