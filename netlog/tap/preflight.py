@@ -25,6 +25,7 @@ from twisted.python import usage
 
 from netlog.log.writer import UnsafeLogPath, checkLogPath
 from netlog.net.options import splitDescription
+from netlog.state import DEFAULT_STATE, NoSuchFolder, checkInAFolder
 
 #: The option that gave a proxy's listener of each role.
 OPTION_OF_ROLE = {"forward": "--listen", "https-route": "--https-route", "http-route": "--http-route"}
@@ -331,9 +332,6 @@ def preflight(
     for name, port in config.get("session") or []:
         # A session's port (0: any) on loopback; said as the option gave it.
         tried.append((f"--session {name}={port}, as", f"tcp:{port}:interface=127.0.0.1"))
-    from netlog.state import NoSuchFolder
-    from netlog.tap.startup import checkFolders
-
     try:
         checkDropUser(uid, gid, supervised)
         checkListeners(tried)
@@ -362,3 +360,23 @@ def commandName(config: Any) -> str:
     parent = getattr(config, "parent", None)
     sub = getattr(parent, "subCommand", None) if parent is not None else None
     return f"twistd {sub}" if sub else "twistd"
+
+
+def checkFolders(config: Any) -> None:
+    """
+    A C{--state} given by hand must be in a folder that exists (the state
+    folder itself is made if need be), and so must an C{--api-token-file};
+    a C{--state} must not be something other than a folder. (A C{--log}
+    given by hand is checked with the log's other checks, by
+    L{netlog.log.writer.checkLogPath}.)
+
+    @raise NoSuchFolder: one of them isn't.
+    """
+    token = config.get("api-token-file")
+    if config.get("api") and token and not config.get("api-token-file-is-default"):
+        checkInAFolder(f"--api-token-file {token}", token)
+    state = config.get("state")
+    if state and os.path.abspath(state) != os.path.abspath(DEFAULT_STATE):
+        checkInAFolder(f"--state {state}", state)
+        if os.path.exists(state) and not os.path.isdir(state):
+            raise NoSuchFolder(f"--state {state}: not a folder")

@@ -20,7 +20,7 @@ from twisted.application.service import Service
 from twisted.logger import Logger
 
 from netlog.api.service import CA_CERT_FILE
-from netlog.state import DEFAULT_STATE, NoSuchFolder, checkInAFolder
+from netlog.tap.preflight import commandName
 
 _log = Logger(namespace="netlog.startup")
 
@@ -28,26 +28,6 @@ _log = Logger(namespace="netlog.startup")
 STDERR_FD = 2
 #: Standard output's descriptor.
 STDOUT_FD = 1
-
-
-def checkFolders(config: Any) -> None:
-    """
-    A C{--state} given by hand must be in a folder that exists (the state
-    folder itself is made if need be), and so must an C{--api-token-file};
-    a C{--state} must not be something other than a folder. (A C{--log}
-    given by hand is checked with the log's other checks, by
-    L{netlog.log.writer.checkLogPath}.)
-
-    @raise NoSuchFolder: one of them isn't.
-    """
-    token = config.get("api-token-file")
-    if config.get("api") and token and not config.get("api-token-file-is-default"):
-        checkInAFolder(f"--api-token-file {token}", token)
-    state = config.get("state")
-    if state and os.path.abspath(state) != os.path.abspath(DEFAULT_STATE):
-        checkInAFolder(f"--state {state}", state)
-        if os.path.exists(state) and not os.path.isdir(state):
-            raise NoSuchFolder(f"--state {state}: not a folder")
 
 
 def missingFolders(config: Any) -> list[str]:
@@ -127,8 +107,6 @@ class StartupReport(Service):
 
     def startService(self) -> None:
         Service.startService(self)
-        from netlog.tap.preflight import commandName
-
         toStderr = not _logsToStderr(self._config)
         for line in self.lines():
             _log.info("{line}", line=line)
