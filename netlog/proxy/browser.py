@@ -49,7 +49,6 @@ from netlog.core.records import (
     hostPort,
     openRecord,
     ownAnswer,
-    requestRecord,
     unreadRequestRecord,
     urlAuthority,
 )
@@ -625,17 +624,11 @@ class BrowserConnection(Protocol):
         """
         return not (self.queue and isinstance(self.queue[0][0], EndOfMessage))
 
-    def _openFields(self, head: RequestHead, url: str, at: float, kind: str,
-                    server: tuple[str, int], signIn: frozenset[str] = frozenset(),
-                    rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
-        return openRecord(self.proxy.mode.name, kind, at, self.client, self.connectionId, requestRecord(head, url, signIn),
-                          server[0], server[1], rules=rules)
-
     def refuse(self, head: RequestHead, url: str, at: float, status: int, reason: str,
                 server: tuple[str, int], kind: str = EXCHANGE, rules: Sequence[dict[str, str]] = ()) -> None:
         response, size = self.answer(status, REFUSED_TEXT.format(reason))
         self.proxy.writer.refuse(
-            self._openFields(head, url, at, kind, server, rules=rules),
+            self.proxy.openFields(self, kind, at, head, url, server[0], server[1], rules=rules),
             endRecord(self.reactor.seconds(), up=len(head.raw), down=size, response=response,
                       refused=(reason, status)),
         )
@@ -677,7 +670,7 @@ class BrowserConnection(Protocol):
         close = self._bodyFollows() or self.exchange is not None or not keepAlive(head.version, head.headers)
         response, size = self.answer(308, "", [(b"Location", location)], close=close)
         self.proxy.writer.refuse(
-            self._openFields(head, url, at, EXCHANGE, (host, head.port or 80), signIn),
+            self.proxy.openFields(self, EXCHANGE, at, head, url, host, head.port or 80, signIn=signIn),
             endRecord(self.reactor.seconds(), up=len(head.raw), down=size, response=response),
         )
         if close:
@@ -769,7 +762,7 @@ class BrowserConnection(Protocol):
             return
         head, url, at, server = pending
         self.proxy.writer.refuse(
-            self._openFields(head, url, at, TUNNEL, server),
+            self.proxy.openFields(self, TUNNEL, at, head, url, server[0], server[1]),
             endRecord(self.reactor.seconds(), up=len(head.raw), down=len(TUNNEL_ANSWER),
                       response=tunnelAnswerFields(), closedBy=CLIENT, failed=reason),
         )

@@ -12,7 +12,7 @@ tunnel, upstream.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
@@ -44,6 +44,10 @@ class IEngine(Protocol):
     def logging(self) -> bool: ...
 
     def nextConnectionId(self) -> str: ...
+
+    def openFields(self, side: Any, kind: str, started: float, head: Any, url: str,
+                   host: str | None, port: int | None, address: str | None = None,
+                   signIn: frozenset[str] = frozenset(), rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]: ...
 
     def takeIdle(self, route: Route) -> Any: ...
 

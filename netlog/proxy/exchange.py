@@ -46,9 +46,7 @@ from netlog.core.records import (
     headRecord,
     isWebSocket,
     messageRecord,
-    openRecord,
     originForm,
-    requestRecord,
     responseRecord,
     websocketRecord,
 )
@@ -404,9 +402,8 @@ class Exchange:
         self.browser.exchangeDone(self, cut=True)
 
     def _openFields(self) -> dict[str, Any]:
-        return openRecord(self.proxy.mode.name, EXCHANGE, self.started, self.browser.client, self.browser.connectionId,
-                          requestRecord(self.head, self.url, self.signIn), self.route.host, self.route.port,
-                          self.address, self.rules.entries)
+        return self.proxy.openFields(self.browser, EXCHANGE, self.started, self.head, self.url, self.route.host,
+                                     self.route.port, self.address, self.signIn, self.rules.entries)
 
     # -- backpressure -----------------------------------------------------------
 

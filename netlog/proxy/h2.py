@@ -58,7 +58,6 @@ from netlog.core.records import (
     endRecord,
     openRecord,
     ownAnswerH2,
-    requestRecord,
 )
 from netlog.net.gate import Gate
 from netlog.proxy.contracts import IBrowserStream, IEngine
@@ -737,7 +736,7 @@ class H2Connection:
         """
         response, size = stream.answer(status, REFUSED_TEXT.format(reason))
         self.proxy.writer.refuse(
-            self._openFields(head, url, at, server, rules),
+            self.proxy.openFields(self, EXCHANGE, at, head, url, server[0], server[1], rules=rules),
             endRecord(self.reactor.seconds(), up=0, down=size, response=response, refused=(reason, status)),
         )
         self.streamIdle(stream)
@@ -769,11 +768,6 @@ class H2Connection:
                        server[0], server[1]),
             endRecord(self.reactor.seconds(), up=0, down=0, refused=(malformed.reason, 400)),
         )
-
-    def _openFields(self, head: RequestHead, url: str, at: float, server: tuple[str, int],
-                    rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
-        return openRecord(self.proxy.mode.name, EXCHANGE, at, self.client, self.connectionId,
-                          requestRecord(head, url), server[0], server[1], rules=rules)
 
     # -- time ---------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ a supervisor that adopts them).
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from twisted.application.service import Service
 from twisted.internet import defer
@@ -18,6 +18,8 @@ from twisted.logger import Logger
 from twisted.protocols.tls import TLSMemoryBIOFactory
 from zope.interface import implementer
 
+from netlog.core.http1 import RequestHead
+from netlog.core.records import openRecord, requestRecord
 from netlog.core.rules import NO_RULES, Rules
 from netlog.log.writer import LogWriter
 from netlog.net.connect import connectThen
@@ -147,6 +149,17 @@ class ProxyService(Service):
 
     def nextConnectionId(self) -> str:
         return f"c{next(self._ids)}"
+
+    def openFields(self, side: Any, kind: str, started: float, head: RequestHead, url: str,
+                   host: str | None, port: int | None, address: str | None = None,
+                   signIn: frozenset[str] = frozenset(), rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+        """
+        An open line's fields for a request (or a CONNECT) that C{side} (the
+        browser's connection, or an HTTP/2 connection) carries, as this
+        proxy's mode names it.
+        """
+        return openRecord(self.mode.name, kind, started, side.client, side.connectionId,
+                          requestRecord(head, url, signIn), host, port, address, rules)
 
     def resolveFor(self, route: Route) -> defer.Deferred[str]:
         """

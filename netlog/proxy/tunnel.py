@@ -12,7 +12,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from netlog.core.http1 import RequestHead
-from netlog.core.records import TUNNEL, UNREACHED_TEXT, endRecord, openRecord, requestRecord
+from netlog.core.records import TUNNEL, UNREACHED_TEXT, endRecord
 from netlog.net.connect import describeFailure
 from netlog.net.relay import CLIENT, PROXY, TUNNEL_ANSWER, Relay, RelayResult, RelayServerProtocol, tunnelAnswerFields
 from netlog.net.send import noDelay, sendNow
@@ -87,10 +87,8 @@ class Tunnel:
         return self.proxy.connectRaw(address, self.port, RelayServerProtocol)
 
     def _openFields(self) -> dict[str, Any]:
-        browser = self.browser
-        return openRecord(self.proxy.mode.name, TUNNEL, self.started, browser.client, browser.connectionId,
-                          requestRecord(self.head, self.url), self.host, self.port, self.address,
-                          rules=self.rules.entries)
+        return self.proxy.openFields(self.browser, TUNNEL, self.started, self.head, self.url, self.host, self.port,
+                                     self.address, rules=self.rules.entries)
 
     def _connected(self, protocol: RelayServerProtocol) -> None:
         browser = self.browser
