@@ -58,7 +58,7 @@ def sessionProxy(main: Any, writer: LogWriter, reactor: Any, port: int, rules: R
     with its own writer, connections, pool and C{rules} (its rules document,
     L{netlog.core.rules}), and one forward listener on loopback.
     """
-    return ProxyService(
+    proxy = ProxyService(
         main.mode,
         writer,
         reactor,
@@ -70,6 +70,9 @@ def sessionProxy(main: Any, writer: LogWriter, reactor: Any, port: int, rules: R
         headerTimeout=main.headerTimeout,
         rules=rules,
     )
+    # Its connection ids say which worker slot it runs in, as its main's do.
+    proxy.connectionPrefix = main.connectionPrefix
+    return proxy
 
 
 class AdoptedSession(MultiService):

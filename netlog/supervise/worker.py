@@ -20,7 +20,8 @@ Its file descriptors, as the supervisor hands them over:
   - 1: its log events, a JSON object per line (C{level}, C{text}), which the
     supervisor logs at their level; 2: anything else it prints.
   - L{STATUS_FD}: the worker writes L{READY} there once it serves, then
-    L{ALIVE} every second while its event loop turns.
+    a heartbeat every second while its event loop turns: L{ALIVE}, or
+    C{alive N} with N its open browser connections (see L{aliveLine}).
   - the log and the listeners at the numbers the SPEC names, then each
     session's log and listener, and the control channel
     (L{netlog.supervise.control}).
@@ -47,6 +48,39 @@ GO = b"go\n"
 ALIVE = b"alive\n"
 #: Seconds between two L{ALIVE}.
 HEARTBEAT_INTERVAL = 1.0
+#: The most digits of a connection count a heartbeat may carry.
+MAX_COUNT_DIGITS = 9
+
+
+def aliveLine(connections: int) -> bytes:
+    """
+    A heartbeat that says how many browser connections the worker has open
+    (what the supervisor places new sessions by).
+    """
+    return b"alive %d\n" % (connections,)
+
+
+def readAlive(line: bytes) -> int | None:
+    """
+    The open connections a heartbeat line says (0 for a bare L{ALIVE}), or
+    L{None} when it is no heartbeat.
+    """
+    if line == ALIVE:
+        return 0
+    word, _, count = line.rstrip(b"\n").partition(b" ")
+    if word != ALIVE.strip() or not count.isdigit() or len(count) > MAX_COUNT_DIGITS:
+        return None
+    return int(count)
+
+
+def connectionPrefix(slot: int) -> str:
+    """
+    What a worker of slot C{slot} puts before its connection ids, so that
+    each says which worker slot it came from: nothing for slot 0 (C{c17},
+    as with one worker), C{w1.} for slot 1 (C{w1.c17}).
+    """
+    return f"w{slot}." if slot else ""
+
 class ServedProxy(Protocol):
     """
     What a tap's C{buildProxy} gives the supervisor and each worker: a
@@ -57,6 +91,10 @@ class ServedProxy(Protocol):
     """
 
     listeners: list[tuple[str, str, Any]]
+    #: Its open browser connections (a worker's heartbeat counts them).
+    connections: set[Any]
+    #: What its connection ids start with (see L{connectionPrefix}).
+    connectionPrefix: str
     #: The rules of its main listener (L{netlog.core.rules.Rules}).
     rules: Any
 
@@ -90,6 +128,8 @@ def workerSpec(
     control: int | None = None,
     adoptSession: str | None = None,
     rules: dict[str, Any] | None = None,
+    slot: int = 0,
+    servesMain: bool = True,
 ) -> str:
     """
     The JSON argument of a worker.
@@ -106,6 +146,10 @@ def workerSpec(
         listener and its rules document.
     @param rules: the main listener's rules document (L{netlog.core.rules}),
         as the supervisor holds it.
+    @param slot: the worker slot it serves in (its connection ids say so).
+    @param servesMain: it serves the main listeners and writes the main
+        log; a worker of another slot builds the proxy only as the pattern of
+        its sessions, and writes no main log.
     @param control: the worker's end of the control channel (see
         L{netlog.supervise.control}).
     @param adoptSession: the dotted name of what serves a session from its
@@ -128,6 +172,8 @@ def workerSpec(
             "control": control,
             "adoptSession": adoptSession,
             "rules": rules,
+            "slot": slot,
+            "servesMain": servesMain,
         }
     )
 
@@ -217,6 +263,36 @@ def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSessi
     os.close(fd)
 
 
+def handedWriter(logSpec: dict[str, Any], servesMain: bool, reactor: Any, log: Any) -> Any:
+    """
+    The main log's writer, made only from the descriptor the supervisor
+    handed over. A worker whose slot does not write the main log gets a
+    writer that writes nothing: should it have been handed the log anyway,
+    it refuses it (an error, and the descriptor closed unused), since two
+    processes appending to one log would number it twice.
+    """
+    import os
+
+    from netlog.log.writer import LogWriter
+
+    if logSpec["fd"] is not None and not servesMain:
+        log.error("refusing the log {path}: it was handed to a worker that does not write it",
+                  path=logSpec["path"])
+        os.close(logSpec["fd"])
+        return LogWriter(None, reactor=reactor)
+    if logSpec["fd"] is None:
+        return LogWriter(None, reactor=reactor)
+    return LogWriter(logSpec["path"], reactor=reactor, fd=logSpec["fd"])
+
+
+def openConnections(proxy: Any, sessions: Any) -> int:
+    """
+    The browser connections a worker has open: its main listeners' and its
+    sessions' (a set's size each: cheap enough for every heartbeat).
+    """
+    return len(proxy.connections) + sum(len(session.proxy.connections) for session in sessions)
+
+
 def main(argv: list[str], forked: bool = False) -> int:
     """
     Serve as the SPEC C{argv[1]} says until stopped; the exit code.
@@ -256,16 +332,21 @@ def main(argv: list[str], forked: bool = False) -> int:
         config["api-address"] = tuple(spec["api"]) if spec["api"] else None
         buildProxy = namedAny(spec["build"])
         logSpec = spec["log"]
-        writer = LogWriter(logSpec["path"], reactor=reactor, fd=logSpec["fd"]) if logSpec["fd"] is not None else LogWriter(None, reactor=reactor)
+        servesMain = bool(spec.get("servesMain", True))
+        # One writer per log: the supervisor hands each log to the workers
+        # of one slot only, and the worker writes only what it was handed
+        # (a log it was not handed, it refuses, see handedWriter).
+        writer = handedWriter(logSpec, servesMain, reactor, log)
         top = MultiService()
         writer.setServiceParent(top)
         proxy: ServedProxy = buildProxy(config, writer, reactor)
+        proxy.connectionPrefix = connectionPrefix(int(spec.get("slot") or 0))
         if spec.get("rules") is not None:
             from netlog.core.rules import compileRules
 
             proxy.rules = compileRules(spec["rules"])
         proxy.setServiceParent(top)
-        listeners = list(proxy.listeners)
+        listeners = list(proxy.listeners) if servesMain else []
         handed = spec["listeners"]
         if [(r, d) for r, d, _ in listeners] != [(h["role"], h["description"]) for h in handed]:
             raise RuntimeError(
@@ -333,7 +414,10 @@ def main(argv: list[str], forked: bool = False) -> int:
         status.write(READY)
         heartbeat.start(HEARTBEAT_INTERVAL, now=False)
 
-    heartbeat = LoopingCall(status.write, ALIVE)
+    def beat() -> None:
+        status.write(aliveLine(openConnections(proxy, sessions)))
+
+    heartbeat = LoopingCall(beat)
     heartbeat.clock = reactor
     failed: list[bool] = []
     reactor.callWhenRunning(begin)
