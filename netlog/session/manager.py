@@ -93,6 +93,8 @@ class AdoptedSession(MultiService):
         self.setName(name)
         self._reactor = reactor
         self._fds = (logFd, listenFd)
+        # One writer per log: the descriptor was handed to this worker's
+        # slot alone (the worker refuses any other, see handedToSlot).
         self.writer = LogWriter(logPath, reactor=reactor, fd=logFd)
         proxy = self.proxy = sessionProxy(main, self.writer, reactor, port, compileRules(rules or {}))
         main.policy.addListener(SESSION_INTERFACE, port)

@@ -577,7 +577,7 @@ class Supervisor(MultiService):
             assert worker.control is not None
             try:
                 worker.control.add(name, logPath, fd, bound.fd, bound.family, bound.getHost().port,
-                                   rules.document)
+                                   rules.document, slot.index)
             except Exception:
                 # A worker dying as the session is made: the session is held
                 # here, and the worker that replaces it gets it at start.
@@ -759,7 +759,7 @@ class Supervisor(MultiService):
             sessions.append({
                 "name": name, "log": {"path": paths[name], "fd": nextFd},
                 "fd": nextFd + 1, "family": bound.family, "port": bound.getHost().port,
-                "rules": self._rules.get(name, NO_RULES).document,
+                "rules": self._rules.get(name, NO_RULES).document, "slot": slot.index,
             })
             nextFd += 2
         spec = workerSpec(

@@ -30,6 +30,7 @@ Its file descriptors, as the supervisor hands them over:
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import sys
@@ -213,20 +214,41 @@ def _startLogging(forked: bool = False) -> None:
         globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
 
 
-def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any) -> None:
+def handedToSlot(name: str, logPath: str, theirs: int, ours: int) -> bool:
+    """
+    Whether session C{name}, handed over, is this worker's to write: the
+    slot the supervisor put it in (C{theirs}, the one record of who writes
+    which log) is this worker's (C{ours}). A session of another slot is
+    refused, with an error: two workers appending to one log would number
+    it twice.
+    """
+    if theirs == ours:
+        return True
+    from twisted.logger import Logger
+
+    Logger(namespace="netlog.worker").error(
+        "refusing the log {path} of session {name}: it is written by worker slot {theirs}, "
+        "this worker serves slot {ours}", path=logPath, name=name, theirs=theirs, ours=ours)
+    return False
+
+
+def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any, slot: int) -> None:
     """
     Serve the supervisor's control channel on C{fd}: sessions made and
     deleted over the API while this worker runs, each served by
-    C{AdoptedSession} (see L{workerSpec}'s C{adoptSession}).
+    C{AdoptedSession} (see L{workerSpec}'s C{adoptSession}) if it was
+    handed to this worker's C{slot}.
     """
-    import os
-
     from twisted.internet.protocol import Factory
 
     from netlog.supervise.control import WorkerSide
 
     def add(message: dict[str, Any], logFd: int, listenFd: int) -> None:
         name = str(message["name"])
+        if not handedToSlot(name, str(message["log"]), int(message.get("slot") or 0), slot):
+            os.close(logFd)
+            os.close(listenFd)
+            return
         if AdoptedSession is None:
             from twisted.logger import Logger
 
@@ -271,8 +293,6 @@ def handedWriter(logSpec: dict[str, Any], servesMain: bool, reactor: Any, log: A
     it refuses it (an error, and the descriptor closed unused), since two
     processes appending to one log would number it twice.
     """
-    import os
-
     from netlog.log.writer import LogWriter
 
     if logSpec["fd"] is not None and not servesMain:
@@ -365,13 +385,18 @@ def main(argv: list[str], forked: bool = False) -> int:
             raise RuntimeError("the worker was handed sessions but no adoptSession to serve them")
         sessions = MultiService()
         sessions.setServiceParent(top)
+        slot = int(spec.get("slot") or 0)
         for held in handedSessions:
+            if not handedToSlot(held["name"], held["log"]["path"], int(held.get("slot") or 0), slot):
+                os.close(held["log"]["fd"])
+                os.close(held["fd"])
+                continue
             AdoptedSession(
                 proxy, reactor, held["name"], held["log"]["path"], held["log"]["fd"],
                 held["fd"], getattr(socket, held["family"]), held["port"], held.get("rules") or {},
             ).setServiceParent(sessions)
         if spec.get("control") is not None:
-            _serveControl(reactor, spec["control"], proxy, sessions, AdoptedSession)
+            _serveControl(reactor, spec["control"], proxy, sessions, AdoptedSession, slot)
     except Exception:
         log.failure("the worker could not set up the proxy")
         return EXIT_SETUP_FAILED

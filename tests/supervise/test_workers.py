@@ -1,0 +1,286 @@
+"""
+More than one serving worker (C{--workers N}): which slot a session goes to
+(a pure choice, by tables), how a heartbeat carries a worker's connections,
+and over a real C{twistd netlog-standin --workers 2}: sessions spread over
+the two slots, each log written by its slot's worker only, and a
+C{kill -9} of one slot's worker leaving the other slot's connections alone.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import signal
+import socket
+from typing import Any
+
+import pytest
+from twisted.internet import defer
+from twisted.trial import unittest
+from twisted.trial.unittest import SynchronousTestCase
+
+from netlog.supervise.supervisor import placeSession
+from netlog.supervise.worker import ALIVE, aliveLine, connectionPrefix, handedToSlot, handedWriter, readAlive
+from netlog.tap.common import workerCount
+from tests.session.test_sessions import PLAIN_REQUESTS, caller, drive, entries
+from tests.standin.support import inThread, listenOrigin, tempDirectory
+from tests.supervise.running import Twistd, alive, checkLog, readLog, waitFor
+
+#: Sessions made over the API in the two-worker test.
+SESSIONS = 4
+#: Requests sent on the long-lived connection before and after the kill.
+KEEP_ALIVE_REQUESTS = 3
+#: Seconds the killed slot's sessions may take to be served again.
+TAKE_OVER = 5.0
+
+
+class PlaceSessionTests(SynchronousTestCase):
+    """
+    L{placeSession}: the fewest open connections wins, then the fewest
+    sessions, then the first slot.
+    """
+
+    TABLE = [
+        # ((open connections, sessions) per slot, the slot chosen)
+        ([(0, 0)], 0),
+        ([(0, 0), (0, 0)], 0),
+        ([(0, 1), (0, 0)], 1),
+        ([(0, 1), (0, 1)], 0),
+        ([(5, 0), (2, 3)], 1),
+        ([(2, 0), (2, 3)], 0),
+        ([(3, 2), (3, 1), (3, 1)], 1),
+        ([(9, 0), (9, 0), (1, 7)], 2),
+    ]
+
+    def test_table(self) -> None:
+        for slots, chosen in self.TABLE:
+            self.assertEqual(placeSession(slots), chosen, slots)
+
+    def test_madeAtOnceSpreadEvenly(self) -> None:
+        """
+        Sessions made one after another before any traffic alternate.
+        """
+        counts = [0, 0]
+        for _ in range(SESSIONS):
+            counts[placeSession([(0, n) for n in counts])] += 1
+        self.assertEqual(counts, [SESSIONS // 2, SESSIONS // 2])
+
+
+class HeartbeatTests(SynchronousTestCase):
+    def test_lines(self) -> None:
+        """
+        A heartbeat says a count, a bare one says none; nothing else is one.
+        """
+        table = [
+            (ALIVE, 0),
+            (aliveLine(0), 0),
+            (aliveLine(17), 17),
+            (b"alive 17", 17),
+            (b"alive\n", 0),
+            (b"alive -1\n", None),
+            (b"alive x\n", None),
+            (b"alive 1234567890\n", None),
+            (b"ready\n", None),
+            (b"alive  3\n", None),
+        ]
+        for line, count in table:
+            self.assertEqual(readAlive(line), count, line)
+
+    def test_prefix(self) -> None:
+        """
+        Slot 0's ids are as with one worker; another slot's say its number.
+        """
+        self.assertEqual([connectionPrefix(slot) for slot in (0, 1, 12)], ["", "w1.", "w12."])
+
+
+class OneWriterTests(SynchronousTestCase):
+    """
+    A worker writes only the logs its slot was handed.
+    """
+
+    def test_sessionOfAnotherSlot(self) -> None:
+        self.assertTrue(handedToSlot("task-1", "/x/network.task-1.jsonl", 1, 1))
+        self.assertTrue(handedToSlot("task-0", "/x/network.task-0.jsonl", 0, 0))
+        self.assertFalse(handedToSlot("task-1", "/x/network.task-1.jsonl", 0, 1))
+        self.assertFalse(handedToSlot("task-2", "/x/network.task-2.jsonl", 2, 0))
+
+    def test_mainLogRefused(self) -> None:
+        """
+        A worker that does not serve the main listeners, handed the main log
+        anyway, logs an error, closes the descriptor and writes nothing.
+        """
+        from twisted.internet.task import Clock
+        from twisted.logger import Logger
+
+        path = os.path.abspath(self.mktemp())
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        errors: list[str] = []
+        log = Logger(observer=lambda event: errors.append(event["log_format"]))  # type: ignore[arg-type]
+        writer = handedWriter({"path": path, "fd": fd}, False, Clock(), log)
+        self.assertFalse(writer.enabled)
+        self.assertEqual(len(errors), 1)
+        self.assertIn("refusing the log", errors[0])
+        self.assertRaises(OSError, os.fstat, fd)
+
+    def test_mainLogWritten(self) -> None:
+        from twisted.internet.task import Clock
+        from twisted.logger import Logger
+
+        path = os.path.abspath(self.mktemp())
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        writer = handedWriter({"path": path, "fd": fd}, True, Clock(), Logger())
+        self.assertTrue(writer.enabled)
+        os.close(fd)
+
+
+class WorkerCountTests(SynchronousTestCase):
+    def test_values(self) -> None:
+        self.assertEqual(workerCount("1"), 1)
+        self.assertEqual(workerCount(" 3 "), 3)
+        self.assertEqual(workerCount("auto"), len(os.sched_getaffinity(0)))
+        self.assertEqual(workerCount("AUTO"), len(os.sched_getaffinity(0)))
+        for bad in ("0", "-1", "x", "1.5", "", "2x"):
+            self.assertRaises(ValueError, workerCount, bad)
+
+
+def slotOfConnection(connection: str) -> int:
+    """
+    The worker slot a connection id says it came from.
+    """
+    found = re.fullmatch(r"(?:w(\d+)\.)?c\d+", connection)
+    assert found, connection
+    return int(found.group(1) or 0)
+
+
+def slotsOf(records: list[dict[str, Any]]) -> set[int]:
+    return {slotOfConnection(r["connection"]) for r in entries(records)}
+
+
+def servingWorker(twistd: Twistd, slot: int) -> int:
+    """
+    The PID of the first worker started to serve C{slot} (not a standby).
+    """
+    found = waitFor(lambda: re.search(rf"started worker (\d+) in slot {slot}\b", twistd.text()),
+                    f"slot {slot}'s worker")
+    return int(found.group(1))
+
+
+def keepAliveRequests(conn: http.client.HTTPConnection, originPort: int) -> list[int]:
+    statuses = []
+    for _ in range(KEEP_ALIVE_REQUESTS):
+        conn.request("GET", f"http://origin.test:{originPort}/hello", headers={"X-Session": "kept"})
+        response = conn.getresponse()
+        response.read()
+        statuses.append(response.status)
+    return statuses
+
+
+@pytest.mark.slow
+class TwoWorkersTests(unittest.TestCase):
+    """
+    A supervised C{twistd netlog-standin --workers 2}.
+    """
+
+    timeout = 180
+
+    @defer.inlineCallbacks
+    def test_spreadAndKill(self) -> Any:
+        """
+        Four sessions made over the API go two to each slot (their
+        connection ids say which worker wrote each log) and each log holds
+        exactly its own traffic. A keep-alive connection through a slot 0
+        session serves the same connection before and after slot 1's
+        serving worker is killed with C{kill -9}; slot 1's sessions are
+        served again within seconds by its standby, and the exchange left
+        open there is ended as "the proxy restarted" in its own log only.
+        """
+        origin, originPort = listenOrigin(self)
+        folder = tempDirectory(self)
+        log = os.path.join(folder, "network.jsonl")
+        args = ["--workers", "2", "--listen", "tcp:0:interface=127.0.0.1", "--log", log, "--api", "tcp:0",
+                "--state", folder, "--resolve-only", "--resolve", "origin.test=127.0.0.1",
+                "--connect-ports", f"443,{originPort}"]
+        for i in range(SESSIONS):
+            args += ["--resolve", f"t{i}.test=127.0.0.1"]
+        twistd = Twistd(folder, "netlog-standin", args)
+        api = caller(os.path.join(folder, "api-token"))
+        self.addCleanup(twistd.stop)
+        yield inThread(twistd.waitServing, 2)
+        apiBase = f"http://127.0.0.1:{twistd.apiPort()}"
+        sessions = {}
+        for i in range(SESSIONS):
+            status, made = yield inThread(api, "POST", apiBase + "/sessions", {"name": f"task-{i}"})
+            self.assertEqual(status, 201, made)
+            sessions[f"task-{i}"] = made
+
+        def driveAll(names: list[str]) -> defer.Deferred[Any]:
+            return defer.gatherResults([
+                inThread(drive, sessions[name]["port"], name, originPort, f"t{name[-1]}.test") for name in names
+            ])
+
+        names = sorted(sessions)
+        results = yield driveAll(names)
+        self.assertEqual(results, [[200] * (PLAIN_REQUESTS + 2)] * SESSIONS)
+        slotOf = {}
+        for name in names:
+            records = readLog(sessions[name]["log"])
+            checkLog(self, records)
+            opened = entries(records)
+            self.assertEqual(len(opened), PLAIN_REQUESTS + 1)
+            for o in opened:
+                if o["kind"] == "exchange":
+                    self.assertIn(["X-Session", name], o["request"]["headers"])
+            [slotOf[name]] = slotsOf(records)
+        self.assertEqual(sorted(slotOf.values()), [0, 0, 1, 1], slotOf)
+        kept = next(name for name in names if slotOf[name] == 0)
+        killed = [name for name in names if slotOf[name] == 1]
+
+        # A long-lived connection through a slot 0 session.
+        conn = http.client.HTTPConnection("127.0.0.1", sessions[kept]["port"], timeout=10)
+        self.addCleanup(conn.close)
+        statuses = yield inThread(keepAliveRequests, conn, originPort)
+        self.assertEqual(statuses, [200] * KEEP_ALIVE_REQUESTS)
+        # An exchange left open in a slot 1 session when its worker dies.
+        silentLog = sessions[killed[0]]["log"]
+        before = len(readLog(silentLog))
+        client = socket.create_connection(("127.0.0.1", sessions[killed[0]]["port"]), timeout=10)
+        self.addCleanup(client.close)
+        client.sendall(f"GET http://origin.test:{originPort}/silent HTTP/1.1\r\n"
+                       f"Host: origin.test:{originPort}\r\n\r\n".encode())
+        yield inThread(waitFor, lambda: len(readLog(silentLog)) == before + 1, "the open line of the silent request")
+
+        main, victim = servingWorker(twistd, 0), servingWorker(twistd, 1)
+        # Each slot has its standby built and waiting.
+        yield inThread(waitFor, lambda: twistd.standingByCount() >= 2, "a standby in each slot")
+        standby = int(re.search(r"started worker (\d+) to stand by in slot 1", twistd.text()).group(1))
+        os.kill(victim, signal.SIGKILL)
+        yield inThread(waitFor, lambda: not alive(victim), "slot 1's worker to die")
+        statuses = yield inThread(keepAliveRequests, conn, originPort)
+        self.assertEqual(statuses, [200] * KEEP_ALIVE_REQUESTS)
+        self.assertTrue(alive(main))
+        results = yield driveAll(killed)
+        self.assertEqual(results, [[200] * (PLAIN_REQUESTS + 2)] * len(killed))
+        took = re.search(rf"serving again, ([\d.]+) s after worker {victim} died", twistd.text())
+        self.assertIsNotNone(took, twistd.text())
+        self.assertLess(float(took.group(1)), TAKE_OVER)
+        self.assertIn(f"worker {standby}, standing by, takes over", twistd.text())
+        self.assertEqual(twistd.servingCount(), 3)
+
+        keptRecords = readLog(sessions[kept]["log"])
+        keptConnections = [o["connection"] for o in entries(keptRecords)
+                           if ["X-Session", "kept"] in o["request"]["headers"]]
+        self.assertEqual(len(keptConnections), 2 * KEEP_ALIVE_REQUESTS)
+        self.assertEqual(len(set(keptConnections)), 1, keptConnections)
+        for name in names:
+            records = readLog(sessions[name]["log"])
+            checkLog(self, records)
+            self.assertEqual(slotsOf(records), {slotOf[name]})
+            restarted = [r for r in records if r["type"] == "end"
+                         and (r.get("_failed") or {}).get("reason") == "the proxy restarted"]
+            if name == killed[0]:
+                silent = [o["id"] for o in entries(records) if o["request"]["url"].endswith("/silent")]
+                self.assertEqual([r["id"] for r in restarted], silent)
+            else:
+                self.assertEqual(restarted, [])
+        self.assertEqual(readLog(log), [])
