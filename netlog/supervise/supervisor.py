@@ -489,7 +489,7 @@ class Supervisor(MultiService):
             slot = self._placeSession(name)
             _log.info(
                 "session {name} listens on {address}, logs to {log}{where}",
-                name=name, address=bound.getHost(), log=logPath, where=self._servedBy(slot),
+                name=name, address=bound.getHost(), log=logPath, where=slot.where(),
             )
         MultiService.privilegedStartService(self)
 
@@ -544,11 +544,6 @@ class Supervisor(MultiService):
         slot = self.slots[MAIN_SLOT] if name is None else self.slotOf(name)
         return slot.liveWorkers()
 
-    def _servedBy(self, slot: WorkerSlot) -> str:
-        """
-        Where a session's log line says it is served: nothing with one slot.
-        """
-        return f", served by worker slot {slot.index}" if len(self.slots) > 1 else ""
 
     def addSession(self, name: str, description: str, logPath: str, rules: Rules = NO_RULES) -> BoundListener:
         """
@@ -583,7 +578,7 @@ class Supervisor(MultiService):
                 # here, and the worker that replaces it gets it at start.
                 _log.failure("handing session {name} to worker {pid} failed", name=name, pid=worker.pid)
         _log.info("session {name} listens on {address}, logs to {log}{where}",
-                  name=name, address=bound.getHost(), log=logPath, where=self._servedBy(slot))
+                  name=name, address=bound.getHost(), log=logPath, where=slot.where())
         return bound
 
     def deleteSession(self, name: str, timeout: float) -> Deferred[dict[str, Any]]:
@@ -799,7 +794,7 @@ class Supervisor(MultiService):
         finally:
             theirs.close()
         _log.info("started worker {pid}{how}{where}", pid=worker.pid, how=" to stand by" if standby else "",
-                  where=f" in slot {slot.index}" if len(self.slots) > 1 else "")
+                  where=slot.where())
         return worker
 
     def _workerEnv(self) -> dict[str, str]:
@@ -869,6 +864,14 @@ class WorkerSlot:
         Whether its workers serve the main listeners and write the main log.
         """
         return self.index == MAIN_SLOT
+
+    def where(self) -> str:
+        """
+        What the supervisor's log lines about its workers end with: the
+        slot, when there is more than one (with one, the lines are as they
+        always were).
+        """
+        return f" in slot {self.index}" if len(self.supervisor.slots) > 1 else ""
 
     def liveWorkers(self) -> list[WorkerProtocol]:
         """
@@ -1004,17 +1007,19 @@ class WorkerSlot:
         """
         if self._lastDeath is None:
             _log.info(
-                "worker {pid} serving, {took:.3f} s after it was started",
+                "worker {pid} serving, {took:.3f} s after it was started{where}",
                 pid=worker.pid,
                 took=self.supervisor._reactor.seconds() - worker.startedAt,
+                where=self.where(),
             )
             return
         deadPid, diedAt = self._lastDeath
         _log.info(
-            "worker {pid} serving again, {down:.3f} s after worker {dead} died",
+            "worker {pid} serving again, {down:.3f} s after worker {dead} died{where}",
             pid=worker.pid,
             down=self.supervisor._reactor.seconds() - diedAt,
             dead=deadPid,
+            where=self.where(),
         )
 
     def workerEnded(self, worker: WorkerProtocol, reason: Failure) -> None:
@@ -1063,21 +1068,23 @@ class WorkerSlot:
             # Loud: a worker that keeps dying quickly is worth a look, and
             # nobody serves while the next one waits.
             _log.error(
-                "worker {pid} died ({how}) after {lived:.3f} s, {count} quick deaths in "
+                "worker {pid}{where} died ({how}) after {lived:.3f} s, {count} quick deaths in "
                 "a row; starting another {when}",
                 pid=worker.pid,
                 how=how,
                 lived=lived,
                 count=decision.quickDeaths,
                 when=when,
+                where=self.where(),
             )
         else:
             _log.warn(
-                "worker {pid} died ({how}) after {lived:.3f} s; starting another {when}",
+                "worker {pid}{where} died ({how}) after {lived:.3f} s; starting another {when}",
                 pid=worker.pid,
                 how=how,
                 lived=lived,
                 when=when,
+                where=self.where(),
             )
         if decision.delay:
             self._restartCall = self.supervisor._reactor.callLater(decision.delay, self.replace)

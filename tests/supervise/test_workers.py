@@ -284,3 +284,81 @@ class TwoWorkersTests(unittest.TestCase):
             else:
                 self.assertEqual(restarted, [])
         self.assertEqual(readLog(log), [])
+
+
+#: Quick kills of one slot's worker in the kill storm test.
+STORM = 6
+
+
+@pytest.mark.slow
+class SlotFaultTests(SynchronousTestCase):
+    """
+    The restart policy counts each slot's deaths on their own.
+    """
+
+    def start(self, *extra: str) -> Twistd:
+        folder = tempDirectory(self)
+        twistd = Twistd(folder, "netlog-standin", [
+            "--workers", "2", "--log", os.path.join(folder, "network.jsonl"),
+            "--listen", "tcp:0:interface=127.0.0.1", "--resolve-only", "--resolve", "origin.test=127.0.0.1",
+            "--state", folder, *extra])
+        self.addCleanup(twistd.stop)
+        return twistd
+
+    def servingIn(self, twistd: Twistd, slot: int, count: int) -> int:
+        """
+        Wait until C{count} workers have served in C{slot}; the last one's PID.
+        """
+        pattern = rf"worker (\d+) serving[^\n]* in slot {slot}\n"
+        waitFor(lambda: len(re.findall(pattern, twistd.text())) >= count or twistd.process.poll() is not None,
+                f"worker #{count} serving in slot {slot}")
+        found = re.findall(pattern, twistd.text())
+        self.assertGreaterEqual(len(found), count, twistd.text())
+        return int(found[count - 1])
+
+    def killSlot(self, twistd: Twistd, slot: int, count: int) -> list[int]:
+        killed = []
+        for i in range(count):
+            pid = self.servingIn(twistd, slot, i + 1)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+            waitFor(lambda: not alive(pid), "the worker's death")
+        return killed
+
+    def test_stormInOneSlot(self) -> None:
+        """
+        Slot 1's worker killed six times in quick succession: slot 1's
+        delays grow (the sixth quick death waits 4 s) and it serves again,
+        while slot 0's worker, which serves the main listener, is never
+        touched and answers throughout.
+        """
+        twistd = self.start()
+        port = twistd.listenerPort("forward")
+        main = self.servingIn(twistd, 0, 1)
+        self.killSlot(twistd, 1, STORM)
+        # Slot 1 waits its 4 s; slot 0 answers at once.
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+            client.sendall(b"GET http://elsewhere.test/ HTTP/1.1\r\nHost: elsewhere.test\r\n\r\n")
+            self.assertTrue(client.recv(4096).startswith(b"HTTP/1.1 "))
+        self.servingIn(twistd, 1, STORM + 1)
+        text = twistd.text()
+        self.assertRegex(text, rf"#error\] worker \d+ in slot 1 died \(killed by SIGKILL\) after [0-9.]+ s, "
+                               rf"{STORM} quick deaths in a row; starting another in 4 s")
+        self.assertNotIn("in slot 0 died", text)
+        self.assertNotIn("giving up", text)
+        self.assertTrue(alive(main))
+        self.assertEqual(self.servingIn(twistd, 0, 1), main)
+
+    def test_giveUpInOneSlot(self) -> None:
+        """
+        With --give-up-after 3, three quick deaths in slot 1 stop the whole
+        proxy with status 70 (a proxy that can't serve some of its sessions
+        is failed), every worker of both slots gone.
+        """
+        twistd = self.start("--give-up-after", "3")
+        self.servingIn(twistd, 0, 1)
+        self.killSlot(twistd, 1, 3)
+        self.assertEqual(twistd.wait(), 70)
+        self.assertIn("3 quick deaths in a row: giving up", twistd.text())
+        for pid in twistd.workers():
+            self.assertFalse(alive(pid), pid)
