@@ -176,6 +176,31 @@ def keepAliveRequests(conn: http.client.HTTPConnection, originPort: int) -> list
     return statuses
 
 
+def lastStarted(text: str, slot: int) -> int:
+    """
+    The PID of the last worker started in C{slot} (serving or standing by).
+    """
+    return int(re.findall(rf"started worker (\d+)(?: to stand by)? in slot {slot}\b", text)[-1])
+
+
+def blockedRequests(ports: list[int], originPort: int) -> list[int]:
+    """
+    One request for C{/blocked} through each port, on a new connection; the
+    statuses.
+    """
+    statuses = []
+    for port in ports:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            conn.request("GET", f"http://origin.test:{originPort}/blocked")
+            response = conn.getresponse()
+            response.read()
+            statuses.append(response.status)
+        finally:
+            conn.close()
+    return statuses
+
+
 @pytest.mark.slow
 class TwoWorkersTests(unittest.TestCase):
     """
@@ -194,6 +219,9 @@ class TwoWorkersTests(unittest.TestCase):
         serving worker is killed with C{kill -9}; slot 1's sessions are
         served again within seconds by its standby, and the exchange left
         open there is ended as "the proxy restarted" in its own log only.
+        Rules put on a slot 1 session are in force there and nowhere else; a
+        deleted slot 1 session frees its place for the next one made; SIGTERM
+        stops the workers of both slots.
         """
         origin, originPort = listenOrigin(self)
         folder = tempDirectory(self)
@@ -285,6 +313,41 @@ class TwoWorkersTests(unittest.TestCase):
                 self.assertEqual(restarted, [])
         self.assertEqual(readLog(log), [])
 
+        # Rules for a slot 1 session reach its (new) worker, and only it.
+        ruled = killed[1]
+        status, answer = yield inThread(api, "PUT", sessions[ruled]["urls"]["session"] + "/rules",
+                                        {"block": ["origin.test/blocked*"]})
+        self.assertEqual(status, 200, answer)
+        statuses = yield inThread(blockedRequests, [sessions[name]["port"] for name in (ruled, kept)], originPort)
+        # The kept session's request reaches the origin, which knows no /blocked.
+        self.assertEqual(statuses, [403, 404])
+        [blocked] = [o for o in entries(readLog(sessions[ruled]["log"])) if o["request"]["url"].endswith("/blocked")]
+        self.assertEqual(blocked["_rules"], [{"rule": "block[0]", "action": "blocked"}])
+
+        # A deleted slot 1 session frees its place: the next one made goes
+        # there (slot 0 has the kept connection open, and as many sessions).
+        status, deleted = yield inThread(api, "DELETE", sessions[killed[0]]["urls"]["session"])
+        self.assertEqual(status, 200, deleted)
+        status, late = yield inThread(api, "POST", apiBase + "/sessions", {"name": "late"})
+        self.assertEqual(status, 201, late)
+        statuses = yield inThread(blockedRequests, [late["port"]], originPort)
+        self.assertEqual(statuses, [404])
+        self.assertEqual(slotsOf(readLog(late["log"])), {1})
+
+        # A graceful stop stops every slot.
+        workers = twistd.workers()
+        twistd.process.send_signal(signal.SIGTERM)
+        # twistd, once cleanly shut down, ends itself by the signal it got.
+        self.assertEqual((yield inThread(twistd.wait)), -signal.SIGTERM)
+        text = twistd.text()
+        for pid in workers:
+            self.assertFalse(alive(pid), pid)
+        for slot in (0, 1):
+            self.assertRegex(text, rf"worker {lastStarted(text, slot)} stopped \(exited with 0\)")
+        for name in names + ["late"]:
+            path = late["log"] if name == "late" else sessions[name]["log"]
+            checkLog(self, readLog(path))
+
 
 #: Quick kills of one slot's worker in the kill storm test.
 STORM = 6
@@ -362,3 +425,62 @@ class SlotFaultTests(SynchronousTestCase):
         self.assertIn("3 quick deaths in a row: giving up", twistd.text())
         for pid in twistd.workers():
             self.assertFalse(alive(pid), pid)
+
+
+@pytest.mark.slow
+class SiteProxyWorkersTests(SynchronousTestCase):
+    """
+    The site proxy with C{--workers 2}: a worker of slot 1 decrypts too.
+    """
+
+    def test_sessionsInBothSlotsDecrypt(self) -> None:
+        """
+        Two sessions fixed at start go one to each slot; a CONNECT to the
+        site through each is decrypted with netlog's CA and answered by the
+        backend, and logged in that session's log with that slot's ids; the
+        main log, slot 0's, holds nothing.
+        """
+        import ssl
+        import threading
+
+        from tests.site.test_process import _Backend, _Server, readHead
+
+        backend = _Server(("127.0.0.1", 0), _Backend)
+        threading.Thread(target=backend.serve_forever, daemon=True).start()
+        self.addCleanup(backend.server_close)
+        self.addCleanup(backend.shutdown)
+        folder = tempDirectory(self)
+        sites = os.path.join(folder, "sites.toml")
+        with open(sites, "w") as f:
+            f.write(f'[[site]]\nname = "shop"\norigins = ["https://shop.test"]\n'
+                    f'backend = "http://127.0.0.1:{backend.server_address[1]}"\n')
+        log, state = os.path.join(folder, "network.jsonl"), os.path.join(folder, "state")
+        twistd = Twistd(folder, "netlog-proxy", [
+            "--workers", "2", "--sites", sites, "--listen", "tcp:0:interface=127.0.0.1", "--log", log,
+            "--state", state, "--resolve", "shop.test=127.0.0.1", "--resolve-only",
+            "--session", "a=0", "--session", "b=0"])
+        self.addCleanup(twistd.stop)
+        twistd.waitServing(2)
+        context = ssl.create_default_context(cafile=os.path.join(state, "ca.pem"))
+        for name, slot in (("a", 0), ("b", 1)):
+            found = re.search(rf"session {name} listens on IPv4Address\([^)]*port=(\d+)\), logs to (\S+) in slot {slot}",
+                              twistd.text())
+            self.assertIsNotNone(found, twistd.text())
+            sock = socket.create_connection(("127.0.0.1", int(found.group(1))), timeout=10)
+            self.addCleanup(sock.close)
+            sock.sendall(b"CONNECT shop.test:443 HTTP/1.1\r\nHost: shop.test:443\r\n\r\n")
+            self.assertTrue(readHead(sock).startswith(b"HTTP/1.1 200"))
+            tls = context.wrap_socket(sock, server_hostname="shop.test")
+            tls.sendall(b"GET /hi HTTP/1.1\r\nHost: shop.test\r\nConnection: close\r\n\r\n")
+            answer = b""
+            while data := tls.recv(65536):
+                answer += data
+            self.assertTrue(answer.endswith(b"\r\n\r\nok"), answer)
+            sessionLog = found.group(2).rstrip(",")
+            records = waitFor(lambda: [r for r in readLog(sessionLog) if r["type"] == "end"] and readLog(sessionLog),
+                              f"session {name}'s exchange to end")
+            checkLog(self, records)
+            [opened] = entries(records)
+            self.assertEqual(opened["request"]["url"], "https://shop.test/hi")
+            self.assertEqual(slotOfConnection(opened["connection"]), slot)
+        self.assertEqual(readLog(log), [])
