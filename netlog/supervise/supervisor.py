@@ -940,10 +940,12 @@ class WorkerSlot:
             return
         delay = max(decision.delay, self.policy.minDelay)
         _log.error(
-            "could not start a worker ({reason}); nobody serves; trying again in {delay:g} s",
+            "could not start a worker{where} ({reason}); nobody serves{what}; trying again in {delay:g} s",
             reason=reason,
             errno=error.errno,
             delay=delay,
+            where=self.where(),
+            what=" its listeners" if self.where() else "",
         )
         self._restartCall = self.supervisor._reactor.callLater(delay, self.replace)
 
@@ -963,9 +965,10 @@ class WorkerSlot:
         except OSError as e:
             self._standbyDelay = min(self._standbyDelay * 2, MAX_STANDBY_DELAY)
             _log.error(
-                "could not start a worker to stand by ({reason}); trying again in {delay:g} s",
+                "could not start a worker to stand by{where} ({reason}); trying again in {delay:g} s",
                 reason=os.strerror(e.errno) if e.errno else str(e),
                 delay=self._standbyDelay,
+                where=self.where(),
             )
             self._planStandby(self._standbyDelay)
 

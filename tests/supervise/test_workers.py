@@ -412,6 +412,51 @@ class SlotFaultTests(SynchronousTestCase):
         self.assertTrue(alive(main))
         self.assertEqual(self.servingIn(twistd, 0, 1), main)
 
+    def test_outOfFilesInOneSlot(self) -> None:
+        """
+        Slot 1's worker killed while the supervisor has no descriptor left:
+        starting its replacement fails, is logged for slot 1 and tried
+        again, while slot 0's worker serves the main listener throughout;
+        once descriptors are free again, slot 1 serves again.
+        """
+        from netlog.api.service import MAX_API_CONNECTIONS
+        from tests.supervise.test_faults import FAILED_STARTS, LOW_LIMIT, SPARE_FDS
+
+        folder = tempDirectory(self)
+        twistd = Twistd(folder, "netlog-standin", [
+            "--workers", "2", "--no-standby", "--log", os.path.join(folder, "network.jsonl"),
+            "--listen", "tcp:0:interface=127.0.0.1", "--resolve-only", "--resolve", "origin.test=127.0.0.1",
+            "--state", folder, "--api", "tcp:0", "--api-idle-timeout", "300"], openFiles=(LOW_LIMIT, LOW_LIMIT))
+        self.addCleanup(twistd.stop)
+        apiPort, port = twistd.apiPort(), twistd.listenerPort("forward")
+        main, victim = self.servingIn(twistd, 0, 1), self.servingIn(twistd, 1, 1)
+        held = []
+        self.addCleanup(lambda: [s.close() for s in held])
+        for _ in range(MAX_API_CONNECTIONS):
+            s = socket.create_connection(("127.0.0.1", apiPort), timeout=10)
+            held.append(s)
+            s.sendall(f"GET /network HTTP/1.1\r\nHost: 127.0.0.1:{apiPort}\r\n\r\n".encode())
+            self.assertTrue(s.recv(12).startswith(b"HTTP/1.1 200"))
+        pid = twistd.process.pid
+        tight = len(os.listdir(f"/proc/{pid}/fd")) + SPARE_FDS
+        import resource
+
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (tight, tight))
+        os.kill(victim, signal.SIGKILL)
+        failed = (r"#error\] could not start a worker in slot 1 \(Too many open files\); nobody serves its "
+                  r"listeners; trying again in [0-9.]+ s")
+        waitFor(lambda: len(re.findall(failed, twistd.text())) >= FAILED_STARTS, "failed starts, logged")
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+            client.sendall(b"GET http://elsewhere.test/ HTTP/1.1\r\nHost: elsewhere.test\r\n\r\n")
+            self.assertTrue(client.recv(4096).startswith(b"HTTP/1.1 "))
+        self.assertTrue(alive(main))
+        for s in held:
+            s.close()
+        second = self.servingIn(twistd, 1, 2)
+        self.assertRegex(twistd.text(), rf"worker {second} serving again, [0-9.]+ s after worker {victim} died in slot 1")
+        self.assertEqual(self.servingIn(twistd, 0, 1), main)
+        self.assertNotIn("in slot 0 died", twistd.text())
+
     def test_giveUpInOneSlot(self) -> None:
         """
         With --give-up-after 3, three quick deaths in slot 1 stop the whole
