@@ -9,10 +9,12 @@ C{kill -9} of one slot's worker leaving the other slot's connections alone.
 from __future__ import annotations
 
 import http.client
+import http.server
 import os
 import re
 import signal
 import socket
+import threading
 from typing import Any
 
 import pytest
@@ -529,3 +531,136 @@ class SiteProxyWorkersTests(SynchronousTestCase):
             self.assertEqual(opened["request"]["url"], "https://shop.test/hi")
             self.assertEqual(slotOfConnection(opened["connection"]), slot)
         self.assertEqual(readLog(log), [])
+
+
+#: Sessions in the burst test, half in each slot.
+BURST_SESSIONS = 8
+#: Requests each session's client sends in the burst.
+BURST_REQUESTS = 200
+#: Requests each client has had answered when slot 1's worker is killed.
+KILL_AFTER = 50
+#: Tries of one request in a slot 1 session, the one cut by the kill among them.
+TRIES = 3
+#: Seconds a burst client may take at most.
+WAIT_BURST = 60.0
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    """
+    An origin that answers every GET with a short C{200}, keep-alive.
+    """
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "5")
+        self.end_headers()
+        self.wfile.write(b"hello")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def listenOriginThread(testCase: SynchronousTestCase) -> int:
+    """
+    Start a L{_Hello} origin on loopback in a thread; its port. Stopped at
+    the test's end.
+    """
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    testCase.addCleanup(server.server_close)
+    testCase.addCleanup(server.shutdown)
+    return server.server_address[1]
+
+
+class BurstClient(threading.Thread):
+    """
+    One session's client: L{BURST_REQUESTS} keep-alive GETs, each tried
+    again (on a new connection) when it fails, up to L{TRIES} times.
+    """
+
+    def __init__(self, port: int, name: str, originPort: int) -> None:
+        threading.Thread.__init__(self, daemon=True)
+        self.port, self.name, self.originPort = port, name, originPort
+        self.answered = 0
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        for _ in range(BURST_REQUESTS):
+            for _ in range(TRIES):
+                try:
+                    conn.request("GET", f"http://origin.test:{self.originPort}/hello",
+                                 headers={"X-Session": self.name})
+                    response = conn.getresponse()
+                    response.read()
+                    if response.status == 200:
+                        self.answered += 1
+                        break
+                    self.errors.append(f"status {response.status}")
+                except (OSError, http.client.HTTPException) as e:
+                    self.errors.append(repr(e))
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn.close()
+
+
+@pytest.mark.slow
+class BurstKillTests(SynchronousTestCase):
+    def test_killMidBurst(self) -> None:
+        """
+        Eight sessions, four in each slot, each sent a burst of keep-alive
+        requests; slot 1's serving worker is killed with C{kill -9} in the
+        middle: slot 0's sessions see no error at all, slot 1's are all
+        answered in the end (a request cut by the kill asked again), and
+        every log is whole: numbers without gap, no cut line, every open
+        ended, the restart's ends in slot 1's logs only.
+        """
+        originPort = listenOriginThread(self)
+        folder = tempDirectory(self)
+        args = ["--workers", "2", "--listen", "tcp:0:interface=127.0.0.1",
+                "--log", os.path.join(folder, "network.jsonl"), "--api", "tcp:0", "--state", folder,
+                "--resolve-only", "--resolve", "origin.test=127.0.0.1", "--connect-ports", str(originPort)]
+        twistd = Twistd(folder, "netlog-standin", args)
+        self.addCleanup(twistd.stop)
+        api = caller(os.path.join(folder, "api-token"))
+        twistd.waitServing(2)
+        apiBase = f"http://127.0.0.1:{twistd.apiPort()}"
+        sessions = {}
+        for i in range(BURST_SESSIONS):
+            status, made = api("POST", apiBase + "/sessions", {"name": f"burst-{i}"})
+            self.assertEqual(status, 201, made)
+            sessions[made["name"]] = made
+        slotOf = {name: int(re.search(rf"session {name} listens on .* in slot (\d)", twistd.text()).group(1))
+                  for name in sessions}
+        self.assertEqual(sorted(slotOf.values()), [0] * (BURST_SESSIONS // 2) + [1] * (BURST_SESSIONS // 2))
+        waitFor(lambda: twistd.standingByCount() >= 2, "a standby in each slot")
+        victim = servingWorker(twistd, 1)
+        clients = [BurstClient(made["port"], name, originPort) for name, made in sessions.items()]
+        for client in clients:
+            client.start()
+        waitFor(lambda: all(c.answered >= KILL_AFTER for c in clients) or not any(c.is_alive() for c in clients),
+                "every client well into its burst")
+        os.kill(victim, signal.SIGKILL)
+        # In the middle of the burst: slot 1's clients were not done.
+        self.assertTrue([c for c in clients if slotOf[c.name] == 1 and c.answered < BURST_REQUESTS])
+        for client in clients:
+            client.join(WAIT_BURST)
+            self.assertFalse(client.is_alive(), client.name)
+        for client in clients:
+            if slotOf[client.name] == 0:
+                self.assertEqual(client.errors, [], client.name)
+            self.assertEqual(client.answered, BURST_REQUESTS, (client.name, client.errors))
+        self.assertFalse(alive(victim))
+        for name, made in sessions.items():
+            records = readLog(made["log"])
+            checkLog(self, records)
+            self.assertEqual(slotsOf(records), {slotOf[name]})
+            restarted = [r for r in records if (r.get("_failed") or {}).get("reason") == "the proxy restarted"]
+            if slotOf[name] == 0:
+                self.assertEqual(restarted, [])
+                self.assertEqual(len(entries(records)), BURST_REQUESTS)
+            else:
+                self.assertGreaterEqual(len(entries(records)), BURST_REQUESTS)
