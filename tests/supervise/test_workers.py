@@ -664,3 +664,52 @@ class BurstKillTests(SynchronousTestCase):
                 self.assertEqual(len(entries(records)), BURST_REQUESTS)
             else:
                 self.assertGreaterEqual(len(entries(records)), BURST_REQUESTS)
+
+
+#: Browser connections held open through one session in the placement test.
+HELD_CONNECTIONS = 3
+
+
+@pytest.mark.slow
+class PlacementTests(SynchronousTestCase):
+    def test_busierSlotGetsNoNewSession(self) -> None:
+        """
+        With slot 0 holding more sessions but slot 1 more open connections
+        (as its worker's heartbeat says), a new session goes to slot 0.
+        """
+        import time
+
+        from netlog.supervise.worker import HEARTBEAT_INTERVAL
+
+        originPort = listenOriginThread(self)
+        folder = tempDirectory(self)
+        twistd = Twistd(folder, "netlog-standin", [
+            "--workers", "2", "--no-standby", "--listen", "tcp:0:interface=127.0.0.1",
+            "--log", os.path.join(folder, "network.jsonl"), "--api", "tcp:0", "--state", folder,
+            "--resolve-only", "--resolve", "origin.test=127.0.0.1", "--connect-ports", str(originPort)])
+        self.addCleanup(twistd.stop)
+        api = caller(os.path.join(folder, "api-token"))
+        twistd.waitServing(2)
+        apiBase = f"http://127.0.0.1:{twistd.apiPort()}"
+
+        def make(name: str) -> tuple[dict[str, Any], int]:
+            status, made = api("POST", apiBase + "/sessions", {"name": name})
+            self.assertEqual(status, 201, made)
+            found = re.search(rf"session {name} listens on .* in slot (\d)", twistd.text())
+            return made, int(found.group(1))
+
+        self.assertEqual([make(name)[1] for name in ("s0", "s1", "s2")], [0, 1, 0])
+        status, listed = api("GET", apiBase + "/sessions")
+        s1 = next(s for s in listed["sessions"] if s["name"] == "s1")
+        held = []
+        self.addCleanup(lambda: [c.close() for c in held])
+        for _ in range(HELD_CONNECTIONS):
+            conn = http.client.HTTPConnection("127.0.0.1", s1["port"], timeout=10)
+            conn.request("GET", f"http://origin.test:{originPort}/hello")
+            conn.getresponse().read()
+            held.append(conn)
+        # Long enough for two heartbeats to say so.
+        time.sleep(2.5 * HEARTBEAT_INTERVAL)
+        self.assertEqual(make("s3")[1], 0)
+        for conn in held:
+            conn.close()
