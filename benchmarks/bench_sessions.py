@@ -95,9 +95,11 @@ def cpu(pids: list[int]) -> float:
     return sum(cpuSeconds(pid) or 0.0 for pid in pids)
 
 
-def standin(env: Environment, name: str, port: int, sessions: list[tuple[str, int]]) -> subprocess.Popen[bytes]:
+def standin(env: Environment, name: str, port: int, sessions: list[tuple[str, int]],
+            extra: list[str] | None = None) -> subprocess.Popen[bytes]:
     """
-    A supervised stand-in on C{port}, with C{sessions} fixed at start.
+    A supervised stand-in on C{port}, with C{sessions} fixed at start, and
+    C{extra} arguments.
     """
     args = [
         sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
@@ -110,6 +112,7 @@ def standin(env: Environment, name: str, port: int, sessions: list[tuple[str, in
     ]
     for session, sessionPort in sessions:
         args += ["--session", f"{session}={sessionPort}"]
+    args += extra or []
     return subprocess.Popen(args, env=sourceEnv(), cwd=env.directory,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

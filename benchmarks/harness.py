@@ -649,3 +649,13 @@ def cpuTable(results: Results, names: list[str], scenarios: list[str]) -> str:
             cells.append(_ratio(results.cpu.get((scenario, p)), results.cpu.get((scenario, PEER))))
         lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def printReport(text: str, out: str | None) -> None:
+    """
+    Print a benchmark's report, and write it to C{out} when given.
+    """
+    sys.stdout.write(text)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)

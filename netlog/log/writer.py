@@ -467,6 +467,12 @@ class LogWriter(Service):
     and numbers on after the last whole line (the cut line's number is given
     again: it never became a whole line).
 
+    One writer per log: the counter and the open exchanges live in this
+    object, so only one process may write a given file at a time. Under the
+    supervisor, the workers of one worker slot alone are handed a log (see
+    C{docs/engine.rst}, "One writer per log"), and a worker makes a writer
+    only from a descriptor it was handed.
+
     @ivar failedWrites: writes that failed (disk full, I/O error, size limit).
     @ivar droppedLines: lines given up because too many were held.
     """

@@ -95,6 +95,10 @@ class ProxyService(Service):
         self.pool = Pool(reactor)
         self.connections: set[Any] = set()
         self._ids = itertools.count(1)
+        #: What its connection ids start with: nothing, or the worker slot
+        #: of the worker it runs in (see
+        #: L{netlog.supervise.worker.connectionPrefix}).
+        self.connectionPrefix = ""
         self._upstreamTLS: dict[Any, Any] = {}
         self.listeners: list[tuple[str, str, Any]] = []
         for description in listen:
@@ -148,7 +152,7 @@ class ProxyService(Service):
         return self.writer.enabled
 
     def nextConnectionId(self) -> str:
-        return f"c{next(self._ids)}"
+        return f"{self.connectionPrefix}c{next(self._ids)}"
 
     def openFields(self, side: Any, kind: str, started: float, head: RequestHead, url: str,
                    host: str | None, port: int | None, address: str | None = None,

@@ -58,7 +58,7 @@ def sessionProxy(main: Any, writer: LogWriter, reactor: Any, port: int, rules: R
     with its own writer, connections, pool and C{rules} (its rules document,
     L{netlog.core.rules}), and one forward listener on loopback.
     """
-    return ProxyService(
+    proxy = ProxyService(
         main.mode,
         writer,
         reactor,
@@ -70,6 +70,9 @@ def sessionProxy(main: Any, writer: LogWriter, reactor: Any, port: int, rules: R
         headerTimeout=main.headerTimeout,
         rules=rules,
     )
+    # Its connection ids say which worker slot it runs in, as its main's do.
+    proxy.connectionPrefix = main.connectionPrefix
+    return proxy
 
 
 class AdoptedSession(MultiService):
@@ -90,6 +93,8 @@ class AdoptedSession(MultiService):
         self.setName(name)
         self._reactor = reactor
         self._fds = (logFd, listenFd)
+        # One writer per log: the descriptor was handed to this worker's
+        # slot alone (the worker refuses any other, see handedToSlot).
         self.writer = LogWriter(logPath, reactor=reactor, fd=logFd)
         proxy = self.proxy = sessionProxy(main, self.writer, reactor, port, compileRules(rules or {}))
         main.policy.addListener(SESSION_INTERFACE, port)

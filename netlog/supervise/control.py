@@ -5,8 +5,9 @@ API (their log and listener, as file descriptors) and asks it to stop one.
 
 One JSON object per line. The supervisor sends:
 
-  - C{{"op": "add", "name", "log", "port", "family", "rules"}} after two
-    file descriptors (the log, then the listener);
+  - C{{"op": "add", "name", "log", "port", "family", "rules", "slot"}}
+    after two file descriptors (the log, then the listener), C{slot} the
+    worker slot whose workers alone write that log;
   - C{{"op": "delete", "name", "timeout"}};
   - C{{"op": "rules", "name", "rules"}}: a session's rules document, or
     the main listener's when C{name} is C{null}, checked already (see
@@ -81,18 +82,22 @@ class SupervisorSide(_Lines):
         self.closed = False
 
     def add(self, name: str, logPath: str, logFd: int, listenFd: int, family: str, port: int,
-            rules: dict[str, Any]) -> None:
+            rules: dict[str, Any], slot: int = 0) -> None:
         """
         Hand a session to the worker; nothing when its channel is gone (a
         worker killed and not yet noticed dead: the next worker gets the
         session in its SPEC).
+
+        @param slot: the worker slot the supervisor put the session in; a
+            worker of another slot refuses it.
         """
         if self.closed or self.transport is None:
             return
         transport: Any = self.transport
         transport.sendFileDescriptor(logFd)
         transport.sendFileDescriptor(listenFd)
-        self.send({"op": "add", "name": name, "log": logPath, "family": family, "port": port, "rules": rules})
+        self.send({"op": "add", "name": name, "log": logPath, "family": family, "port": port, "rules": rules,
+                   "slot": slot})
 
     def setRules(self, name: str | None, rules: dict[str, Any]) -> Deferred[None]:
         """

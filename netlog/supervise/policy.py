@@ -66,6 +66,13 @@ class RestartPolicy:
         self.quickDeaths = 0
         self._delay = 0.0
 
+    def like(self) -> RestartPolicy:
+        """
+        A policy with the same limits and no deaths yet: each worker slot
+        counts its own (see L{netlog.supervise.supervisor.WorkerSlot}).
+        """
+        return RestartPolicy(self.quick, self.minDelay, self.maxDelay, self.maxQuickDeaths)
+
     def died(self, lived: float) -> Decision:
         """
         A worker died after serving C{lived} seconds; say when to start the

@@ -35,7 +35,7 @@ from netlog.log.writer import LogWriter, lastLineOf, openLogFile
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.control import SupervisorSide, connectSupervisorSide
 from netlog.supervise.policy import RestartPolicy
-from netlog.supervise.worker import ALIVE, GO, READY, STANDING_BY, STATUS_FD, workerSpec
+from netlog.supervise.worker import GO, READY, STANDING_BY, STATUS_FD, readAlive, workerSpec
 
 _log = Logger(namespace="netlog.supervisor")
 
@@ -67,6 +67,21 @@ MAX_OUTPUT_LINE = 16 * 1024
 #: The most open files the soft limit is raised to at start (the hard limit
 #: may be far higher).
 MAX_OPEN_FILES = 65536
+#: The worker slot that serves the main listeners and writes the main log.
+MAIN_SLOT = 0
+
+
+def placeSession(slots: Sequence[tuple[int, int]]) -> int:
+    """
+    Which worker slot a new session goes to: the one whose serving worker
+    has the fewest open connections, among equals the one with the fewest
+    sessions (so that sessions made at once, before any traffic, spread
+    evenly), among those the first.
+
+    @param slots: C{(open connections, sessions)} of each slot, in order.
+    @return: the index of the chosen slot.
+    """
+    return min(range(len(slots)), key=lambda index: (slots[index][0], slots[index][1], index))
 
 
 def raiseFileLimit() -> tuple[int, int] | None:
@@ -196,14 +211,17 @@ class WorkerProtocol(ProcessProtocol):
 
     transport: Any
 
-    def __init__(self, supervisor: Supervisor, startedAt: float, standby: bool = False) -> None:
-        self.supervisor = supervisor
+    def __init__(self, slot: WorkerSlot, startedAt: float, standby: bool = False) -> None:
+        self.slot = slot
+        self.supervisor = slot.supervisor
         self.startedAt = startedAt
         self.standby = standby
         self.standingBy = False
         self.ready = False
         self.readyAt: float | None = None
         self.lastAlive: float | None = None
+        #: The open browser connections it said it has in its last heartbeat.
+        self.connections = 0
         self.hungKilled = False
         #: Its end of the control channel (L{netlog.supervise.control}).
         self.control: SupervisorSide | None = None
@@ -243,15 +261,17 @@ class WorkerProtocol(ProcessProtocol):
 
     def _status(self, line: bytes) -> None:
         line += b"\n"
-        if line == ALIVE:
+        alive = readAlive(line)
+        if alive is not None:
             self.lastAlive = self.supervisor.now()
+            self.connections = alive
         elif line == STANDING_BY and self.standby and not self.standingBy:
             self.standingBy = True
-            self.supervisor.workerStandingBy(self)
+            self.slot.workerStandingBy(self)
         elif line == READY and not self.ready:
             self.ready = True
             self.readyAt = self.lastAlive = self.supervisor.now()
-            self.supervisor.workerReady(self)
+            self.slot.workerReady(self)
 
     def go(self, now: float) -> None:
         """
@@ -273,7 +293,7 @@ class WorkerProtocol(ProcessProtocol):
         if self.control is not None and self.control.transport is not None:
             self.control.transport.loseConnection()
         self.endReason = reason
-        self.supervisor.workerEnded(self, reason)
+        self.slot.workerEnded(self, reason)
         self.ended.callback(None)
 
 
@@ -334,10 +354,13 @@ class Supervisor(MultiService):
         fork: bool = False,
         adoptSession: str | None = None,
         rules: Rules = NO_RULES,
+        workers: int = 1,
     ) -> None:
         """
         @param rules: the main listener's rules (C{--rules}); each session's
-            are kept here too, and handed to every worker.
+            are kept here too, and handed to the workers that serve it.
+        @param workers: how many workers serve at once (C{--workers}), each
+            in a slot of its own with its own standby.
         """
         MultiService.__init__(self)
         self._fork = fork
@@ -375,19 +398,59 @@ class Supervisor(MultiService):
         self._onGiveUp = onGiveUp
         self.logFd: int | None = None
         self.listeners: list[BoundListener] = []
-        self.worker: WorkerProtocol | None = None
-        self.standby: WorkerProtocol | None = None
+        if workers < 1:
+            raise ValueError("a supervisor needs at least one worker slot")
+        #: The worker slots, L{MAIN_SLOT} first; each with its own restart
+        #: policy (the one given serves slot 0, the others get its like).
+        self.slots = [WorkerSlot(self, 0, self.policy)] + [
+            WorkerSlot(self, index, self.policy.like()) for index in range(1, workers)
+        ]
         self._useStandby = standby
         self.hangTimeout = hangTimeout
         self._hangCheck: Any = None
-        self._standbyCall: Any = None
-        self._standbyDelay = STANDBY_DELAY
         self.exitCode: int | None = None
-        self.restarts = 0
-        self._restartCall: Any = None
         self._stopping = False
-        self._lastDeath: tuple[int | None, float] | None = None
         self._privilegedDone = False
+
+    @property
+    def worker(self) -> WorkerProtocol | None:
+        """
+        The worker serving the main listeners (slot 0's).
+        """
+        return self.slots[MAIN_SLOT].worker
+
+    @property
+    def standby(self) -> WorkerProtocol | None:
+        """
+        Slot 0's standby.
+        """
+        return self.slots[MAIN_SLOT].standby
+
+    @property
+    def restarts(self) -> int:
+        """
+        Workers started again after a death, in every slot.
+        """
+        return sum(slot.restarts for slot in self.slots)
+
+    def slotOf(self, name: str) -> WorkerSlot:
+        """
+        The slot serving session C{name}.
+
+        @raise KeyError: no slot serves it.
+        """
+        for slot in self.slots:
+            if name in slot.sessions:
+                return slot
+        raise KeyError(name)
+
+    def _placeSession(self, name: str) -> WorkerSlot:
+        """
+        Put a new session in a slot (see L{placeSession}).
+        """
+        slot = self.slots[placeSession([(s.openConnections(), len(s.sessions)) for s in self.slots])]
+        slot.sessions.add(name)
+        return slot
 
     # -- service ------------------------------------------------------------
 
@@ -423,9 +486,10 @@ class Supervisor(MultiService):
                 raise
             self.sessions[name] = (fd, bound)
             self._sessionFirst[name] = lastLineOf(fd) + 1
+            slot = self._placeSession(name)
             _log.info(
-                "session {name} listens on {address}, logs to {log}",
-                name=name, address=bound.getHost(), log=logPath,
+                "session {name} listens on {address}, logs to {log}{where}",
+                name=name, address=bound.getHost(), log=logPath, where=slot.where(),
             )
         MultiService.privilegedStartService(self)
 
@@ -467,13 +531,19 @@ class Supervisor(MultiService):
             raise KeyError(name)
         self._rules[name] = rules
         d: Deferred[Any] = gatherResults([worker.control.setRules(name, rules.document)  # type: ignore[union-attr]
-                                          for worker in self._liveWorkers()])
+                                          for worker in self._liveWorkers(name)])
         timer = self._reactor.callLater(RULES_TIMEOUT, lambda: None if d.called else d.cancel())
         d.addErrback(lambda f: None)
         return d.addBoth(lambda result: timer.cancel() if timer.active() else None)
 
-    def _liveWorkers(self) -> list[WorkerProtocol]:
-        return [w for w in (self.worker, self.standby) if w is not None and w.control is not None]
+    def _liveWorkers(self, name: str | None) -> list[WorkerProtocol]:
+        """
+        The workers running now that serve session C{name} (L{None}: the
+        main listeners): its slot's.
+        """
+        slot = self.slots[MAIN_SLOT] if name is None else self.slotOf(name)
+        return slot.liveWorkers()
+
 
     def addSession(self, name: str, description: str, logPath: str, rules: Rules = NO_RULES) -> BoundListener:
         """
@@ -497,16 +567,18 @@ class Supervisor(MultiService):
         self._sessionPaths[name] = logPath
         self._sessionFirst[name] = lastLineOf(fd) + 1
         self._rules[name] = rules
-        for worker in self._liveWorkers():
+        slot = self._placeSession(name)
+        for worker in slot.liveWorkers():
             assert worker.control is not None
             try:
                 worker.control.add(name, logPath, fd, bound.fd, bound.family, bound.getHost().port,
-                                   rules.document)
+                                   rules.document, slot.index)
             except Exception:
                 # A worker dying as the session is made: the session is held
                 # here, and the worker that replaces it gets it at start.
                 _log.failure("handing session {name} to worker {pid} failed", name=name, pid=worker.pid)
-        _log.info("session {name} listens on {address}, logs to {log}", name=name, address=bound.getHost(), log=logPath)
+        _log.info("session {name} listens on {address}, logs to {log}{where}",
+                  name=name, address=bound.getHost(), log=logPath, where=slot.where())
         return bound
 
     def deleteSession(self, name: str, timeout: float) -> Deferred[dict[str, Any]]:
@@ -521,7 +593,11 @@ class Supervisor(MultiService):
         self._rules.pop(name, None)
         logPath = self._sessionPaths[name]
         self._deleting.add(name)
-        waits = [worker.control.delete(name, timeout) for worker in self._liveWorkers()]  # type: ignore[union-attr]
+        slot = self.slotOf(name)
+        # Out of its slot at once: its workers started from now on are not
+        # handed it, and the slot is free for the next session.
+        slot.sessions.discard(name)
+        waits = [worker.control.delete(name, timeout) for worker in slot.liveWorkers()]  # type: ignore[union-attr]
         d: Deferred[Any] = gatherResults(waits) if waits else succeed(None)
         # A worker that never answers (stuck) does not hold the answer forever.
         def giveUpWaiting() -> None:
@@ -555,17 +631,18 @@ class Supervisor(MultiService):
             self._hangCheck = LoopingCall(self._checkAlive)
             self._hangCheck.clock = self._reactor
             self._hangCheck.start(HANG_CHECK_INTERVAL, now=False)
-        self._replace()
+        for slot in self.slots:
+            slot.replace()
+
+    def _checkAlive(self) -> None:
+        for slot in self.slots:
+            slot.checkAlive()
 
     def stopService(self) -> Deferred[None]:
         self._stopping = True
         if self._hangCheck is not None and self._hangCheck.running:
             self._hangCheck.stop()
-        for call in (self._restartCall, self._standbyCall):
-            if call is not None and call.active():
-                call.cancel()
-        self._restartCall = self._standbyCall = None
-        d: Deferred[Any] = gatherResults([self._stopWorker(self.worker), self._stopWorker(self.standby)])
+        d: Deferred[Any] = gatherResults([slot.stop() for slot in self.slots])
         d.addCallback(lambda _: self._endLeftOpen())
         d.addCallback(lambda _: self._release())
         d.addCallback(lambda _: MultiService.stopService(self))
@@ -638,19 +715,25 @@ class Supervisor(MultiService):
 
     # -- workers ------------------------------------------------------------
 
-    def _spawn(self, standby: bool = False) -> WorkerProtocol:
+    def _spawn(self, slot: WorkerSlot, standby: bool = False) -> WorkerProtocol:
         """
-        Start a worker process, serving at once or standing by.
+        Start a worker process for C{slot}, serving at once or standing by.
+
+        It is handed the logs its slot writes and nothing else: the main log
+        and listeners in slot 0 only, and the slot's own sessions. This is
+        the one-writer rule (see C{docs/engine.rst}): the slots' sessions
+        are the only record of which process writes which log, and a worker
+        opens no log it was not handed here.
         """
         childFDs: dict[int, Any] = {0: "w", 1: "r", 2: "r", STATUS_FD: "r"}
         nextFd = FIRST_HANDED_FD
         logFd = None
-        if self.logFd is not None:
+        if self.logFd is not None and slot.servesMain:
             logFd = nextFd
             childFDs[logFd] = self.logFd
             nextFd += 1
         handed = []
-        for bound in self.listeners:
+        for bound in self.listeners if slot.servesMain else []:
             childFDs[nextFd] = bound.fd
             handed.append(
                 {"fd": nextFd, "family": bound.family, "role": bound.role, "description": bound.description}
@@ -664,12 +747,14 @@ class Supervisor(MultiService):
         sessions = []
         paths = self._sessionPaths
         for name, (fd, bound) in self.sessions.items():
+            if name not in slot.sessions:
+                continue
             childFDs[nextFd] = fd
             childFDs[nextFd + 1] = bound.fd
             sessions.append({
                 "name": name, "log": {"path": paths[name], "fd": nextFd},
                 "fd": nextFd + 1, "family": bound.family, "port": bound.getHost().port,
-                "rules": self._rules.get(name, NO_RULES).document,
+                "rules": self._rules.get(name, NO_RULES).document, "slot": slot.index,
             })
             nextFd += 2
         spec = workerSpec(
@@ -686,10 +771,12 @@ class Supervisor(MultiService):
             control=nextFd,
             adoptSession=self._adoptSession,
             rules=self._rules[None].document,
+            slot=slot.index,
+            servesMain=slot.servesMain,
         )
         control, theirs = connectSupervisorSide(self._reactor)
         childFDs[nextFd] = theirs.fileno()
-        worker = WorkerProtocol(self, self._reactor.seconds(), standby)
+        worker = WorkerProtocol(slot, self._reactor.seconds(), standby)
         worker.control = control
         # -P: nothing from the working folder is imported.
         args = [self._executable, "-P", "-m", "netlog.supervise.worker", spec]
@@ -706,7 +793,8 @@ class Supervisor(MultiService):
             raise
         finally:
             theirs.close()
-        _log.info("started worker {pid}{how}", pid=worker.pid, how=" to stand by" if standby else "")
+        _log.info("started worker {pid}{how}{where}", pid=worker.pid, how=" to stand by" if standby else "",
+                  where=slot.where())
         return worker
 
     def _workerEnv(self) -> dict[str, str]:
@@ -725,13 +813,100 @@ class Supervisor(MultiService):
         env["PYTHONPATH"] = os.pathsep.join(roots + rest)
         return env
 
-    def _replace(self) -> None:
+    def _giveUp(self, what: str, quickDeaths: int) -> None:
+        _log.critical(
+            "{what}; that is {count} quick deaths in a row: giving up, the proxy "
+            "stops (exit code {code})",
+            what=what,
+            count=quickDeaths,
+            code=EXIT_GAVE_UP,
+        )
+        self.exitCode = EXIT_GAVE_UP
+        self._onGiveUp(EXIT_GAVE_UP)
+        if self._reactor.running:
+            self._reactor.stop()
+
+    def now(self) -> float:
+        return float(self._reactor.seconds())
+
+
+class WorkerSlot:
+    """
+    One serving worker's place: the worker serving it, the standby that
+    takes over when that one dies, the restart policy's state and timers,
+    and what it serves. Slot 0 serves the main listeners and the main log;
+    every slot serves the sessions the supervisor put in it (see
+    L{placeSession}). A slot's faults are its own: a death, a kill storm or
+    a failed start in one leaves the others' workers alone.
+
+    @ivar index: its number, 0 first; the prefix of its workers' connection
+        ids (see L{connectionPrefix}).
+    @ivar sessions: the names of the sessions it serves: the one place that
+        says which worker writes a session's log.
+    """
+
+    def __init__(self, supervisor: Supervisor, index: int, policy: RestartPolicy) -> None:
+        self.supervisor = supervisor
+        self.index = index
+        self.policy = policy
+        self.worker: WorkerProtocol | None = None
+        self.standby: WorkerProtocol | None = None
+        self.sessions: set[str] = set()
+        self.restarts = 0
+        self._restartCall: Any = None
+        self._standbyCall: Any = None
+        self._standbyDelay = STANDBY_DELAY
+        self._lastDeath: tuple[int | None, float] | None = None
+
+    @property
+    def servesMain(self) -> bool:
+        """
+        Whether its workers serve the main listeners and write the main log.
+        """
+        return self.index == MAIN_SLOT
+
+    def where(self) -> str:
+        """
+        What the supervisor's log lines about its workers end with: the
+        slot, when there is more than one (with one, the lines are as they
+        always were).
+        """
+        return f" in slot {self.index}" if len(self.supervisor.slots) > 1 else ""
+
+    def liveWorkers(self) -> list[WorkerProtocol]:
+        """
+        Its workers with a control channel: the serving one and the standby.
+        """
+        return [w for w in (self.worker, self.standby) if w is not None and w.control is not None]
+
+    def openConnections(self) -> int:
+        """
+        The open browser connections its serving worker last said it has
+        (none when nobody serves).
+        """
+        return self.worker.connections if self.worker is not None else 0
+
+    def cancelTimers(self) -> None:
+        for call in (self._restartCall, self._standbyCall):
+            if call is not None and call.active():
+                call.cancel()
+        self._restartCall = self._standbyCall = None
+
+    def stop(self) -> Deferred[Any]:
+        """
+        Stop its workers (TERM, then KILL after the grace period).
+        """
+        self.cancelTimers()
+        stop = self.supervisor._stopWorker
+        return gatherResults([stop(self.worker), stop(self.standby)])
+
+    def replace(self) -> None:
         """
         Put a serving worker in place: the standby if it is waiting, else a
         new one.
         """
         self._restartCall = None
-        if self._stopping or self.worker is not None:
+        if self.supervisor._stopping or self.worker is not None:
             return
         standby = self.standby
         if standby is not None and not standby.standingBy:
@@ -742,11 +917,11 @@ class Supervisor(MultiService):
         if standby is not None:
             self.standby = None
             self.worker = standby
-            standby.go(self._reactor.seconds())
+            standby.go(self.supervisor._reactor.seconds())
             _log.info("worker {pid}, standing by, takes over", pid=standby.pid)
         else:
             try:
-                self.worker = self._spawn()
+                self.worker = self.supervisor._spawn(self)
             except OSError as e:
                 self._spawnFailed(e)
                 return
@@ -761,53 +936,43 @@ class Supervisor(MultiService):
         decision = self.policy.died(0.0)
         reason = os.strerror(error.errno) if error.errno else str(error)
         if decision.giveUp:
-            self._giveUp(f"could not start a worker ({reason})", decision.quickDeaths)
+            self.supervisor._giveUp(f"could not start a worker ({reason})", decision.quickDeaths)
             return
         delay = max(decision.delay, self.policy.minDelay)
         _log.error(
-            "could not start a worker ({reason}); nobody serves; trying again in {delay:g} s",
+            "could not start a worker{where} ({reason}); nobody serves{what}; trying again in {delay:g} s",
             reason=reason,
             errno=error.errno,
             delay=delay,
+            where=self.where(),
+            what=" its listeners" if self.where() else "",
         )
-        self._restartCall = self._reactor.callLater(delay, self._replace)
-
-    def _giveUp(self, what: str, quickDeaths: int) -> None:
-        _log.critical(
-            "{what}; that is {count} quick deaths in a row: giving up, the proxy "
-            "stops (exit code {code})",
-            what=what,
-            count=quickDeaths,
-            code=EXIT_GAVE_UP,
-        )
-        self.exitCode = EXIT_GAVE_UP
-        self._onGiveUp(EXIT_GAVE_UP)
-        if self._reactor.running:
-            self._reactor.stop()
+        self._restartCall = self.supervisor._reactor.callLater(delay, self.replace)
 
     def _planStandby(self, delay: float) -> None:
-        if not self._useStandby or self._stopping or self.standby is not None:
+        if not self.supervisor._useStandby or self.supervisor._stopping or self.standby is not None:
             return
         if self._standbyCall is not None and self._standbyCall.active():
             return
-        self._standbyCall = self._reactor.callLater(delay, self._startStandby)
+        self._standbyCall = self.supervisor._reactor.callLater(delay, self._startStandby)
 
     def _startStandby(self) -> None:
         self._standbyCall = None
-        if self._stopping or self.standby is not None:
+        if self.supervisor._stopping or self.standby is not None:
             return
         try:
-            self.standby = self._spawn(standby=True)
+            self.standby = self.supervisor._spawn(self, standby=True)
         except OSError as e:
             self._standbyDelay = min(self._standbyDelay * 2, MAX_STANDBY_DELAY)
             _log.error(
-                "could not start a worker to stand by ({reason}); trying again in {delay:g} s",
+                "could not start a worker to stand by{where} ({reason}); trying again in {delay:g} s",
                 reason=os.strerror(e.errno) if e.errno else str(e),
                 delay=self._standbyDelay,
+                where=self.where(),
             )
             self._planStandby(self._standbyDelay)
 
-    def _checkAlive(self) -> None:
+    def checkAlive(self) -> None:
         """
         Kill the serving worker if its event loop has been stuck too long:
         a hung proxy serves nobody, and its connections pile up.
@@ -815,8 +980,8 @@ class Supervisor(MultiService):
         worker = self.worker
         if worker is None or worker.lastAlive is None or worker.hungKilled:
             return
-        silent = self.now() - worker.lastAlive
-        if silent > self.hangTimeout:
+        silent = self.supervisor.now() - worker.lastAlive
+        if silent > self.supervisor.hangTimeout:
             worker.hungKilled = True
             _log.error(
                 "worker {pid} has not answered for {silent:.1f} s (its event loop is "
@@ -826,9 +991,6 @@ class Supervisor(MultiService):
             )
             worker.signal("KILL")
 
-    def now(self) -> float:
-        return float(self._reactor.seconds())
-
     def workerStandingBy(self, worker: WorkerProtocol) -> None:
         """
         A standby is built and waits; if nobody serves, it takes over now.
@@ -837,10 +999,10 @@ class Supervisor(MultiService):
         _log.info(
             "worker {pid} standing by, {took:.3f} s after it was started",
             pid=worker.pid,
-            took=self._reactor.seconds() - worker.startedAt,
+            took=self.supervisor._reactor.seconds() - worker.startedAt,
         )
         if self.worker is None and (self._restartCall is None or not self._restartCall.active()):
-            self._replace()
+            self.replace()
 
     def workerReady(self, worker: WorkerProtocol) -> None:
         """
@@ -848,17 +1010,19 @@ class Supervisor(MultiService):
         """
         if self._lastDeath is None:
             _log.info(
-                "worker {pid} serving, {took:.3f} s after it was started",
+                "worker {pid} serving, {took:.3f} s after it was started{where}",
                 pid=worker.pid,
-                took=self._reactor.seconds() - worker.startedAt,
+                took=self.supervisor._reactor.seconds() - worker.startedAt,
+                where=self.where(),
             )
             return
         deadPid, diedAt = self._lastDeath
         _log.info(
-            "worker {pid} serving again, {down:.3f} s after worker {dead} died",
+            "worker {pid} serving again, {down:.3f} s after worker {dead} died{where}",
             pid=worker.pid,
-            down=self._reactor.seconds() - diedAt,
+            down=self.supervisor._reactor.seconds() - diedAt,
             dead=deadPid,
+            where=self.where(),
         )
 
     def workerEnded(self, worker: WorkerProtocol, reason: Failure) -> None:
@@ -869,7 +1033,7 @@ class Supervisor(MultiService):
         how = describeEnd(reason)
         if worker is self.standby:
             self.standby = None
-            if self._stopping:
+            if self.supervisor._stopping:
                 _log.info("worker {pid} stopped ({how})", pid=worker.pid, how=how)
                 return
             if self.worker is None and not (self._restartCall is not None and self._restartCall.active()):
@@ -889,17 +1053,17 @@ class Supervisor(MultiService):
         if worker is not self.worker:
             return
         self.worker = None
-        now = self._reactor.seconds()
+        now = self.supervisor._reactor.seconds()
         lived = now - worker.startedAt
         # A worker that never served, or served only a moment, died quickly.
         served = now - worker.readyAt if worker.readyAt is not None else 0.0
-        if self._stopping:
+        if self.supervisor._stopping:
             _log.info("worker {pid} stopped ({how})", pid=worker.pid, how=how)
             return
         self._lastDeath = (worker.pid, now)
         decision = self.policy.died(served)
         if decision.giveUp:
-            self._giveUp(f"worker {worker.pid} died ({how}) after {lived:.3f} s", decision.quickDeaths)
+            self.supervisor._giveUp(f"worker {worker.pid} died ({how}) after {lived:.3f} s", decision.quickDeaths)
             return
         self.restarts += 1
         when = "at once" if not decision.delay else f"in {decision.delay:g} s"
@@ -907,23 +1071,25 @@ class Supervisor(MultiService):
             # Loud: a worker that keeps dying quickly is worth a look, and
             # nobody serves while the next one waits.
             _log.error(
-                "worker {pid} died ({how}) after {lived:.3f} s, {count} quick deaths in "
+                "worker {pid}{where} died ({how}) after {lived:.3f} s, {count} quick deaths in "
                 "a row; starting another {when}",
                 pid=worker.pid,
                 how=how,
                 lived=lived,
                 count=decision.quickDeaths,
                 when=when,
+                where=self.where(),
             )
         else:
             _log.warn(
-                "worker {pid} died ({how}) after {lived:.3f} s; starting another {when}",
+                "worker {pid}{where} died ({how}) after {lived:.3f} s; starting another {when}",
                 pid=worker.pid,
                 how=how,
                 lived=lived,
                 when=when,
+                where=self.where(),
             )
         if decision.delay:
-            self._restartCall = self._reactor.callLater(decision.delay, self._replace)
+            self._restartCall = self.supervisor._reactor.callLater(decision.delay, self.replace)
         else:
-            self._replace()
+            self.replace()

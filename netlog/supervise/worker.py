@@ -20,7 +20,8 @@ Its file descriptors, as the supervisor hands them over:
   - 1: its log events, a JSON object per line (C{level}, C{text}), which the
     supervisor logs at their level; 2: anything else it prints.
   - L{STATUS_FD}: the worker writes L{READY} there once it serves, then
-    L{ALIVE} every second while its event loop turns.
+    a heartbeat every second while its event loop turns: L{ALIVE}, or
+    C{alive N} with N its open browser connections (see L{aliveLine}).
   - the log and the listeners at the numbers the SPEC names, then each
     session's log and listener, and the control channel
     (L{netlog.supervise.control}).
@@ -29,6 +30,7 @@ Its file descriptors, as the supervisor hands them over:
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import sys
@@ -47,6 +49,39 @@ GO = b"go\n"
 ALIVE = b"alive\n"
 #: Seconds between two L{ALIVE}.
 HEARTBEAT_INTERVAL = 1.0
+#: The most digits of a connection count a heartbeat may carry.
+MAX_COUNT_DIGITS = 9
+
+
+def aliveLine(connections: int) -> bytes:
+    """
+    A heartbeat that says how many browser connections the worker has open
+    (what the supervisor places new sessions by).
+    """
+    return b"alive %d\n" % (connections,)
+
+
+def readAlive(line: bytes) -> int | None:
+    """
+    The open connections a heartbeat line says (0 for a bare L{ALIVE}), or
+    L{None} when it is no heartbeat.
+    """
+    if line == ALIVE:
+        return 0
+    word, _, count = line.rstrip(b"\n").partition(b" ")
+    if word != ALIVE.strip() or not count.isdigit() or len(count) > MAX_COUNT_DIGITS:
+        return None
+    return int(count)
+
+
+def connectionPrefix(slot: int) -> str:
+    """
+    What a worker of slot C{slot} puts before its connection ids, so that
+    each says which worker slot it came from: nothing for slot 0 (C{c17},
+    as with one worker), C{w1.} for slot 1 (C{w1.c17}).
+    """
+    return f"w{slot}." if slot else ""
+
 class ServedProxy(Protocol):
     """
     What a tap's C{buildProxy} gives the supervisor and each worker: a
@@ -57,6 +92,10 @@ class ServedProxy(Protocol):
     """
 
     listeners: list[tuple[str, str, Any]]
+    #: Its open browser connections (a worker's heartbeat counts them).
+    connections: set[Any]
+    #: What its connection ids start with (see L{connectionPrefix}).
+    connectionPrefix: str
     #: The rules of its main listener (L{netlog.core.rules.Rules}).
     rules: Any
 
@@ -90,6 +129,8 @@ def workerSpec(
     control: int | None = None,
     adoptSession: str | None = None,
     rules: dict[str, Any] | None = None,
+    slot: int = 0,
+    servesMain: bool = True,
 ) -> str:
     """
     The JSON argument of a worker.
@@ -106,6 +147,10 @@ def workerSpec(
         listener and its rules document.
     @param rules: the main listener's rules document (L{netlog.core.rules}),
         as the supervisor holds it.
+    @param slot: the worker slot it serves in (its connection ids say so).
+    @param servesMain: it serves the main listeners and writes the main
+        log; a worker of another slot builds the proxy only as the pattern of
+        its sessions, and writes no main log.
     @param control: the worker's end of the control channel (see
         L{netlog.supervise.control}).
     @param adoptSession: the dotted name of what serves a session from its
@@ -128,6 +173,8 @@ def workerSpec(
             "control": control,
             "adoptSession": adoptSession,
             "rules": rules,
+            "slot": slot,
+            "servesMain": servesMain,
         }
     )
 
@@ -167,20 +214,41 @@ def _startLogging(forked: bool = False) -> None:
         globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
 
 
-def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any) -> None:
+def handedToSlot(name: str, logPath: str, theirs: int, ours: int) -> bool:
+    """
+    Whether session C{name}, handed over, is this worker's to write: the
+    slot the supervisor put it in (C{theirs}, the one record of who writes
+    which log) is this worker's (C{ours}). A session of another slot is
+    refused, with an error: two workers appending to one log would number
+    it twice.
+    """
+    if theirs == ours:
+        return True
+    from twisted.logger import Logger
+
+    Logger(namespace="netlog.worker").error(
+        "refusing the log {path} of session {name}: it is written by worker slot {theirs}, "
+        "this worker serves slot {ours}", path=logPath, name=name, theirs=theirs, ours=ours)
+    return False
+
+
+def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any, slot: int) -> None:
     """
     Serve the supervisor's control channel on C{fd}: sessions made and
     deleted over the API while this worker runs, each served by
-    C{AdoptedSession} (see L{workerSpec}'s C{adoptSession}).
+    C{AdoptedSession} (see L{workerSpec}'s C{adoptSession}) if it was
+    handed to this worker's C{slot}.
     """
-    import os
-
     from twisted.internet.protocol import Factory
 
     from netlog.supervise.control import WorkerSide
 
     def add(message: dict[str, Any], logFd: int, listenFd: int) -> None:
         name = str(message["name"])
+        if not handedToSlot(name, str(message["log"]), int(message.get("slot") or 0), slot):
+            os.close(logFd)
+            os.close(listenFd)
+            return
         if AdoptedSession is None:
             from twisted.logger import Logger
 
@@ -215,6 +283,34 @@ def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSessi
 
     reactor.adoptStreamConnection(fd, socket.AF_UNIX, Factory.forProtocol(lambda: WorkerSide(add, delete, setRules)))
     os.close(fd)
+
+
+def handedWriter(logSpec: dict[str, Any], servesMain: bool, reactor: Any, log: Any) -> Any:
+    """
+    The main log's writer, made only from the descriptor the supervisor
+    handed over. A worker whose slot does not write the main log gets a
+    writer that writes nothing: should it have been handed the log anyway,
+    it refuses it (an error, and the descriptor closed unused), since two
+    processes appending to one log would number it twice.
+    """
+    from netlog.log.writer import LogWriter
+
+    if logSpec["fd"] is not None and not servesMain:
+        log.error("refusing the log {path}: it was handed to a worker that does not write it",
+                  path=logSpec["path"])
+        os.close(logSpec["fd"])
+        return LogWriter(None, reactor=reactor)
+    if logSpec["fd"] is None:
+        return LogWriter(None, reactor=reactor)
+    return LogWriter(logSpec["path"], reactor=reactor, fd=logSpec["fd"])
+
+
+def openConnections(proxy: Any, sessions: Any) -> int:
+    """
+    The browser connections a worker has open: its main listeners' and its
+    sessions' (a set's size each: cheap enough for every heartbeat).
+    """
+    return len(proxy.connections) + sum(len(session.proxy.connections) for session in sessions)
 
 
 def main(argv: list[str], forked: bool = False) -> int:
@@ -256,16 +352,21 @@ def main(argv: list[str], forked: bool = False) -> int:
         config["api-address"] = tuple(spec["api"]) if spec["api"] else None
         buildProxy = namedAny(spec["build"])
         logSpec = spec["log"]
-        writer = LogWriter(logSpec["path"], reactor=reactor, fd=logSpec["fd"]) if logSpec["fd"] is not None else LogWriter(None, reactor=reactor)
+        servesMain = bool(spec.get("servesMain", True))
+        # One writer per log: the supervisor hands each log to the workers
+        # of one slot only, and the worker writes only what it was handed
+        # (a log it was not handed, it refuses, see handedWriter).
+        writer = handedWriter(logSpec, servesMain, reactor, log)
         top = MultiService()
         writer.setServiceParent(top)
         proxy: ServedProxy = buildProxy(config, writer, reactor)
+        proxy.connectionPrefix = connectionPrefix(int(spec.get("slot") or 0))
         if spec.get("rules") is not None:
             from netlog.core.rules import compileRules
 
             proxy.rules = compileRules(spec["rules"])
         proxy.setServiceParent(top)
-        listeners = list(proxy.listeners)
+        listeners = list(proxy.listeners) if servesMain else []
         handed = spec["listeners"]
         if [(r, d) for r, d, _ in listeners] != [(h["role"], h["description"]) for h in handed]:
             raise RuntimeError(
@@ -284,13 +385,18 @@ def main(argv: list[str], forked: bool = False) -> int:
             raise RuntimeError("the worker was handed sessions but no adoptSession to serve them")
         sessions = MultiService()
         sessions.setServiceParent(top)
+        slot = int(spec.get("slot") or 0)
         for held in handedSessions:
+            if not handedToSlot(held["name"], held["log"]["path"], int(held.get("slot") or 0), slot):
+                os.close(held["log"]["fd"])
+                os.close(held["fd"])
+                continue
             AdoptedSession(
                 proxy, reactor, held["name"], held["log"]["path"], held["log"]["fd"],
                 held["fd"], getattr(socket, held["family"]), held["port"], held.get("rules") or {},
             ).setServiceParent(sessions)
         if spec.get("control") is not None:
-            _serveControl(reactor, spec["control"], proxy, sessions, AdoptedSession)
+            _serveControl(reactor, spec["control"], proxy, sessions, AdoptedSession, slot)
     except Exception:
         log.failure("the worker could not set up the proxy")
         return EXIT_SETUP_FAILED
@@ -333,7 +439,10 @@ def main(argv: list[str], forked: bool = False) -> int:
         status.write(READY)
         heartbeat.start(HEARTBEAT_INTERVAL, now=False)
 
-    heartbeat = LoopingCall(status.write, ALIVE)
+    def beat() -> None:
+        status.write(aliveLine(openConnections(proxy, sessions)))
+
+    heartbeat = LoopingCall(beat)
     heartbeat.clock = reactor
     failed: list[bool] = []
     reactor.callWhenRunning(begin)

@@ -73,6 +73,27 @@ def defaultLogPath(name: str) -> str:
     return os.path.join(state, "netlog", f"{name}.jsonl")
 
 
+#: What C{--workers} takes for one worker a core this process may run on.
+WORKERS_AUTO = "auto"
+
+
+def workerCount(value: str) -> int:
+    """
+    Read C{--workers}: a whole number, 1 or more, or C{auto} for the number
+    of cores this process may run on (C{os.sched_getaffinity}: a container
+    or C{taskset} limit counts, the machine's other cores don't).
+
+    @raise ValueError: anything else (twistd's option parser makes it one
+        line naming the option).
+    """
+    text = value.strip().lower()
+    if text == WORKERS_AUTO:
+        return max(1, len(os.sched_getaffinity(0)))
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"--workers wants a number of workers, 1 or more, or auto, got {value!r}")
+    return int(text)
+
+
 def apiDescription(value: str) -> str:
     """
     Check an C{--api} endpoint description and make it loopback unless it
@@ -161,6 +182,9 @@ class LogOptions(usage.Options):
          "be stuck before the worker is killed and replaced (0: never).", _seconds("hang-timeout", orZero=True)],
         ["give-up-after", None, None, "Stop (exit status 70) after this many workers in a "
          "row died quickly, for an outer supervisor to fail over (default: never give up).", int],
+        ["workers", None, "1", "Serving workers (processes), each with its own standby: the main "
+         "listeners are one's, each session is one's (new ones go to the least busy); "
+         "'auto' for one a core this process may run on.", workerCount],
     ]
     optFlags = [
         ["no-log", None, "Keep no log (bodies are counted, neither kept nor hashed)."],
@@ -261,6 +285,12 @@ class LogOptions(usage.Options):
         self.setdefault("session", [])
         if self["session"] and self["no-log"]:
             raise usage.UsageError("--session keeps a log of its own: it can't be used with --no-log")
+        if isinstance(self["workers"], str):
+            self["workers"] = workerCount(self["workers"])
+        if self["workers"] > 1 and self["no-supervise"]:
+            raise usage.UsageError(
+                f"--workers {self['workers']} needs a supervisor to run them: one process can't be "
+                f"{self['workers']} workers (leave out --no-supervise, or give --workers 1)")
 
     def checkApi(self) -> None:
         """
@@ -388,6 +418,7 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiSe
         fork=True,
         adoptSession=dottedName(AdoptedSession),
         rules=config.get("rules") or NO_RULES,
+        workers=config.get("workers") or 1,
     )
 
 

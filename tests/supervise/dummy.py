@@ -80,6 +80,9 @@ class DummyProxy(MultiService):
         factory.secret = b""
         self.factory = factory
         self.listeners = [("answer", config["listen"][0], factory)]
+        #: A worker's heartbeat counts them (L{ServedProxy}); it keeps none.
+        self.connections: set[Any] = set()
+        self.connectionPrefix = ""
         self.privilegedFiles = [config["secret"]] if config["secret"] else []
         self.handedData: dict[str, bytes] = {}
 

@@ -56,6 +56,7 @@ PLUGIN_OPTIONS: dict[str, list[Any]] = {
     "grace": NOT_SECONDS,
     "hang-timeout": NOT_SECONDS,
     "give-up-after": ["x", "0", "-1", "1.5", ""],
+    "workers": ["0", "x", "-1", "1.5", "", ("2", ["--no-supervise"])],
     "api-host": ["a b", "host:80", "", ("netlog.test", [])],
     "resolve": ["x", "a=notanaddress", "=127.0.0.1", "a=", ""],
     "allow": ["x", "10.0.0.0/99", ""],
