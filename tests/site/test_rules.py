@@ -116,13 +116,13 @@ def _opens(logPath: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if json.loads(line)["type"] == "open"]
 
 
-@pytest.mark.slow
-class SessionRulesTests(SynchronousTestCase):
+class _SessionRulesCases:
     """
-    One supervised site proxy, sessions A (rules) and B (none).
+    What a site proxy with sessions A (rules) and B (none) must do,
+    supervised or not (the classes below, each a C{SynchronousTestCase}).
     """
 
-    #: The proxy's own options: supervised (the default) here.
+    #: The proxy's own options: supervised (the default) unless a class says.
     options: list[str] = []
 
     def setUp(self) -> None:
@@ -369,6 +369,13 @@ class SessionRulesTests(SynchronousTestCase):
         made = client.create_session("c", rules={"block": ["shop.test"]})
         self.assertEqual(_get(made.port, "http://shop.test/")[0], 403)
 
+
+@pytest.mark.slow
+class SessionRulesTests(_SessionRulesCases, SynchronousTestCase):
+    """
+    One supervised site proxy, sessions A (rules) and B (none).
+    """
+
     def test_workerKilled(self) -> None:
         """
         Supervised, a worker killed with C{kill -9} is replaced by one that
@@ -391,12 +398,10 @@ class SessionRulesTests(SynchronousTestCase):
 
 
 @pytest.mark.slow
-class UnsupervisedRulesTests(SessionRulesTests):
+class UnsupervisedRulesTests(_SessionRulesCases, SynchronousTestCase):
     """
     The same in one process (C{--no-supervise}), where the API holds the
-    sessions' engines itself.
+    sessions' engines itself (and there is no worker to kill).
     """
 
     options = ["--no-supervise"]
-    #: One process: there is no worker to kill.
-    test_workerKilled = None  # type: ignore[assignment]
