@@ -50,6 +50,7 @@ from benchmarks.harness import (
     TargetUnavailable,
     download100,
     peakRSS,
+    printReport,
     resetPeakRSS,
     startOrigin,
     stopProcess,
@@ -279,10 +280,7 @@ def main(argv: list[str] | None = None) -> None:
         stopProcess(origin)
         shutil.rmtree(directory, ignore_errors=True)
     text = report(rows)
-    sys.stdout.write(text)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
+    printReport(text, args.out)
 
 
 if __name__ == "__main__":

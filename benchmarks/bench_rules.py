@@ -29,8 +29,8 @@ import tempfile
 import time
 import urllib.request
 
-from benchmarks.harness import HOST, Environment, Target, _keepAlive, cpuSeconds, freePort, sourceEnv, \
-    startOrigin, stopProcess, waitListening
+from benchmarks.harness import HOST, Environment, Target, _keepAlive, cpuSeconds, freePort, printReport, \
+    sourceEnv, startOrigin, stopProcess, waitListening
 
 #: Twenty rules, none of which names L{HOST}.
 TWENTY_RULES = {
@@ -123,10 +123,7 @@ def main(argv: list[str] | None = None) -> None:
                      f"{min(cpu[name]) * 1e6:.1f}–{max(cpu[name]) * 1e6:.1f} |")
     lines += ["", f"20 rules / no rules: {ruled / plain:.3f} (goal: at most 1.10)"]
     text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
+    printReport(text, args.out)
 
 
 if __name__ == "__main__":

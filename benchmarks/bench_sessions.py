@@ -36,6 +36,7 @@ from benchmarks.harness import (
     _keepAlive,
     cpuSeconds,
     freePort,
+    printReport,
     sourceEnv,
     startOrigin,
     stopProcess,
@@ -230,10 +231,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{row['loaded'] / idle:.2f}× | {row['cpu'] * 1e6:.0f} | {row['wall']:.2f} |"
         )
     text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
+    printReport(text, args.out)
 
 
 if __name__ == "__main__":
