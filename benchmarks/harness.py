@@ -430,27 +430,44 @@ REQUESTS = {
 }
 
 
+def processClock(pid: int) -> int:
+    """
+    The clock id of a process's CPU time, every thread's, ended ones too
+    (Linux's C{MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)}, what
+    C{clock_getcpuclockid(3)} gives): read with C{time.clock_gettime_ns},
+    to the nanosecond.
+    """
+    return ((~pid) << 3) | 2
+
+
 def cpuSeconds(pid: int | None) -> float | None:
     """
-    User and system CPU time of a process tree so far (Linux
-    C{/proc/PID/stat}): each process's own, and its children's that have
-    ended and been waited for.
+    User and system CPU time of a process tree so far: each live process's
+    own to the nanosecond (L{processClock}), and its children's that have
+    ended and been waited for (C{/proc/PID/stat}, in clock ticks).
+
+    The nanoseconds matter: a clock tick is 10 ms, as much as squid spends
+    on 400 small requests, so per-request figures of the small scenarios
+    read in ticks were one tick against two.
     """
     if pid is None:
         return None
-    total = 0
+    nanoseconds = 0
+    ticks = 0
     seen = False
     for each in processTree(pid):
         try:
             with open(f"/proc/{each}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
+            own = time.clock_gettime_ns(processClock(each))
         except OSError:
             continue
         seen = True
-        total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+        nanoseconds += own
+        ticks += int(fields[13]) + int(fields[14])
     if not seen:
         return None
-    return total / os.sysconf("SC_CLK_TCK")
+    return nanoseconds / 1e9 + ticks / os.sysconf("SC_CLK_TCK")
 
 
 # -- running ------------------------------------------------------------------------
