@@ -21,11 +21,14 @@ No answer grants anything to another origin: the API sends no CORS headers.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 import secrets
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from twisted.logger import Logger
+from twisted.python import usage
 from twisted.web.resource import Resource
 from twisted.web.server import Request
 
@@ -43,6 +46,32 @@ CROSS_SITE = frozenset({b"cross-site", b"same-site"})
 LOGIN_PARAMETER = "login"
 #: The live view's cookie, per port (cookies don't tell ports apart).
 COOKIE_PREFIX = "netlog-view-"
+
+
+#: A host name as C{--api-host} takes it (lowercased).
+_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?")
+
+
+def apiHostName(value: str) -> str:
+    """
+    Check one C{--api-host}: a host name or an IP address, without a port;
+    lowercased (an IPv6 address without brackets).
+
+    @raise usage.UsageError: it is neither.
+    """
+    name = value.strip().lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        pass
+    if not _HOST_NAME.fullmatch(name) or len(name) > 253:
+        raise usage.UsageError(
+            f"--api-host wants a host name the API's clients use, without a port "
+            f"(such as netlog.internal), got {value!r}"
+        )
+    return name
 
 
 def _hostPort(authority: str, defaultPort: int) -> tuple[str, int] | None:

@@ -49,11 +49,11 @@ def run(args: argparse.Namespace, reactor: Any = None) -> int:
     from twisted.python.usage import UsageError
     from twisted.web.server import Site
 
+    from netlog.api.door import apiHostName
     from netlog.api.root import makeApiRoot
     from netlog.api.service import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS, CappedFactory
     from netlog.log.reader import LogUnreadable, read
-    from netlog.tap.common import apiHostName
-    from netlog.tap.preflight import checkListen
+    from netlog.net.endpoints import checkListen
 
     try:
         checkListen("--listen", args.listen)

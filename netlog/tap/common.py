@@ -32,9 +32,7 @@ serves on (or None), which a proxy's destination policy must refuse.
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import re
 import sys
 from typing import Any, Callable
 
@@ -45,6 +43,7 @@ from twisted.logger import Logger
 from twisted.python import usage
 
 from netlog.api import API_IDLE_TIMEOUT, SESSION_RATE
+from netlog.api.door import apiHostName
 from netlog.api.token import TokenError, defaultTokenPath
 from netlog.core.rules import NO_RULES
 from netlog.log.writer import LogWriter
@@ -54,7 +53,8 @@ from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFileLimit
 from netlog.state import DEFAULT_STATE
 from netlog.supervise.worker import ServedProxy, dottedName
-from netlog.tap.preflight import OPTION_OF_ROLE, checkListen, commandName, preflight
+from netlog.net.endpoints import checkListen
+from netlog.tap.preflight import OPTION_OF_ROLE, commandName, preflight
 
 _log = Logger(namespace="netlog.listeners")
 
@@ -115,29 +115,6 @@ def apiDescription(value: str) -> str:
     return value
 
 
-_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?")
-
-
-def apiHostName(value: str) -> str:
-    """
-    Check one C{--api-host}: a host name or an IP address, without a port;
-    lowercased (an IPv6 address without brackets).
-
-    @raise usage.UsageError: it is neither.
-    """
-    name = value.strip().lower()
-    if name.startswith("[") and name.endswith("]"):
-        name = name[1:-1]
-    try:
-        return str(ipaddress.ip_address(name))
-    except ValueError:
-        pass
-    if not _HOST_NAME.fullmatch(name) or len(name) > 253:
-        raise usage.UsageError(
-            f"--api-host wants a host name the API's clients use, without a port "
-            f"(such as netlog.internal), got {value!r}"
-        )
-    return name
 
 
 def apiAddress(description: str) -> tuple[str, int]:

@@ -18,7 +18,7 @@ from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
 from netlog.site.config import ConfigError, SitesConfig, loadSites
 from netlog.site.replay import loadReplays
 from netlog.tap.common import LogOptions, makeProxyService
-from netlog.tap.preflight import checkListen
+from netlog.net.endpoints import checkListen
 
 
 
