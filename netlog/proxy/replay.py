@@ -148,7 +148,7 @@ class Replay:
                 raise RecordingError(f"the recording {path} is neither a netlog log nor a HAR")
         finally:
             os.close(fd)
-        if not len(self.index):
+        if not self.index.firstServable(self.answerFor):
             skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.index.skipped.items())) or "no entries"
             raise RecordingError(f"the recording {path} has no answer to replay ({skipped})")
 
@@ -178,6 +178,9 @@ class Replay:
         """
         C{recorded}'s answer, read back once and kept while it is among
         those most recently served.
+
+        @raise netlog.core.replay.NotServed: it may not be served (found
+            when it is first read back: see L{ReplayIndex.match}).
         """
         answers = self._answers
         answer = answers.get(recorded.mark)
@@ -267,13 +270,14 @@ class RecordedSource:
         replay = self.replay
         body = b"".join(self._body) if self._bodySize <= MAX_REQUEST_BODY else None
         self._body = []
-        recorded = None
+        matched = None
         if body is not None:
             contentType = HeadFields(head.version, head.headers).first(b"content-type")
-            recorded = replay.index.match(
+            matched = replay.index.match(
                 requestKey(method, self.url, replay.rules),
-                bodyKey(body, contentType.decode("latin-1") if contentType is not None else None, replay.rules))
-        if recorded is None:
+                bodyKey(body, contentType.decode("latin-1") if contentType is not None else None, replay.rules),
+                replay.answerFor)
+        if matched is None:
             if replay.forwardUnmatched:
                 exchange.marks = {"_forwarded": True}
                 exchange.forward(self)
@@ -281,7 +285,7 @@ class RecordedSource:
             answer = unmatchedAnswer(method, self.url)
             exchange.marks = {"_unmatched": True}
         else:
-            answer = replay.answerFor(recorded)
+            recorded, answer = matched
             if replay.refresh:
                 answer = refreshed(answer, self.reactor.seconds())
             exchange.marks = {"_replayed": recorded.mark}
