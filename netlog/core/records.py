@@ -54,8 +54,8 @@ OPEN_KEYS = ("proxy", "kind", "started", "client", "connection", "request", "ser
 #: C{ended}, C{times} and C{bytes} only when it applies).
 END_KEYS = (
     "ended", "times", "request_body", "response", "interim", "bytes", "closed_by",
-    "_websocket", "_unparsed", "_refused", "_failed", "_replayed", "_replayedCut", "_unmatched",
-    "_forwarded",
+    "_websocket", "_unparsed", "_refused", "_failed", "_replayed", "_replayedCut",
+    "_replayedServer", "_unmatched", "_forwarded",
 )
 
 #: The keys of a head line (an answer's head, written while it streams).

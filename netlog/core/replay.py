@@ -51,7 +51,9 @@ __all__ = [
     "webSocketPlan",
     "recordedFromHar",
     "recordedFromLog",
+    "recordedResponse",
     "refreshed",
+    "replayMarks",
     "requestKey",
     "unmatchedAnswer",
 ]
@@ -352,6 +354,15 @@ class RecordedAnswer:
     cut: bool
     wait: float
     messages: tuple[RecordedMessage, ...] = ()
+    #: The recorded body's whole size and the recorded head's, for a body
+    #: the recording cut (whose replayed entry keeps them:
+    #: L{recordedResponse}).
+    size: int | None = None
+    headersSize: int | None = None
+    #: The server the recorded answer came from: its address (a netlog
+    #: open line's C{server.address}, a HAR's C{serverIPAddress}) and port.
+    address: str | None = None
+    port: int | None = None
 
 
 # -- netlog logs ---------------------------------------------------------------------
@@ -534,9 +545,17 @@ def _answerFromLog(openLine: bytes, endLine: bytes, noteLines: Iterable[bytes]) 
             kept = note.get("data") or ""
             payload = base64.b64decode(kept) if note.get("encoding") == "base64" else kept.encode("utf-8")
             messages.append(RecordedMessage(note.get("direction") == "up", note["opcode"], payload))
+    server = opened.get("server") or {}
+    address, port = server.get("address"), server.get("port")
     return RecordedAnswer(int(response["status"]), str(response.get("reason") or "").encode("latin-1"),
                           _pairs(response.get("headers")), base64.b64decode(data) if data else b"",
-                          bool(body.get("_truncated")), max(wait, 0.0), tuple(messages))
+                          bool(body.get("_truncated")), max(wait, 0.0), tuple(messages),
+                          _intOrNone(body.get("size")), _intOrNone(response.get("headers_size")),
+                          address if isinstance(address, str) and address else None, _intOrNone(port))
+
+
+def _intOrNone(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 # -- HARs ------------------------------------------------------------------------------
@@ -635,9 +654,12 @@ def _answerFromHar(entry: dict[str, Any]) -> RecordedAnswer:
             binary = opcode == OP_BINARY or message.get("_encoding") == "base64"
             messages.append(RecordedMessage(message.get("type") == "send", opcode,
                                             base64.b64decode(data) if binary else data.encode("utf-8")))
+    address = entry.get("serverIPAddress")
     return RecordedAnswer(int(response["status"]), str(response.get("statusText") or "").encode("latin-1"),
                           headers, body, bool(content.get("_truncated")),
-                          wait / 1000.0 if isinstance(wait, (int, float)) and wait > 0 else 0.0, tuple(messages))
+                          wait / 1000.0 if isinstance(wait, (int, float)) and wait > 0 else 0.0, tuple(messages),
+                          _intOrNone(content.get("size")), _intOrNone(response.get("headersSize")),
+                          address if isinstance(address, str) and address else None)
 
 
 # -- the answer, framed again ---------------------------------------------------------
@@ -792,6 +814,50 @@ def webSocketPlan(messages: Iterable[RecordedMessage]) -> list[bytes]:
         else:
             plan[-1] += serverFrame(message.opcode, message.data)
     return plan
+
+
+def replayMarks(recorded: Recorded, answer: RecordedAnswer) -> dict[str, Any]:
+    """
+    What a replayed exchange's end line says of its answer: C{_replayed}
+    (the recorded line or entry), C{_replayedCut} for a body the recording
+    cut, and C{_replayedServer}, the server the recorded answer came from
+    (its address and port), so that the replay's HAR entry has the
+    recording's C{serverIPAddress}.
+    """
+    marks: dict[str, Any] = {"_replayed": recorded.mark}
+    if answer.cut:
+        marks["_replayedCut"] = True
+    if answer.address is not None:
+        marks["_replayedServer"] = {"address": answer.address, "port": answer.port}
+    return marks
+
+
+def recordedResponse(response: dict[str, Any], answer: RecordedAnswer) -> dict[str, Any]:
+    """
+    A replayed answer's end-line C{response} (as L{netlog.core.records}
+    builds it) made the recorded one where the browser was sent it framed
+    otherwise: for a body the recording cut, the recorded headers (the
+    recorded C{Content-Length} among them, where the browser got the kept
+    body's length), head size, and body size, the body marked
+    C{_truncated} as in the recording. The kept bytes are the replay's:
+    the recording's, byte for byte. Any other answer is left as it is.
+    """
+    if not answer.cut:
+        return response
+    out = dict(response)
+    out["headers"] = [[name.decode("latin-1"), value.decode("latin-1")] for name, value in answer.headers]
+    if answer.headersSize is not None:
+        out["headers_size"] = answer.headersSize
+    body = out.get("body")
+    if isinstance(body, dict) and answer.size is not None:
+        kept: dict[str, Any] = {}
+        for key, value in body.items():
+            if key != "_truncated":
+                kept[key] = answer.size if key == "size" else value
+            if key == "data":
+                kept["_truncated"] = True
+        out["body"] = kept
+    return out
 
 
 def unmatchedAnswer(method: str, url: str) -> RecordedAnswer:

@@ -19,6 +19,7 @@ import json
 import os
 from stat import S_ISREG
 from collections import OrderedDict
+from functools import partial
 from typing import Any, Callable
 
 from twisted.internet.error import ConnectionDone
@@ -42,7 +43,9 @@ from netlog.core.replay import (
     handshake,
     recordedFromHar,
     recordedFromLog,
+    recordedResponse,
     refreshed,
+    replayMarks,
     requestKey,
     serverFrame,
     unmatchedAnswer,
@@ -171,7 +174,7 @@ class Replay:
         recordedFromHar(har, self.rules, self.index)
         # The entries the index serves from, less their requests' bodies.
         self._har = [{"response": e.get("response"), "timings": e.get("timings"),
-                      "_webSocketMessages": e.get("_webSocketMessages")}
+                      "_webSocketMessages": e.get("_webSocketMessages"), "serverIPAddress": e.get("serverIPAddress")}
                      if isinstance(e, dict) else None for e in entries]
 
     def answerFor(self, recorded: Recorded) -> RecordedAnswer:
@@ -288,9 +291,9 @@ class RecordedSource:
             recorded, answer = matched
             if replay.refresh:
                 answer = refreshed(answer, self.reactor.seconds())
-            exchange.marks = {"_replayed": recorded.mark}
+            exchange.marks = replayMarks(recorded, answer)
             if answer.cut:
-                exchange.marks["_replayedCut"] = True
+                exchange.asRecorded = partial(recordedResponse, answer=answer)
         key = HeadFields(head.version, head.headers).first(b"sec-websocket-key")
         if answer.status == 101 and head.upgrade and key is not None:
             data = handshake(answer, key)

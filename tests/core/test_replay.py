@@ -36,7 +36,9 @@ from netlog.core.replay import (
     handshake,
     recordedFromHar,
     recordedFromLog,
+    recordedResponse,
     refreshed,
+    replayMarks,
     requestKey,
     webSocketPlan,
 )
@@ -451,6 +453,43 @@ class FramedTests(SynchronousTestCase):
         self.assertEqual(framed(answer, b"HEAD"), b"HTTP/1.1 200 OK\r\nContent-Length: 42\r\n\r\n")
         answer = RecordedAnswer(304, b"Not Modified", [(b"ETag", b'"x"')], b"", False, 0.0)
         self.assertEqual(framed(answer, b"GET"), b'HTTP/1.1 304 Not Modified\r\nETag: "x"\r\n\r\n')
+
+
+class AsRecordedTests(SynchronousTestCase):
+    def test_cutKeepsRecorded(self) -> None:
+        """
+        A body the recording cut is sent framed by what was kept, and its
+        entry keeps the recorded headers (its C{Content-Length}), head size
+        and body size, marked C{_truncated} as the recording's is; the
+        marks name the recorded line and server.
+        """
+        data = lines([Exchange("GET", "http://shop.test/big", body=b"abc", truncated=True),
+                      Exchange("GET", "http://shop.test/small", body=b"abc")])
+        # The first was answered from 127.0.0.1; the second names no address.
+        data = data.replace(b'"address":null', b'"address":"127.0.0.1"', 1)
+        recording = Recording([])
+        recording.data = data
+        lineIndex = LineIndex()
+        lineIndex.addLines(0, data)
+        recordedFromLog(exchangeLines(lineIndex), recording.readAt, MatchRules(), recording.index)
+        big = recording.index.match(requestKey("GET", "http://shop.test/big", MatchRules()), None,
+                                    recording.answerOf)
+        small = recording.index.match(requestKey("GET", "http://shop.test/small", MatchRules()), None,
+                                      recording.answerOf)
+        assert big is not None and small is not None
+        self.assertEqual(replayMarks(*big), {"_replayed": 1, "_replayedCut": True,
+                                             "_replayedServer": {"address": "127.0.0.1", "port": 8080}})
+        self.assertEqual(replayMarks(*small), {"_replayed": 3})
+        self.assertEqual(framed(big[1], b"GET"),
+                         b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc")
+        # The end line's response as the replay's exchange builds it.
+        sent = {"status": 200, "reason": "OK", "version": "HTTP/2", "headers": [["content-type", "text/plain"],
+                ["content-length", "3"]], "headers_size": 9, "body": {"size": 3, "data": "YWJj"}}
+        self.assertEqual(recordedResponse(sent, big[1]), {
+            "status": 200, "reason": "OK", "version": "HTTP/2",
+            "headers": [["Content-Type", "text/plain"], ["Content-Length", "103"]], "headers_size": 50,
+            "body": {"size": 103, "data": "YWJj", "_truncated": True}})
+        self.assertIs(recordedResponse(sent, small[1]), sent)
 
 
 class RefreshTests(SynchronousTestCase):
