@@ -69,6 +69,9 @@ MAX_PACE_WAIT = 30.0
 #: Bytes of recorded answers' bodies kept read back, the most recently
 #: served (a page's scripts, styles and images are asked for again and again).
 MAX_CACHED_ANSWER_BYTES = 32 * 1024 * 1024
+#: What a request that says C{Expect: 100-continue} gets at once, before
+#: its body: nothing but the recording waits for it (RFC 9110, 10.1.1).
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 #: Bytes read from the start of a recording to tell a log from a HAR.
 _SNIFF_SIZE = 64
 
@@ -236,6 +239,13 @@ class RecordedSource:
         self._body: list[bytes] = []
         self._bodySize = 0
         self._pending: IDelayedCall | None = None
+        #: The request asks to be told to send its body (C{Expect:
+        #: 100-continue}); the C{100} to tell it, once due.
+        expect = HeadFields(head.version, head.headers).first(b"expect")
+        self._continueDue = (head.version == b"HTTP/1.1" and expect is not None
+                             and expect.strip().lower() == b"100-continue")
+        self._continuing: IDelayedCall | None = None
+        self._ended = False
         #: A replayed WebSocket's server frames by browser messages heard
         #: (L{netlog.core.replay.webSocketPlan}), and the browser's side read.
         self._plan: list[bytes] | None = None
@@ -258,6 +268,17 @@ class RecordedSource:
         """
         if self.raw and self._plan is not None:
             self._fromBrowser(data)
+        elif self._continueDue:
+            # The request's head, which asks to be told to go on with its
+            # body: told at once, as the exchange reads an answer (after
+            # this call), unless the whole request is here by then.
+            self._continueDue = False
+            self._continuing = self.reactor.callLater(0, self._continue)
+
+    def _continue(self) -> None:
+        self._continuing = None
+        if self.exchange is not None and not self._ended:
+            self.exchange.serverBytes(self, CONTINUE)
 
     def requestData(self, data: bytes) -> None:
         self._bodySize += len(data)
@@ -265,6 +286,7 @@ class RecordedSource:
             self._body.append(data)
 
     def requestEnded(self) -> None:
+        self._ended = True
         exchange = self.exchange
         if exchange is None:
             return
@@ -363,6 +385,7 @@ class RecordedSource:
 
     def close(self, gently: bool) -> None:
         self.exchange = None
-        pending, self._pending = self._pending, None
-        if pending is not None and pending.active():
-            pending.cancel()
+        for pending in (self._pending, self._continuing):
+            if pending is not None and pending.active():
+                pending.cancel()
+        self._pending = self._continuing = None

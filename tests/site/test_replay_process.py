@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 import os
+import socket
 import ssl
 from typing import Any
 
@@ -21,7 +22,7 @@ import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from tests.browser.procs import Proxy, runNetlog, startSite, startSiteProxy, stop, waitForEnds, writeSites
-from tests.site.support import connectTunnel, request
+from tests.site.support import connectTunnel, readHead, readResponse, request
 
 #: The steps browsed: method, path, extra headers, body.
 BOUNDARY = "----netlogReplayBoundary"
@@ -203,3 +204,57 @@ class StartTests(SynchronousTestCase):
             self.assertEqual(len(out.splitlines()), 1, out)
             self.assertIn(why, out)
             self.assertNotIn("Traceback", out)
+
+
+#: How long the client waits for the replay's C{100 Continue} (seconds):
+#: more than enough for it to come at once, less than a client's own wait
+#: for it (curl's is 1 s) would have made a test that can't fail.
+CONTINUE_WAIT = 0.5
+#: How long the client waits for the answer after its body (seconds).
+ANSWER_WAIT = 10.0
+
+
+@pytest.mark.slow
+class ExpectContinueTests(SynchronousTestCase):
+    def test_continueAtOnce(self) -> None:
+        """
+        A replayed request that says C{Expect: 100-continue} gets C{100
+        Continue} before it sends its body (no client waits out its own
+        timeout), then the recorded answer for the body it sends; a request
+        that doesn't say it gets no C{100}. Nothing reaches the backend.
+        """
+        from tests.proxy.recordings import Exchange, writeLog
+
+        top = os.path.abspath(self.mktemp())
+        os.makedirs(top)
+        site = startSite(top, self.addCleanup)
+        recording = writeLog(os.path.join(top, "record.jsonl"), [
+            Exchange("POST", "http://shop.test/upload", body=b"stored", requestBody=b"a=1",
+                     requestType="application/x-www-form-urlencoded"),
+            Exchange("POST", "http://shop.test/upload", body=b"stored again", requestBody=b"a=2",
+                     requestType="application/x-www-form-urlencoded"),
+        ])
+        sitesPath = writeSites(top, site, origins=("http://shop.test",))
+        proxy = startSiteProxy(top, site, self.addCleanup, httpsRoute=False, sitesPath=sitesPath,
+                               extra=("--replay", recording))
+        head = ("POST http://shop.test/upload HTTP/1.1\r\nHost: shop.test\r\n"
+                "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 3\r\n")
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=CONTINUE_WAIT) as sock:
+            sock.sendall((head + "Expect: 100-continue\r\n\r\n").encode())
+            self.assertEqual(readHead(sock), b"HTTP/1.1 100 Continue\r\n\r\n")
+            sock.settimeout(ANSWER_WAIT)
+            sock.sendall(b"a=1")
+            status, _, body, raw = readResponse(sock, "POST")
+            self.assertEqual((status, body), (200, b"stored"))
+            self.assertNotIn(b" 100 ", raw)
+            # Without the field: the answer, and no 100 before it.
+            sock.sendall((head + "\r\n").encode() + b"a=2")
+            status, _, body, raw = readResponse(sock, "POST")
+            self.assertEqual((status, body), (200, b"stored again"))
+            self.assertTrue(raw.startswith(b"HTTP/1.1 200 "), raw[:40])
+        waitForEnds(proxy.log)
+        stop(proxy.proc)
+        with open(proxy.log, "rb") as f:
+            ends = [json.loads(line) for line in f if b'"type":"end"' in line]
+        self.assertEqual([(end.get("_replayed"), end.get("interim")) for end in ends], [(1, [100]), (3, None)])
+        self.assertEqual(site.connections(), [])
