@@ -11,7 +11,9 @@ each with only where its lines lie in the file (never its bodies). The
 k-th identical request gets the k-th recorded answer, and the last repeats
 after that. Recorded failures, refusals, answers that couldn't be read as
 HTTP and answers whose body wasn't kept are never served: they are
-counted as skipped, by why.
+counted as skipped, by why, when the index is built if what it reads says
+so, else when the answer is first read back (L{ReplayIndex.match}: the
+next recorded answer is served instead).
 
 No I/O here: the shell (L{netlog.proxy.replay}) indexes the file and reads
 the lines back by offset.
