@@ -241,7 +241,8 @@ class RecordedSource:
         self._pending: IDelayedCall | None = None
         #: The request asks to be told to send its body (C{Expect:
         #: 100-continue}); the C{100} to tell it, once due.
-        expect = HeadFields(head.version, head.headers).first(b"expect")
+        self._fields = HeadFields(head.version, head.headers)
+        expect = self._fields.first(b"expect")
         self._continueDue = (head.version == b"HTTP/1.1" and expect is not None
                              and expect.strip().lower() == b"100-continue")
         self._continuing: IDelayedCall | None = None
@@ -297,7 +298,7 @@ class RecordedSource:
         self._body = []
         matched = None
         if body is not None:
-            contentType = HeadFields(head.version, head.headers).first(b"content-type")
+            contentType = self._fields.first(b"content-type")
             matched = replay.index.match(
                 requestKey(method, self.url, replay.rules),
                 bodyKey(body, contentType.decode("latin-1") if contentType is not None else None, replay.rules),
@@ -316,7 +317,7 @@ class RecordedSource:
             exchange.marks = replayMarks(recorded, answer)
             if answer.cut:
                 exchange.asRecorded = partial(recordedResponse, answer=answer)
-        key = HeadFields(head.version, head.headers).first(b"sec-websocket-key")
+        key = self._fields.first(b"sec-websocket-key")
         if answer.status == 101 and head.upgrade and key is not None:
             data = handshake(answer, key)
             self._plan = webSocketPlan(answer.messages)
