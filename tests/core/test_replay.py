@@ -102,6 +102,30 @@ class URLTests(SynchronousTestCase):
         for method, url, expected in table:
             self.assertEqual(recording.ask(method, url), expected, (method, url))
 
+    def test_linesReadEitherWay(self) -> None:
+        """
+        An open line whose URL JSON escapes (a quote, a backslash) is
+        parsed whole, one whose URL is plain (non-ASCII among it) is read
+        by its key order: both match, as does one netlog didn't write in
+        its key order.
+        """
+        recording = Recording([
+            Exchange("GET", 'http://shop.test/q?x="1"', body=b"quoted"),
+            Exchange("GET", "http://shop.test/a\\b", body=b"backslash"),
+            Exchange("GET", "http://shop.test/café?q=crème", body=b"plain"),
+        ])
+        # The same exchange with its open line's keys in another order.
+        reordered = Recording([])
+        reordered.data = (b'{"type":"open","n":1,"id":1,"kind":"exchange","request":{"url":"http://shop.test/r",'
+                          b'"method":"GET","headers":[]}}\n' + lines([Exchange("GET", "http://x.test/", body=b"r")])
+                          .split(b"\n")[1] + b"\n")
+        lineIndex = LineIndex()
+        lineIndex.addLines(0, reordered.data)
+        recordedFromLog(exchangeLines(lineIndex), reordered.readAt, MatchRules(), reordered.index)
+        answers = [recording.ask("GET", url) for url in
+                   ('http://shop.test/q?x="1"', "http://shop.test/a\\b", "http://shop.test/café?q=crème")]
+        self.assertEqual(answers + [reordered.ask("GET", "http://shop.test/r")], [b"quoted", b"backslash", b"plain", b"r"])
+
     def test_ignoredParam(self) -> None:
         """
         A cache-buster (Playwright #34171: a timestamp parameter that
