@@ -49,6 +49,7 @@ __all__ = [
     "bodyKey",
     "framed",
     "handshake",
+    "messageFrames",
     "serverFrame",
     "webSocketPlan",
     "recordedFromHar",
@@ -331,12 +332,15 @@ class NotServed(Exception):
 class RecordedMessage:
     """
     A recorded WebSocket message: from the browser (C{up}) or the server,
-    its opcode (text or binary) and its data as kept.
+    its opcode (text or binary), its data as kept, and for one that came in
+    more than one frame, each frame's payload length (when they add up to
+    the data: not for a message cut or compressed when recorded).
     """
 
     up: bool
     opcode: int
     data: bytes
+    frames: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -546,7 +550,8 @@ def _answerFromLog(openLine: bytes, endLine: bytes, noteLines: Iterable[bytes]) 
         if note.get("type") == "message" and note.get("opcode") in (OP_TEXT, OP_BINARY):
             kept = note.get("data") or ""
             payload = base64.b64decode(kept) if note.get("encoding") == "base64" else kept.encode("utf-8")
-            messages.append(RecordedMessage(note.get("direction") == "up", note["opcode"], payload))
+            messages.append(RecordedMessage(note.get("direction") == "up", note["opcode"], payload,
+                                            _recordedFrames(note.get("frames"), payload)))
     server = opened.get("server") or {}
     address, port = server.get("address"), server.get("port")
     return RecordedAnswer(int(response["status"]), str(response.get("reason") or "").encode("latin-1"),
@@ -554,6 +559,19 @@ def _answerFromLog(openLine: bytes, endLine: bytes, noteLines: Iterable[bytes]) 
                           bool(body.get("_truncated")), max(wait, 0.0), tuple(messages),
                           _intOrNone(body.get("size")), _intOrNone(response.get("headers_size")),
                           address if isinstance(address, str) and address else None, _intOrNone(port))
+
+
+def _recordedFrames(frames: Any, payload: bytes) -> tuple[int, ...]:
+    """
+    A message line's C{frames} when they can be sent again as they came:
+    lengths that add up to the kept data (a message cut when recorded, or
+    compressed on the wire, is sent in one frame).
+    """
+    if (not isinstance(frames, list) or len(frames) < 2
+            or not all(isinstance(f, int) and not isinstance(f, bool) and f >= 0 for f in frames)
+            or sum(frames) != len(payload)):
+        return ()
+    return tuple(frames)
 
 
 def _intOrNone(value: Any) -> int | None:
@@ -766,6 +784,7 @@ def refreshed(answer: RecordedAnswer, now: float) -> RecordedAnswer:
 
 #: RFC 6455's GUID, for C{Sec-WebSocket-Accept}.
 _WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+OP_CONTINUATION = 0
 OP_TEXT = 1
 OP_BINARY = 2
 OP_CLOSE = 8
@@ -789,18 +808,38 @@ def handshake(answer: RecordedAnswer, key: bytes) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
-def serverFrame(opcode: int, payload: bytes) -> bytes:
+def serverFrame(opcode: int, payload: bytes, fin: bool = True) -> bytes:
     """
-    One unmasked, final frame from the server (RFC 6455, 5.2).
+    One unmasked frame from the server (RFC 6455, 5.2), final unless
+    C{fin} is false.
     """
     size = len(payload)
+    first = (0x80 if fin else 0) | opcode
     if size < 126:
-        head = bytes((0x80 | opcode, size))
+        head = bytes((first, size))
     elif size < 1 << 16:
-        head = bytes((0x80 | opcode, 126)) + size.to_bytes(2, "big")
+        head = bytes((first, 126)) + size.to_bytes(2, "big")
     else:
-        head = bytes((0x80 | opcode, 127)) + size.to_bytes(8, "big")
+        head = bytes((first, 127)) + size.to_bytes(8, "big")
     return head + payload
+
+
+def messageFrames(message: RecordedMessage) -> bytes:
+    """
+    A recorded server message as the frames it came in, when the recording
+    kept their lengths (L{RecordedMessage.frames}); else as one frame.
+    """
+    frames = message.frames
+    if not frames:
+        return serverFrame(message.opcode, message.data)
+    out = []
+    at = 0
+    last = len(frames) - 1
+    for i, length in enumerate(frames):
+        out.append(serverFrame(message.opcode if i == 0 else OP_CONTINUATION, message.data[at:at + length],
+                               fin=i == last))
+        at += length
+    return b"".join(out)
 
 
 def webSocketPlan(messages: Iterable[RecordedMessage]) -> list[bytes]:
@@ -814,7 +853,7 @@ def webSocketPlan(messages: Iterable[RecordedMessage]) -> list[bytes]:
         if message.up:
             plan.append(b"")
         else:
-            plan[-1] += serverFrame(message.opcode, message.data)
+            plan[-1] += messageFrames(message)
     return plan
 
 

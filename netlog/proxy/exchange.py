@@ -748,7 +748,7 @@ class Exchange:
         write = self.proxy.writer.message
         for m in messages:
             write(self.id, messageRecord(direction, m.opcode, m.size, m.data, m.truncated, m.compressed,
-                                         m.undecodable))
+                                         m.undecodable, m.frames))
 
     def _unparsable(self, event: Unparsable) -> None:
         self.unparsed = True

@@ -34,6 +34,7 @@ from netlog.core.replay import (
     bodyKey,
     framed,
     handshake,
+    messageFrames,
     recordedFromHar,
     recordedFromLog,
     recordedResponse,
@@ -561,6 +562,29 @@ class WebSocketTests(SynchronousTestCase):
         self.assertEqual(handshake(answer, b"dGhlIHNhbXBsZSBub25jZQ=="),
                          b"HTTP/1.1 101 Switching Protocols\r\nX-Served: 1\r\nUpgrade: websocket\r\n"
                          b"Connection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
+
+    def test_framesAsRecorded(self) -> None:
+        """
+        A server message the recording kept the frames of is sent in those
+        frames (the first with its opcode, continuations after, FIN on the
+        last); one whose frames don't add up to its data (cut or compressed
+        when recorded) goes in one frame.
+        """
+        fragmented = RecordedMessage(False, 1, b"fragmented", (4, 3, 3))
+        self.assertEqual(messageFrames(fragmented), b"\x01\x04frag\x00\x03men\x80\x03ted")
+        self.assertEqual(webSocketPlan([fragmented]), [b"\x01\x04frag\x00\x03men\x80\x03ted"])
+        self.assertEqual(messageFrames(RecordedMessage(False, 2, b"ab")), b"\x82\x02ab")
+        notes = [json.dumps({"n": 2, "type": "message", "id": 1, "direction": "down", "opcode": 1, "size": size,
+                             "data": data, **extra}).encode()
+                 for data, size, extra in (("fragmented", 10, {"frames": [4, 3, 3]}),
+                                           ("cut", 100, {"frames": [60, 40], "_truncated": True}),
+                                           ("inflated", 8, {"frames": [2, 2], "compressed": 4}))]
+        opened = json.dumps({"n": 1, "type": "open", "id": 1, "kind": "exchange", "started": 1.0,
+                             "request": {"method": "GET", "url": "wss://shop.test/ws", "headers": []}}).encode()
+        ended = json.dumps({"n": 5, "type": "end", "id": 1, "response": {"status": 101, "headers": []},
+                            "_websocket": {"messages_up": 0, "messages_down": 3}}).encode()
+        answer = answerFromLog(opened, ended, notes)
+        self.assertEqual([m.frames for m in answer.messages], [(4, 3, 3), (), ()])
 
     def test_fromLog(self) -> None:
         """
