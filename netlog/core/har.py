@@ -1331,6 +1331,9 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None,
     entry["cache"] = {}
     entry["timings"] = timings
     address = _serverAddress(server)
+    if address is None and ended is not None and isinstance(ended.get("_replayedServer"), dict):
+        # A replayed answer: the server the recording's came from.
+        address = _serverAddress(ended["_replayedServer"])
     if address is not None:
         entry["serverIPAddress"] = address
     if isinstance(opened.get("connection"), str):

@@ -54,15 +54,16 @@ OPEN_KEYS = ("proxy", "kind", "started", "client", "connection", "request", "ser
 #: C{ended}, C{times} and C{bytes} only when it applies).
 END_KEYS = (
     "ended", "times", "request_body", "response", "interim", "bytes", "closed_by",
-    "_websocket", "_unparsed", "_refused", "_failed", "_replayed", "_replayedCut", "_unmatched",
-    "_forwarded",
+    "_websocket", "_unparsed", "_refused", "_failed", "_replayed", "_replayedCut",
+    "_replayedServer", "_unmatched", "_forwarded",
 )
 
 #: The keys of a head line (an answer's head, written while it streams).
 HEAD_KEYS = ("first_byte", "response")
 #: The keys of a message line, in the order they are written (each of
 #: C{compressed}, C{data} and the underscored ones only when it applies).
-MESSAGE_KEYS = ("direction", "opcode", "size", "compressed", "data", "encoding", "_truncated", "_undecodable")
+MESSAGE_KEYS = ("direction", "opcode", "size", "compressed", "frames", "data", "encoding", "_truncated",
+                "_undecodable")
 
 #: Schemes a WebSocket's URL takes for the scheme of the request that opened it.
 _WEBSOCKET_SCHEMES = {"http": "ws", "https": "wss"}
@@ -302,7 +303,8 @@ def websocketRecord(messagesUp: int, messagesDown: int, bytesUp: int, bytesDown:
 
 
 def messageRecord(direction: str, opcode: int, size: int, data: bytes | None, truncated: bool,
-                  compressed: int | None = None, undecodable: str | None = None) -> dict[str, Any]:
+                  compressed: int | None = None, undecodable: str | None = None,
+                  frames: Sequence[int] | None = None) -> dict[str, Any]:
     """
     A message line's fields, in L{MESSAGE_KEYS} order.
 
@@ -313,10 +315,15 @@ def messageRecord(direction: str, opcode: int, size: int, data: bytes | None, tr
         compressed bytes that couldn't be inflated) as base64 with
         C{"encoding": "base64"}.
     @param undecodable: why the data is the compressed bytes as they came.
+    @param frames: for a message that came in more than one frame, each
+        frame's payload length on the wire (what a replay needs to send it
+        in the same frames).
     """
     fields: dict[str, Any] = {"direction": direction, "opcode": opcode, "size": size}
     if compressed is not None:
         fields["compressed"] = compressed
+    if frames:
+        fields["frames"] = list(frames)
     if data is not None:
         text: str | None = None
         if opcode == 1 and undecodable is None:

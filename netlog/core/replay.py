@@ -11,7 +11,9 @@ each with only where its lines lie in the file (never its bodies). The
 k-th identical request gets the k-th recorded answer, and the last repeats
 after that. Recorded failures, refusals, answers that couldn't be read as
 HTTP and answers whose body wasn't kept are never served: they are
-counted as skipped, by why.
+counted as skipped, by why, when the index is built if what it reads says
+so, else when the answer is first read back (L{ReplayIndex.match}: the
+next recorded answer is served instead).
 
 No I/O here: the shell (L{netlog.proxy.replay}) indexes the file and reads
 the lines back by offset.
@@ -30,11 +32,14 @@ from http import HTTPStatus
 from typing import Any, Callable, Hashable, Iterable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+import orjson
+
 from netlog.core.har import ExchangeLines
 from netlog.core.http1 import HOP_BY_HOP
 
 __all__ = [
     "MatchRules",
+    "NotServed",
     "Recorded",
     "RecordedAnswer",
     "RecordedMessage",
@@ -44,11 +49,14 @@ __all__ = [
     "bodyKey",
     "framed",
     "handshake",
+    "messageFrames",
     "serverFrame",
     "webSocketPlan",
     "recordedFromHar",
     "recordedFromLog",
+    "recordedResponse",
     "refreshed",
+    "replayMarks",
     "requestKey",
     "unmatchedAnswer",
 ]
@@ -98,26 +106,63 @@ class MatchRules:
     ignoreFields: frozenset[str] = frozenset()
 
 
+#: A URL as browsers send them (ASCII, no whitespace, no user info, no
+#: bracketed host, a port of digits if any), split at once; any other is
+#: split by L{urlsplit}, which this agrees with wherever it matches.
+_PLAIN_URL = re.compile(
+    r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#@\[\]:%\s]*)(?::([0-9]*))?(/[^?#\s]*)?(?:\?([^#\s]*))?(?:#\S*)?")
+#: The highest port a URL may name: past it the port is taken as unnamed.
+_MAX_PORT = 65535
+
+
+def _urlParts(url: str) -> tuple[str, str, int | None, str, str]:
+    """
+    A URL's scheme (lowercase), host (lowercase), port (L{None} when it
+    names none or an impossible one), path and query, as L{urlsplit} reads
+    them; a plain URL (L{_PLAIN_URL}) without calling it, which costs ten
+    times as much.
+    """
+    plain = _PLAIN_URL.fullmatch(url) if url.isascii() else None
+    if plain is not None:
+        scheme, host, portText, path, query = plain.groups()
+        port = int(portText) if portText else None
+        return (scheme.lower(), host.lower(), port if port is None or port <= _MAX_PORT else None,
+                path or "", query or "")
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port, parts.path, parts.query
+
+
+def _queryPairs(query: str) -> list[tuple[str, str]]:
+    """
+    A query's fields as L{parse_qsl} reads them (blank values kept), split
+    at once when nothing in it is escaped.
+    """
+    if "%" in query or "+" in query:
+        return parse_qsl(query, keep_blank_values=True)
+    pairs = []
+    for field_ in query.split("&"):
+        if field_:
+            name, _, value = field_.partition("=")
+            pairs.append((name, value))
+    return pairs
+
+
 def requestKey(method: str, url: str, rules: MatchRules) -> Hashable:
     """
     What two requests must share to match: the method, the scheme, host
     and port (the default one when the URL names none), the path, and the
     query as a multiset (its order ignored), less C{rules.ignoreParams}.
     """
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
+    scheme, host, port, path, query = _urlParts(url)
     if port is None:
         port = DEFAULT_PORTS.get(scheme, 0)
-    query = tuple(sorted(
-        (name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True)
-        if name not in rules.ignoreParams
-    ))
-    return (method.upper(), _MATCHED_SCHEMES.get(scheme, scheme), (parts.hostname or "").lower(), port,
-            parts.path or "/", query)
+    ignored = rules.ignoreParams
+    pairs = tuple(sorted(pair for pair in _queryPairs(query) if pair[0] not in ignored)) if query else ()
+    return (method.upper(), _MATCHED_SCHEMES.get(scheme, scheme), host, port, path or "/", pairs)
 
 
 def _mediaType(contentType: str | None) -> str:
@@ -219,33 +264,83 @@ class ReplayIndex:
     def __len__(self) -> int:
         return sum(len(v) for v in self.entries.values())
 
-    def match(self, key: Hashable, body: str | None) -> Recorded | None:
+    def match(self, key: Hashable, body: str | None,
+              answerOf: Callable[[Recorded], RecordedAnswer]) -> tuple[Recorded, RecordedAnswer] | None:
         """
         The recorded answer for the next request with this key and body:
         the k-th of them gets the k-th recorded, the last once they run out.
+
+        An entry is indexed before its answer is read (L{recordedFromLog}
+        reads only what matching needs), so an answer found unservable when
+        C{answerOf} reads it (it raises L{NotServed}) is taken out of the
+        index, counted as skipped, and the next recorded answer for the
+        request is served in its place, as if it had never been indexed.
+
+        @param answerOf: reads a recorded entry's answer back.
         """
-        both = (key, body)
-        recorded = self.entries.get(both)
-        if not recorded:
-            both = (key, UNKNOWN_BODY)
+        for both in ((key, body), (key, UNKNOWN_BODY)):
             recorded = self.entries.get(both)
-        if not recorded:
-            return None
-        k = self.served.get(both, 0)
-        self.served[both] = k + 1
-        return recorded[min(k, len(recorded) - 1)]
+            while recorded:
+                k = self.served.get(both, 0)
+                at = min(k, len(recorded) - 1)
+                try:
+                    answer = answerOf(recorded[at])
+                except NotServed as e:
+                    del recorded[at]
+                    self.skip(e.why)
+                    continue
+                self.served[both] = k + 1
+                return recorded[at], answer
+            if recorded is not None:
+                del self.entries[both]
+        return None
+
+    def firstServable(self, answerOf: Callable[[Recorded], RecordedAnswer]) -> bool:
+        """
+        Whether the index serves anything: its entries' answers are read,
+        in recorded order, until one can be served (those that can't are
+        taken out and counted as skipped); usually only the first is read.
+        """
+        for both in list(self.entries):
+            recorded = self.entries[both]
+            while recorded:
+                try:
+                    answerOf(recorded[0])
+                except NotServed as e:
+                    del recorded[0]
+                    self.skip(e.why)
+                    continue
+                return True
+            del self.entries[both]
+        return False
+
+
+class NotServed(Exception):
+    """
+    A recorded answer that is never served (a failure, a refusal, one whose
+    body wasn't kept...), found when it is read back.
+
+    @ivar why: one of the C{SKIP_} names.
+    """
+
+    def __init__(self, why: str) -> None:
+        Exception.__init__(self, why)
+        self.why = why
 
 
 @dataclass(frozen=True)
 class RecordedMessage:
     """
     A recorded WebSocket message: from the browser (C{up}) or the server,
-    its opcode (text or binary) and its data as kept.
+    its opcode (text or binary), its data as kept, and for one that came in
+    more than one frame, each frame's payload length (when they add up to
+    the data: not for a message cut or compressed when recorded).
     """
 
     up: bool
     opcode: int
     data: bytes
+    frames: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -265,6 +360,15 @@ class RecordedAnswer:
     cut: bool
     wait: float
     messages: tuple[RecordedMessage, ...] = ()
+    #: The recorded body's whole size and the recorded head's, for a body
+    #: the recording cut (whose replayed entry keeps them:
+    #: L{recordedResponse}).
+    size: int | None = None
+    headersSize: int | None = None
+    #: The server the recorded answer came from: its address (a netlog
+    #: open line's C{server.address}, a HAR's C{serverIPAddress}) and port.
+    address: str | None = None
+    port: int | None = None
 
 
 # -- netlog logs ---------------------------------------------------------------------
@@ -297,32 +401,104 @@ def _skipReason(end: dict[str, Any]) -> str | None:
     return None
 
 
+#: A top-level scalar field of a line, as netlog writes the ones before
+#: an open line's C{request} and an end line's C{times} (see
+#: C{docs/log-format.rst}, "Key order"): a string with no escape in it, a
+#: number, C{null}, C{true} or C{false}.
+_SCALAR_FIELD = rb'(?:,"[^"\\]*":(?:"[^"\\]*"|[-+.0-9eE]+|null|true|false))'
+#: An open line up to its request's method and URL, when they need no
+#: unescaping: its C{n}, its scalar fields (C{kind} among them) and the two
+#: strings. Any other open line is parsed whole.
+_OPEN_REQUEST = re.compile(
+    rb'\{"n":([0-9]{1,18}),"type":"open","id":[0-9]{1,18}(' + _SCALAR_FIELD + rb'*)'
+    rb',"request":\{"method":"([^"\\]*)","url":"([^"\\]*)",')
+#: An end line up to the key after its C{times} (flat: names and numbers):
+#: C{request_body} when the request had a body, which comes right after.
+_END_TIMES = re.compile(rb'\{"n":[0-9]{1,18},"type":"end","id":[0-9]{1,18}' + _SCALAR_FIELD
+                        + rb'*,"times":\{[^{}"]*(?:"[a-z_]*"[^{}"]*)*\},"([a-z_]+)":')
+#: Bytes of an end line read to find what follows its C{times}.
+END_HEAD_SIZE = 512
+_KIND_EXCHANGE = b',"kind":"exchange",'
+
+
+def _parse(line: bytes) -> Any:
+    """
+    A line's JSON (orjson's, which is several times as fast, else the
+    C{json} module's for what orjson refuses, such as a lone surrogate).
+    """
+    try:
+        return orjson.loads(line)
+    except ValueError:
+        return json.loads(line)
+
+
+def _openedRequest(line: bytes) -> tuple[int, bool, str, str] | None:
+    """
+    An open line's C{n}, whether it is an exchange's, and its request's
+    method and URL, read without parsing the line; L{None} when the line
+    isn't as netlog writes it (it is then parsed).
+    """
+    found = _OPEN_REQUEST.match(line)
+    if found is None:
+        return None
+    n, scalars, method, url = found.groups()
+    try:
+        return (int(n), _KIND_EXCHANGE in scalars + b",", method.decode("ascii"), url.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+
+
+def _requestBody(end: dict[str, Any]) -> bytes:
+    requestBody = end.get("request_body")
+    if isinstance(requestBody, dict) and isinstance(requestBody.get("data"), str):
+        return base64.b64decode(requestBody["data"])
+    return b""
+
+
 def recordedFromLog(exchanges: Iterable[ExchangeLines], readAt: Callable[[int, int], bytes],
                     rules: MatchRules, index: ReplayIndex) -> None:
     """
     Add to C{index} each exchange of a netlog log (where its lines lie, as
-    L{netlog.core.har.exchangeLines} gives them) that can be replayed.
+    L{netlog.core.har.exchangeLines} gives them) that may be replayed.
+
+    Only what matching needs is read: from the open line, the request's
+    method and URL; from the end line's first L{END_HEAD_SIZE} bytes,
+    whether the request had a body (only then is the end line read whole,
+    for the body, and the open line parsed, for its type). Whether the
+    answer can be served (not a failure, a refusal, a body not kept...)
+    is found when it is first read back (L{answerFromLog}, through
+    L{ReplayIndex.match}); an exchange the open line or the line index
+    already tells is a refusal or unanswered is skipped here.
     """
     for openOffset, openLength, ends, notes in exchanges:
         try:
-            opened = json.loads(readAt(openOffset, openLength))
-            request = opened["request"]
-            if opened.get("kind") != "exchange" or not ends:
-                index.skip(SKIP_UNANSWERED if opened.get("kind") == "exchange" else SKIP_REFUSED)
+            openLine = readAt(openOffset, openLength)
+            scanned = _openedRequest(openLine)
+            opened: Any = None
+            if scanned is None:
+                opened = _parse(openLine)
+                request = opened["request"]
+                scanned = (int(opened["n"]), opened.get("kind") == "exchange", str(request["method"]),
+                           str(request["url"]))
+            mark, isExchange, method, url = scanned
+            if not isExchange or not ends:
+                index.skip(SKIP_UNANSWERED if isExchange else SKIP_REFUSED)
                 continue
             endOffset, endLength = ends[0]
-            end = json.loads(readAt(endOffset, endLength))
-            why = _skipReason(end)
-            if why is not None:
-                index.skip(why)
-                continue
-            requestBody = end.get("request_body")
+            endHead = _END_TIMES.match(readAt(endOffset, min(endLength, END_HEAD_SIZE)))
             body = b""
-            if isinstance(requestBody, dict) and isinstance(requestBody.get("data"), str):
-                body = base64.b64decode(requestBody["data"])
-            contentType = _headerValue(request.get("headers"), "content-type")
-            index.add(Recorded(requestKey(str(request["method"]), str(request["url"]), rules),
-                               bodyKey(body, contentType, rules), int(opened["n"]),
+            if endHead is None or endHead.group(1) == b"request_body":
+                end = _parse(readAt(endOffset, endLength))
+                why = _skipReason(end)
+                if why is not None:
+                    index.skip(why)
+                    continue
+                body = _requestBody(end)
+            contentType = None
+            if body:
+                opened = opened if opened is not None else _parse(openLine)
+                contentType = _headerValue(opened["request"].get("headers"), "content-type")
+            index.add(Recorded(requestKey(method, url, rules), bodyKey(body, contentType, rules), mark,
                                (openOffset, openLength, endOffset, endLength, notes)))
         except (ValueError, KeyError, TypeError, RecursionError, binascii.Error):
             index.skip(SKIP_UNREADABLE)
@@ -344,9 +520,23 @@ def answerFromLog(openLine: bytes, endLine: bytes, noteLines: Iterable[bytes] = 
     The answer a netlog log's exchange recorded, from its open and end
     lines, and for a WebSocket its message lines (C{noteLines}: its head
     and message lines, in order).
+
+    @raise NotServed: the exchange's answer is never served (a failure, a
+        refusal, a body not kept: see L{_skipReason}), or its lines can't
+        be read.
     """
-    opened = json.loads(openLine)
-    end = json.loads(endLine)
+    try:
+        return _answerFromLog(openLine, endLine, noteLines)
+    except (ValueError, KeyError, TypeError, RecursionError, binascii.Error):
+        raise NotServed(SKIP_UNREADABLE) from None
+
+
+def _answerFromLog(openLine: bytes, endLine: bytes, noteLines: Iterable[bytes]) -> RecordedAnswer:
+    opened = _parse(openLine)
+    end = _parse(endLine)
+    why = _skipReason(end)
+    if why is not None:
+        raise NotServed(why)
     response = end["response"]
     body = response.get("body") or {}
     data = body.get("data")
@@ -360,10 +550,32 @@ def answerFromLog(openLine: bytes, endLine: bytes, noteLines: Iterable[bytes] = 
         if note.get("type") == "message" and note.get("opcode") in (OP_TEXT, OP_BINARY):
             kept = note.get("data") or ""
             payload = base64.b64decode(kept) if note.get("encoding") == "base64" else kept.encode("utf-8")
-            messages.append(RecordedMessage(note.get("direction") == "up", note["opcode"], payload))
+            messages.append(RecordedMessage(note.get("direction") == "up", note["opcode"], payload,
+                                            _recordedFrames(note.get("frames"), payload)))
+    server = opened.get("server") or {}
+    address, port = server.get("address"), server.get("port")
     return RecordedAnswer(int(response["status"]), str(response.get("reason") or "").encode("latin-1"),
                           _pairs(response.get("headers")), base64.b64decode(data) if data else b"",
-                          bool(body.get("_truncated")), max(wait, 0.0), tuple(messages))
+                          bool(body.get("_truncated")), max(wait, 0.0), tuple(messages),
+                          _intOrNone(body.get("size")), _intOrNone(response.get("headers_size")),
+                          address if isinstance(address, str) and address else None, _intOrNone(port))
+
+
+def _recordedFrames(frames: Any, payload: bytes) -> tuple[int, ...]:
+    """
+    A message line's C{frames} when they can be sent again as they came:
+    lengths that add up to the kept data (a message cut when recorded, or
+    compressed on the wire, is sent in one frame).
+    """
+    if (not isinstance(frames, list) or len(frames) < 2
+            or not all(isinstance(f, int) and not isinstance(f, bool) and f >= 0 for f in frames)
+            or sum(frames) != len(payload)):
+        return ()
+    return tuple(frames)
+
+
+def _intOrNone(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 # -- HARs ------------------------------------------------------------------------------
@@ -434,7 +646,16 @@ def answerFromHar(entry: dict[str, Any]) -> RecordedAnswer:
     the charset its C{mimeType} names, else UTF-8) or, with C{encoding:
     base64}, as base64. HAR bodies are decoded, so C{Content-Encoding} is
     dropped.
+
+    @raise NotServed: the entry can't be read.
     """
+    try:
+        return _answerFromHar(entry)
+    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):
+        raise NotServed(SKIP_UNREADABLE) from None
+
+
+def _answerFromHar(entry: dict[str, Any]) -> RecordedAnswer:
     response = entry["response"]
     content = response.get("content") or {}
     text = content.get("text") or ""
@@ -453,9 +674,12 @@ def answerFromHar(entry: dict[str, Any]) -> RecordedAnswer:
             binary = opcode == OP_BINARY or message.get("_encoding") == "base64"
             messages.append(RecordedMessage(message.get("type") == "send", opcode,
                                             base64.b64decode(data) if binary else data.encode("utf-8")))
+    address = entry.get("serverIPAddress")
     return RecordedAnswer(int(response["status"]), str(response.get("statusText") or "").encode("latin-1"),
                           headers, body, bool(content.get("_truncated")),
-                          wait / 1000.0 if isinstance(wait, (int, float)) and wait > 0 else 0.0, tuple(messages))
+                          wait / 1000.0 if isinstance(wait, (int, float)) and wait > 0 else 0.0, tuple(messages),
+                          _intOrNone(content.get("size")), _intOrNone(response.get("headersSize")),
+                          address if isinstance(address, str) and address else None)
 
 
 # -- the answer, framed again ---------------------------------------------------------
@@ -560,6 +784,7 @@ def refreshed(answer: RecordedAnswer, now: float) -> RecordedAnswer:
 
 #: RFC 6455's GUID, for C{Sec-WebSocket-Accept}.
 _WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+OP_CONTINUATION = 0
 OP_TEXT = 1
 OP_BINARY = 2
 OP_CLOSE = 8
@@ -583,18 +808,38 @@ def handshake(answer: RecordedAnswer, key: bytes) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
-def serverFrame(opcode: int, payload: bytes) -> bytes:
+def serverFrame(opcode: int, payload: bytes, fin: bool = True) -> bytes:
     """
-    One unmasked, final frame from the server (RFC 6455, 5.2).
+    One unmasked frame from the server (RFC 6455, 5.2), final unless
+    C{fin} is false.
     """
     size = len(payload)
+    first = (0x80 if fin else 0) | opcode
     if size < 126:
-        head = bytes((0x80 | opcode, size))
+        head = bytes((first, size))
     elif size < 1 << 16:
-        head = bytes((0x80 | opcode, 126)) + size.to_bytes(2, "big")
+        head = bytes((first, 126)) + size.to_bytes(2, "big")
     else:
-        head = bytes((0x80 | opcode, 127)) + size.to_bytes(8, "big")
+        head = bytes((first, 127)) + size.to_bytes(8, "big")
     return head + payload
+
+
+def messageFrames(message: RecordedMessage) -> bytes:
+    """
+    A recorded server message as the frames it came in, when the recording
+    kept their lengths (L{RecordedMessage.frames}); else as one frame.
+    """
+    frames = message.frames
+    if not frames:
+        return serverFrame(message.opcode, message.data)
+    out = []
+    at = 0
+    last = len(frames) - 1
+    for i, length in enumerate(frames):
+        out.append(serverFrame(message.opcode if i == 0 else OP_CONTINUATION, message.data[at:at + length],
+                               fin=i == last))
+        at += length
+    return b"".join(out)
 
 
 def webSocketPlan(messages: Iterable[RecordedMessage]) -> list[bytes]:
@@ -608,8 +853,52 @@ def webSocketPlan(messages: Iterable[RecordedMessage]) -> list[bytes]:
         if message.up:
             plan.append(b"")
         else:
-            plan[-1] += serverFrame(message.opcode, message.data)
+            plan[-1] += messageFrames(message)
     return plan
+
+
+def replayMarks(recorded: Recorded, answer: RecordedAnswer) -> dict[str, Any]:
+    """
+    What a replayed exchange's end line says of its answer: C{_replayed}
+    (the recorded line or entry), C{_replayedCut} for a body the recording
+    cut, and C{_replayedServer}, the server the recorded answer came from
+    (its address and port), so that the replay's HAR entry has the
+    recording's C{serverIPAddress}.
+    """
+    marks: dict[str, Any] = {"_replayed": recorded.mark}
+    if answer.cut:
+        marks["_replayedCut"] = True
+    if answer.address is not None:
+        marks["_replayedServer"] = {"address": answer.address, "port": answer.port}
+    return marks
+
+
+def recordedResponse(response: dict[str, Any], answer: RecordedAnswer) -> dict[str, Any]:
+    """
+    A replayed answer's end-line C{response} (as L{netlog.core.records}
+    builds it) made the recorded one where the browser was sent it framed
+    otherwise: for a body the recording cut, the recorded headers (the
+    recorded C{Content-Length} among them, where the browser got the kept
+    body's length), head size, and body size, the body marked
+    C{_truncated} as in the recording. The kept bytes are the replay's:
+    the recording's, byte for byte. Any other answer is left as it is.
+    """
+    if not answer.cut:
+        return response
+    out = dict(response)
+    out["headers"] = [[name.decode("latin-1"), value.decode("latin-1")] for name, value in answer.headers]
+    if answer.headersSize is not None:
+        out["headers_size"] = answer.headersSize
+    body = out.get("body")
+    if isinstance(body, dict) and answer.size is not None:
+        kept: dict[str, Any] = {}
+        for key, value in body.items():
+            if key != "_truncated":
+                kept[key] = answer.size if key == "size" else value
+            if key == "data":
+                kept["_truncated"] = True
+        out["body"] = kept
+    return out
 
 
 def unmatchedAnswer(method: str, url: str) -> RecordedAnswer:

@@ -43,6 +43,10 @@ SOCKET_BUDGET = 10 * 1024 * 1024
 #: stops (the message is C{_truncated}, its size a lower bound) and the
 #: direction's context is lost, so a small frame never costs gigabytes.
 MAX_INFLATED = 64 * 1024 * 1024
+#: The most frames of one message whose lengths are kept (for a replay to
+#: send it in the same frames); a message in more keeps none, so that a
+#: peer sending endless tiny frames costs no memory.
+MAX_KEPT_FRAMES = 64
 #: Bytes inflated per call, so that no single call makes more than this.
 _INFLATE_STEP = 256 * 1024
 #: Compressed bytes given to zlib per call.
@@ -111,22 +115,27 @@ class Message:
     @ivar truncated: C{data} holds less than the message.
     @ivar compressed: payload bytes on the wire when it came compressed.
     @ivar undecodable: why C{data} holds the compressed bytes, or L{None}.
+    @ivar frames: for a message sent in more than one frame, each frame's
+        payload length on the wire, in order (L{None} for one frame).
     """
 
-    __slots__ = ("opcode", "size", "data", "truncated", "compressed", "undecodable")
+    __slots__ = ("opcode", "size", "data", "truncated", "compressed", "undecodable", "frames")
 
     def __init__(self, opcode: int, size: int, data: bytes | None, truncated: bool,
-                 compressed: int | None = None, undecodable: str | None = None) -> None:
+                 compressed: int | None = None, undecodable: str | None = None,
+                 frames: tuple[int, ...] | None = None) -> None:
         self.opcode = opcode
         self.size = size
         self.data = data
         self.truncated = truncated
         self.compressed = compressed
         self.undecodable = undecodable
+        self.frames = frames
 
     def __repr__(self) -> str:
         return (f"Message(opcode={self.opcode}, size={self.size}, data={self.data!r:.40}, "
-                f"truncated={self.truncated}, compressed={self.compressed}, undecodable={self.undecodable})")
+                f"truncated={self.truncated}, compressed={self.compressed}, undecodable={self.undecodable}, "
+                f"frames={self.frames})")
 
 
 def _unmask(data: bytes, key: bytes, offset: int) -> bytes:
@@ -167,7 +176,7 @@ class MessageAssembler:
         "_budget", "_deflate", "_noContext", "_inflater", "_contextLost",
         "_head", "_remaining", "_inFrame", "_opcode", "_fin", "_mask", "_offset",
         "_fragmented", "_msgOpcode", "_msgCompressed", "_kept", "_raw", "_size",
-        "_wire", "_truncated", "_failed", "_control",
+        "_wire", "_truncated", "_failed", "_control", "_frames",
     )
 
     def __init__(self, budget: KeptBudget | None = None, deflate: bool = False,
@@ -200,6 +209,9 @@ class MessageAssembler:
         self._truncated = False
         self._failed: str | None = None
         self._control = bytearray()
+        #: The payload lengths of the current message's frames so far
+        #: (L{None} once past L{MAX_KEPT_FRAMES}).
+        self._frames: list[int] | None = []
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Message]:
         """
@@ -304,6 +316,11 @@ class MessageAssembler:
             return
         else:
             self._startMessage(opcode, rsv1 and self._deflate)
+        if opcode < 8 and self._frames is not None:
+            if len(self._frames) < MAX_KEPT_FRAMES:
+                self._frames.append(length)
+            else:
+                self._frames = None
         self._opcode = opcode
         self._fin = fin
         self._offset = 0
@@ -343,6 +360,7 @@ class MessageAssembler:
     def _startMessage(self, opcode: int, compressed: bool) -> None:
         self._msgOpcode = opcode
         self._msgCompressed = compressed
+        self._frames = []
         self._kept = bytearray()
         self._raw = bytearray()
         self._size = 0
@@ -427,10 +445,12 @@ class MessageAssembler:
             self._raw = bytearray()
         kept = bytes(self._kept)
         self._kept = bytearray()
-        return self._spend(self._msgOpcode, self._size, kept, self._truncated, compressed, undecodable)
+        frames = tuple(self._frames) if self._frames is not None and len(self._frames) > 1 else None
+        self._frames = []
+        return self._spend(self._msgOpcode, self._size, kept, self._truncated, compressed, undecodable, frames)
 
     def _spend(self, opcode: int, size: int, kept: bytes, truncated: bool, compressed: int | None,
-               undecodable: str | None) -> Message:
+               undecodable: str | None, frames: tuple[int, ...] | None = None) -> Message:
         """
         The message, its kept bytes taken from the WebSocket's budget.
         """
@@ -445,4 +465,4 @@ class MessageAssembler:
                 truncated = True
             budget.remaining -= len(kept)
             data = kept
-        return Message(opcode, size, data, truncated, compressed, undecodable)
+        return Message(opcode, size, data, truncated, compressed, undecodable, frames)

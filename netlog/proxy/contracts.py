@@ -222,10 +222,14 @@ class IAnswerSink(Protocol):
     The exchange an answer source (an upstream connection, a recording)
     answers: the answer's bytes, its end, and for a recording what it says
     of the answer (C{marks}, written in the end line) or that it has none
-    and the request goes upstream after all (L{forward}).
+    and the request goes upstream after all (L{forward}), and what makes
+    the end line's answer the recorded one where the browser was sent it
+    framed otherwise (C{asRecorded}: a body the recording cut keeps its
+    recorded length and size).
     """
 
     marks: dict[str, Any] | None
+    asRecorded: Callable[[dict[str, Any]], dict[str, Any]] | None
 
     def serverBytes(self, upstream: Any, data: bytes) -> None: ...
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
-from typing import Any
+from typing import Any, Callable
 
 from OpenSSL import SSL
 from twisted.internet import error
@@ -139,6 +139,7 @@ class Exchange:
         "_sentSize",
         "_trimmed",
         "address",
+        "asRecorded",
         "browser",
         "closedBy",
         "cut",
@@ -258,6 +259,9 @@ class Exchange:
         self._trimmed = False
         #: What the answer's source says of it in the end line.
         self.marks: dict[str, Any] | None = None
+        #: For a recording: the end line's answer as recorded, where the
+        #: browser was sent it framed otherwise (a body the recording cut).
+        self.asRecorded: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     # -- starting ---------------------------------------------------------------
 
@@ -744,7 +748,7 @@ class Exchange:
         write = self.proxy.writer.message
         for m in messages:
             write(self.id, messageRecord(direction, m.opcode, m.size, m.data, m.truncated, m.compressed,
-                                         m.undecodable))
+                                         m.undecodable, m.frames))
 
     def _unparsable(self, event: Unparsable) -> None:
         self.unparsed = True
@@ -843,6 +847,8 @@ class Exchange:
             response = dict(self.response)
             if self.responseBody is not None and not self.upgraded:
                 response["body"] = self.responseBody.record(splice=True)
+            if self.asRecorded is not None:
+                response = self.asRecorded(response)
         websocket: dict[str, Any] | None = None
         wsUp, wsDown = self.wsUp, self.wsDown
         if wsUp is not None and wsDown is not None:

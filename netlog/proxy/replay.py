@@ -19,6 +19,7 @@ import json
 import os
 from stat import S_ISREG
 from collections import OrderedDict
+from functools import partial
 from typing import Any, Callable
 
 from twisted.internet.error import ConnectionDone
@@ -42,7 +43,9 @@ from netlog.core.replay import (
     handshake,
     recordedFromHar,
     recordedFromLog,
+    recordedResponse,
     refreshed,
+    replayMarks,
     requestKey,
     serverFrame,
     unmatchedAnswer,
@@ -66,6 +69,9 @@ MAX_PACE_WAIT = 30.0
 #: Bytes of recorded answers' bodies kept read back, the most recently
 #: served (a page's scripts, styles and images are asked for again and again).
 MAX_CACHED_ANSWER_BYTES = 32 * 1024 * 1024
+#: What a request that says C{Expect: 100-continue} gets at once, before
+#: its body: nothing but the recording waits for it (RFC 9110, 10.1.1).
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 #: Bytes read from the start of a recording to tell a log from a HAR.
 _SNIFF_SIZE = 64
 
@@ -148,7 +154,7 @@ class Replay:
                 raise RecordingError(f"the recording {path} is neither a netlog log nor a HAR")
         finally:
             os.close(fd)
-        if not len(self.index):
+        if not self.index.firstServable(self.answerFor):
             skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.index.skipped.items())) or "no entries"
             raise RecordingError(f"the recording {path} has no answer to replay ({skipped})")
 
@@ -171,13 +177,16 @@ class Replay:
         recordedFromHar(har, self.rules, self.index)
         # The entries the index serves from, less their requests' bodies.
         self._har = [{"response": e.get("response"), "timings": e.get("timings"),
-                      "_webSocketMessages": e.get("_webSocketMessages")}
+                      "_webSocketMessages": e.get("_webSocketMessages"), "serverIPAddress": e.get("serverIPAddress")}
                      if isinstance(e, dict) else None for e in entries]
 
     def answerFor(self, recorded: Recorded) -> RecordedAnswer:
         """
         C{recorded}'s answer, read back once and kept while it is among
         those most recently served.
+
+        @raise netlog.core.replay.NotServed: it may not be served (found
+            when it is first read back: see L{ReplayIndex.match}).
         """
         answers = self._answers
         answer = answers.get(recorded.mark)
@@ -230,6 +239,14 @@ class RecordedSource:
         self._body: list[bytes] = []
         self._bodySize = 0
         self._pending: IDelayedCall | None = None
+        #: The request asks to be told to send its body (C{Expect:
+        #: 100-continue}); the C{100} to tell it, once due.
+        self._fields = HeadFields(head.version, head.headers)
+        expect = self._fields.first(b"expect")
+        self._continueDue = (head.version == b"HTTP/1.1" and expect is not None
+                             and expect.strip().lower() == b"100-continue")
+        self._continuing: IDelayedCall | None = None
+        self._ended = False
         #: A replayed WebSocket's server frames by browser messages heard
         #: (L{netlog.core.replay.webSocketPlan}), and the browser's side read.
         self._plan: list[bytes] | None = None
@@ -252,6 +269,17 @@ class RecordedSource:
         """
         if self.raw and self._plan is not None:
             self._fromBrowser(data)
+        elif self._continueDue:
+            # The request's head, which asks to be told to go on with its
+            # body: told at once, as the exchange reads an answer (after
+            # this call), unless the whole request is here by then.
+            self._continueDue = False
+            self._continuing = self.reactor.callLater(0, self._continue)
+
+    def _continue(self) -> None:
+        self._continuing = None
+        if self.exchange is not None and not self._ended:
+            self.exchange.serverBytes(self, CONTINUE)
 
     def requestData(self, data: bytes) -> None:
         self._bodySize += len(data)
@@ -259,6 +287,7 @@ class RecordedSource:
             self._body.append(data)
 
     def requestEnded(self) -> None:
+        self._ended = True
         exchange = self.exchange
         if exchange is None:
             return
@@ -267,13 +296,14 @@ class RecordedSource:
         replay = self.replay
         body = b"".join(self._body) if self._bodySize <= MAX_REQUEST_BODY else None
         self._body = []
-        recorded = None
+        matched = None
         if body is not None:
-            contentType = HeadFields(head.version, head.headers).first(b"content-type")
-            recorded = replay.index.match(
+            contentType = self._fields.first(b"content-type")
+            matched = replay.index.match(
                 requestKey(method, self.url, replay.rules),
-                bodyKey(body, contentType.decode("latin-1") if contentType is not None else None, replay.rules))
-        if recorded is None:
+                bodyKey(body, contentType.decode("latin-1") if contentType is not None else None, replay.rules),
+                replay.answerFor)
+        if matched is None:
             if replay.forwardUnmatched:
                 exchange.marks = {"_forwarded": True}
                 exchange.forward(self)
@@ -281,13 +311,13 @@ class RecordedSource:
             answer = unmatchedAnswer(method, self.url)
             exchange.marks = {"_unmatched": True}
         else:
-            answer = replay.answerFor(recorded)
+            recorded, answer = matched
             if replay.refresh:
                 answer = refreshed(answer, self.reactor.seconds())
-            exchange.marks = {"_replayed": recorded.mark}
+            exchange.marks = replayMarks(recorded, answer)
             if answer.cut:
-                exchange.marks["_replayedCut"] = True
-        key = HeadFields(head.version, head.headers).first(b"sec-websocket-key")
+                exchange.asRecorded = partial(recordedResponse, answer=answer)
+        key = self._fields.first(b"sec-websocket-key")
         if answer.status == 101 and head.upgrade and key is not None:
             data = handshake(answer, key)
             self._plan = webSocketPlan(answer.messages)
@@ -356,6 +386,7 @@ class RecordedSource:
 
     def close(self, gently: bool) -> None:
         self.exchange = None
-        pending, self._pending = self._pending, None
-        if pending is not None and pending.active():
-            pending.cancel()
+        for pending in (self._pending, self._continuing):
+            if pending is not None and pending.active():
+                pending.cancel()
+        self._pending = self._continuing = None

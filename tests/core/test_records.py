@@ -86,7 +86,8 @@ class RecordTests(SynchronousTestCase):
             9.0, 1.0, 2.0, 3.0, up=10, down=20, requestBody={"size": 1}, response={"status": 101},
             interim=[100], closedBy="client", websocket={"messages_up": 1}, unparsed=True,
             refused=("bad", 400), failed="cut", failedStatus=502,
-            marks={"_replayed": 7, "_replayedCut": True, "_unmatched": True, "_forwarded": True},
+            marks={"_replayed": 7, "_replayedCut": True, "_replayedServer": {"address": "::1", "port": 80},
+                   "_unmatched": True, "_forwarded": True},
         )
         self.assertEqual(tuple(full), END_KEYS)
         self.assertEqual(full["times"], {"connected": 1.0, "sent": 2.0, "first_byte": 3.0, "end": 9.0})

@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, Hashable
+from urllib.parse import parse_qsl, urlsplit
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core.har import LineIndex, exchangeLines
 from netlog.core.replay import (
+    DEFAULT_PORTS,
+    END_HEAD_SIZE,
     MatchRules,
+    Recorded,
     RecordedAnswer,
     RecordedMessage,
     ReplayIndex,
@@ -27,9 +34,12 @@ from netlog.core.replay import (
     bodyKey,
     framed,
     handshake,
+    messageFrames,
     recordedFromHar,
     recordedFromLog,
+    recordedResponse,
     refreshed,
+    replayMarks,
     requestKey,
     webSocketPlan,
 )
@@ -53,12 +63,14 @@ class Recording:
     def readAt(self, offset: int, length: int) -> bytes:
         return self.data[offset:offset + length]
 
+    def answerOf(self, recorded: Recorded) -> RecordedAnswer:
+        o, ol, e, el, notes = recorded.where
+        return answerFromLog(self.readAt(o, ol), self.readAt(e, el), [self.readAt(a, n) for a, n in notes])
+
     def ask(self, method: str, url: str, body: bytes = b"", contentType: str | None = None) -> bytes | None:
-        recorded = self.index.match(requestKey(method, url, self.rules), bodyKey(body, contentType, self.rules))
-        if recorded is None:
-            return None
-        o, ol, e, el, _ = recorded.where
-        return answerFromLog(self.readAt(o, ol), self.readAt(e, el)).body
+        matched = self.index.match(requestKey(method, url, self.rules), bodyKey(body, contentType, self.rules),
+                                   self.answerOf)
+        return matched[1].body if matched is not None else None
 
 
 class URLTests(SynchronousTestCase):
@@ -91,6 +103,30 @@ class URLTests(SynchronousTestCase):
         for method, url, expected in table:
             self.assertEqual(recording.ask(method, url), expected, (method, url))
 
+    def test_linesReadEitherWay(self) -> None:
+        """
+        An open line whose URL JSON escapes (a quote, a backslash) is
+        parsed whole, one whose URL is plain (non-ASCII among it) is read
+        by its key order: both match, as does one netlog didn't write in
+        its key order.
+        """
+        recording = Recording([
+            Exchange("GET", 'http://shop.test/q?x="1"', body=b"quoted"),
+            Exchange("GET", "http://shop.test/a\\b", body=b"backslash"),
+            Exchange("GET", "http://shop.test/café?q=crème", body=b"plain"),
+        ])
+        # The same exchange with its open line's keys in another order.
+        reordered = Recording([])
+        reordered.data = (b'{"type":"open","n":1,"id":1,"kind":"exchange","request":{"url":"http://shop.test/r",'
+                          b'"method":"GET","headers":[]}}\n' + lines([Exchange("GET", "http://x.test/", body=b"r")])
+                          .split(b"\n")[1] + b"\n")
+        lineIndex = LineIndex()
+        lineIndex.addLines(0, reordered.data)
+        recordedFromLog(exchangeLines(lineIndex), reordered.readAt, MatchRules(), reordered.index)
+        answers = [recording.ask("GET", url) for url in
+                   ('http://shop.test/q?x="1"', "http://shop.test/a\\b", "http://shop.test/café?q=crème")]
+        self.assertEqual(answers + [reordered.ask("GET", "http://shop.test/r")], [b"quoted", b"backslash", b"plain", b"r"])
+
     def test_ignoredParam(self) -> None:
         """
         A cache-buster (Playwright #34171: a timestamp parameter that
@@ -103,6 +139,62 @@ class URLTests(SynchronousTestCase):
         self.assertEqual(ignoring.ask("GET", "http://shop.test/feed?page=2&t=1800000000"), b"feed")
         self.assertEqual(ignoring.ask("GET", "http://shop.test/feed?page=2"), b"feed")
         self.assertIsNone(ignoring.ask("GET", "http://shop.test/feed?t=1&page=3"))
+
+
+def referenceKey(method: str, url: str, rules: MatchRules) -> Hashable:
+    """
+    L{requestKey} as L{urlsplit} and L{parse_qsl} read the URL, with no
+    short cut: what the short cut must agree with.
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = DEFAULT_PORTS.get(scheme, 0)
+    query = tuple(sorted((name, value) for name, value in parse_qsl(parts.query, keep_blank_values=True)
+                         if name not in rules.ignoreParams))
+    return (method.upper(), {"ws": "http", "wss": "https"}.get(scheme, scheme), (parts.hostname or "").lower(),
+            port, parts.path or "/", query)
+
+
+#: Pieces URLs are made of, the awkward ones among them.
+_URL_PIECES = ["http", "HTTPS", "ws", "wss", "x+y", "://", ":", "/", "//", "?", "#", "&", "=", "%20", "%zz",
+               "+", "@", "[", "]", "[::1]", "shop.test", "SHOP.Test", "8080", "080", "99999", "a", "t", "é",
+               " ", "\t", "\n", "\x01", ";", ".."]
+
+
+class RequestKeyTests(SynchronousTestCase):
+    def test_table(self) -> None:
+        """
+        URLs the short cut reads itself and URLs it leaves to L{urlsplit}
+        get the key L{urlsplit} gives.
+        """
+        rules = MatchRules(ignoreParams=frozenset({"t"}))
+        for url in ["http://shop.test/a?x=1&y=2", "HTTP://Shop.Test:0080/a?y=2&x=1#top", "https://shop.test",
+                    "http://shop.test:/", "http://shop.test:99999/", "http://u@shop.test/",
+                    "http://[::1]:8080/x", "http://shop.test/a?q=a+b&r=%41&t=1", "http://shop.test/?a&&b=",
+                    "http://shop.test/a b", "http://shop.test/\tx", "wss://shop.test/ws", "mailto:a@b",
+                    "http://shop.test/é?é=1", "http://shop.test?x=1", "http://shop.test#f?x=1"]:
+            self.assertEqual(requestKey("get", url, rules), referenceKey("get", url, rules), url)
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.sampled_from(["http", "HTTPS", "ws", "x+y", "", "1a"]), st.sampled_from(["://", ":", ":///", ""]),
+           st.lists(st.sampled_from(_URL_PIECES), max_size=14))
+    def test_agrees(self, scheme: str, separator: str, pieces: list[str]) -> None:
+        """
+        Whatever the URL, the key is the one L{urlsplit} gives.
+        """
+        url = scheme + separator + "".join(pieces)
+        rules = MatchRules(ignoreParams=frozenset({"t"}))
+        try:
+            expected = referenceKey("GET", url, rules)
+        except ValueError:
+            self.assertRaises(ValueError, requestKey, "GET", url, rules)
+            return
+        self.assertEqual(requestKey("GET", url, rules), expected, url)
 
 
 class BodyTests(SynchronousTestCase):
@@ -193,6 +285,49 @@ class NeverServedTests(SynchronousTestCase):
         self.assertEqual(recording.ask("GET", url), b"retried")
         self.assertEqual(recording.index.skipped, {SKIP_FAILED: 1})
 
+    def test_foundWhenServed(self) -> None:
+        """
+        Indexing reads only the head of an end line whose request had no
+        body, so a failure is found when its answer is first read back:
+        the next recorded answer for the request is served in its place,
+        or, with none left, nothing (the unmatched answer).
+        """
+        url = "http://shop.test/flaky"
+        recording = Recording([
+            Exchange("GET", url, body=b"first"),
+            Exchange("GET", url, failed="127.0.0.1:8080 closed the connection in the middle of the answer"),
+            Exchange("GET", url, body=b"third"),
+            Exchange("GET", "http://shop.test/cut", failed="127.0.0.1:8080 closed the connection in the middle"),
+        ])
+        self.assertEqual(recording.index.skipped, {})
+        self.assertEqual([recording.ask("GET", url) for _ in range(4)], [b"first", b"third", b"third", b"third"])
+        self.assertIsNone(recording.ask("GET", "http://shop.test/cut"))
+        self.assertIsNone(recording.ask("GET", "http://shop.test/cut"))
+        self.assertEqual(recording.index.skipped, {SKIP_FAILED: 2})
+
+    def test_endHeadOnly(self) -> None:
+        """
+        Of an end line whose request had no body, indexing reads at most
+        L{END_HEAD_SIZE} bytes; of one whose request had a body, all of it
+        (the body is matched by).
+        """
+        data = lines([Exchange("GET", "http://shop.test/big", body=b"x" * 10000),
+                      Exchange("POST", "http://shop.test/form", body=b"y" * 10000, requestBody=b"a=1",
+                               requestType="application/x-www-form-urlencoded")])
+        lineIndex = LineIndex()
+        lineIndex.addLines(0, data)
+        reads: list[int] = []
+
+        def readAt(offset: int, length: int) -> bytes:
+            reads.append(length)
+            return data[offset:offset + length]
+
+        index = ReplayIndex()
+        recordedFromLog(exchangeLines(lineIndex), readAt, MatchRules(), index)
+        self.assertEqual(len(index), 2)
+        self.assertLessEqual(max(reads[:2]), END_HEAD_SIZE)
+        self.assertGreater(max(reads[2:]), 10000)
+
     def test_refusedAndNotKept(self) -> None:
         """
         A refusal and an answer whose body wasn't kept (a binary recorded
@@ -206,6 +341,12 @@ class NeverServedTests(SynchronousTestCase):
         lineIndex = LineIndex()
         lineIndex.addLines(0, data)
         recordedFromLog(exchangeLines(lineIndex), lambda o, n: data[o:o + n], MatchRules(), index)
+
+        def answerOf(recorded: Recorded) -> RecordedAnswer:
+            o, ol, e, el, _ = recorded.where
+            return answerFromLog(data[o:o + ol], data[e:e + el])
+
+        self.assertFalse(index.firstServable(answerOf))
         self.assertEqual(len(index), 0)
         self.assertEqual(index.skipped, {SKIP_REFUSED: 1, SKIP_BODY_NOT_KEPT: 1})
 
@@ -251,26 +392,31 @@ class HarTests(SynchronousTestCase):
         rules = MatchRules()
         recordedFromHar(json.loads(json.dumps(har)), rules, index)
         self.assertEqual(len(index), 5)
-        latin1 = index.match(requestKey("GET", "https://shop.test/latin1", rules), None)
+
+        def answerOf(recorded: Recorded) -> RecordedAnswer:
+            return answerFromHar(har["log"]["entries"][recorded.where])
+
+        latin1 = index.match(requestKey("GET", "https://shop.test/latin1", rules), None, answerOf)
         assert latin1 is not None
-        self.assertEqual(answerFromHar(har["log"]["entries"][latin1.where]).body, "crème".encode("latin-1"))
+        self.assertEqual(latin1[1].body, "crème".encode("latin-1"))
         self.assertEqual(index.skipped, {SKIP_UNANSWERED: 1, SKIP_BODY_NOT_KEPT: 1})
-        redirect = index.match(requestKey("POST", "https://shop.test/login", rules), None)
+        redirect = index.match(requestKey("POST", "https://shop.test/login", rules), None, answerOf)
         assert redirect is not None
-        self.assertEqual(framed(answerFromHar(har["log"]["entries"][redirect.where]), b"POST"),
+        self.assertEqual(framed(redirect[1], b"POST"),
                          b"HTTP/1.1 302 OK\r\nlocation: /account\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
-        page = index.match(requestKey("GET", "https://shop.test/", rules), None)
+        page = index.match(requestKey("GET", "https://shop.test/", rules), None, answerOf)
         assert page is not None
-        answer = answerFromHar(har["log"]["entries"][page.where])
+        answer = page[1]
         self.assertEqual(answer.body, "héllo".encode())
         self.assertEqual(answer.headers, [(b"Content-Type", b"text/html")])
         self.assertEqual(answer.wait, 0.012)
-        logo = index.match(requestKey("GET", "https://shop.test/logo.png", rules), None)
+        logo = index.match(requestKey("GET", "https://shop.test/logo.png", rules), None, answerOf)
         assert logo is not None
-        self.assertEqual(answerFromHar(har["log"]["entries"][logo.where]).body, b"\x89PNG")
-        self.assertIsNone(index.match(requestKey("GET", "https://shop.test/gone", rules), None))
-        api = index.match(requestKey("POST", "https://shop.test/api", rules), bodyKey(b'{"a":1}', None, rules))
-        self.assertEqual(api.mark if api else None, 6)
+        self.assertEqual(logo[1].body, b"\x89PNG")
+        self.assertIsNone(index.match(requestKey("GET", "https://shop.test/gone", rules), None, answerOf))
+        api = index.match(requestKey("POST", "https://shop.test/api", rules), bodyKey(b'{"a":1}', None, rules),
+                          answerOf)
+        self.assertEqual(api[0].mark if api else None, 6)
 
 
     def test_bodyNotKept(self) -> None:
@@ -289,11 +435,17 @@ class HarTests(SynchronousTestCase):
         index = ReplayIndex()
         rules = MatchRules()
         recordedFromHar(har, rules, index)
+
+        def answerOf(recorded: Recorded) -> RecordedAnswer:
+            return answerFromHar(har["log"]["entries"][recorded.where])
+
         upload = requestKey("POST", "https://shop.test/upload", rules)
-        anyBody = index.match(upload, bodyKey(b"--x\r\nfile\r\n--x--", "multipart/form-data; boundary=x", rules))
-        exact = index.match(upload, bodyKey(b'{"a":1}', "application/json", rules))
-        self.assertEqual((anyBody.mark if anyBody else None, exact.mark if exact else None), (0, 1))
-        self.assertIsNone(index.match(requestKey("GET", "https://shop.test/page", rules), bodyKey(b"x", None, rules)))
+        anyBody = index.match(upload, bodyKey(b"--x\r\nfile\r\n--x--", "multipart/form-data; boundary=x", rules),
+                              answerOf)
+        exact = index.match(upload, bodyKey(b'{"a":1}', "application/json", rules), answerOf)
+        self.assertEqual((anyBody[0].mark if anyBody else None, exact[0].mark if exact else None), (0, 1))
+        self.assertIsNone(index.match(requestKey("GET", "https://shop.test/page", rules), bodyKey(b"x", None, rules),
+                                      answerOf))
 
 
 class FramedTests(SynchronousTestCase):
@@ -326,6 +478,43 @@ class FramedTests(SynchronousTestCase):
         self.assertEqual(framed(answer, b"HEAD"), b"HTTP/1.1 200 OK\r\nContent-Length: 42\r\n\r\n")
         answer = RecordedAnswer(304, b"Not Modified", [(b"ETag", b'"x"')], b"", False, 0.0)
         self.assertEqual(framed(answer, b"GET"), b'HTTP/1.1 304 Not Modified\r\nETag: "x"\r\n\r\n')
+
+
+class AsRecordedTests(SynchronousTestCase):
+    def test_cutKeepsRecorded(self) -> None:
+        """
+        A body the recording cut is sent framed by what was kept, and its
+        entry keeps the recorded headers (its C{Content-Length}), head size
+        and body size, marked C{_truncated} as the recording's is; the
+        marks name the recorded line and server.
+        """
+        data = lines([Exchange("GET", "http://shop.test/big", body=b"abc", truncated=True),
+                      Exchange("GET", "http://shop.test/small", body=b"abc")])
+        # The first was answered from 127.0.0.1; the second names no address.
+        data = data.replace(b'"address":null', b'"address":"127.0.0.1"', 1)
+        recording = Recording([])
+        recording.data = data
+        lineIndex = LineIndex()
+        lineIndex.addLines(0, data)
+        recordedFromLog(exchangeLines(lineIndex), recording.readAt, MatchRules(), recording.index)
+        big = recording.index.match(requestKey("GET", "http://shop.test/big", MatchRules()), None,
+                                    recording.answerOf)
+        small = recording.index.match(requestKey("GET", "http://shop.test/small", MatchRules()), None,
+                                      recording.answerOf)
+        assert big is not None and small is not None
+        self.assertEqual(replayMarks(*big), {"_replayed": 1, "_replayedCut": True,
+                                             "_replayedServer": {"address": "127.0.0.1", "port": 8080}})
+        self.assertEqual(replayMarks(*small), {"_replayed": 3})
+        self.assertEqual(framed(big[1], b"GET"),
+                         b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc")
+        # The end line's response as the replay's exchange builds it.
+        sent = {"status": 200, "reason": "OK", "version": "HTTP/2", "headers": [["content-type", "text/plain"],
+                ["content-length", "3"]], "headers_size": 9, "body": {"size": 3, "data": "YWJj"}}
+        self.assertEqual(recordedResponse(sent, big[1]), {
+            "status": 200, "reason": "OK", "version": "HTTP/2",
+            "headers": [["Content-Type", "text/plain"], ["Content-Length", "103"]], "headers_size": 50,
+            "body": {"size": 103, "data": "YWJj", "_truncated": True}})
+        self.assertIs(recordedResponse(sent, small[1]), sent)
 
 
 class RefreshTests(SynchronousTestCase):
@@ -374,6 +563,29 @@ class WebSocketTests(SynchronousTestCase):
                          b"HTTP/1.1 101 Switching Protocols\r\nX-Served: 1\r\nUpgrade: websocket\r\n"
                          b"Connection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
 
+    def test_framesAsRecorded(self) -> None:
+        """
+        A server message the recording kept the frames of is sent in those
+        frames (the first with its opcode, continuations after, FIN on the
+        last); one whose frames don't add up to its data (cut or compressed
+        when recorded) goes in one frame.
+        """
+        fragmented = RecordedMessage(False, 1, b"fragmented", (4, 3, 3))
+        self.assertEqual(messageFrames(fragmented), b"\x01\x04frag\x00\x03men\x80\x03ted")
+        self.assertEqual(webSocketPlan([fragmented]), [b"\x01\x04frag\x00\x03men\x80\x03ted"])
+        self.assertEqual(messageFrames(RecordedMessage(False, 2, b"ab")), b"\x82\x02ab")
+        notes = [json.dumps({"n": 2, "type": "message", "id": 1, "direction": "down", "opcode": 1, "size": size,
+                             "data": data, **extra}).encode()
+                 for data, size, extra in (("fragmented", 10, {"frames": [4, 3, 3]}),
+                                           ("cut", 100, {"frames": [60, 40], "_truncated": True}),
+                                           ("inflated", 8, {"frames": [2, 2], "compressed": 4}))]
+        opened = json.dumps({"n": 1, "type": "open", "id": 1, "kind": "exchange", "started": 1.0,
+                             "request": {"method": "GET", "url": "wss://shop.test/ws", "headers": []}}).encode()
+        ended = json.dumps({"n": 5, "type": "end", "id": 1, "response": {"status": 101, "headers": []},
+                            "_websocket": {"messages_up": 0, "messages_down": 3}}).encode()
+        answer = answerFromLog(opened, ended, notes)
+        self.assertEqual([m.frames for m in answer.messages], [(4, 3, 3), (), ()])
+
     def test_fromLog(self) -> None:
         """
         A recorded WebSocket (its 101 and message lines) is replayable, its
@@ -392,9 +604,13 @@ class WebSocketTests(SynchronousTestCase):
         index = ReplayIndex()
         rules = MatchRules()
         recordedFromLog(exchangeLines(lineIndex), lambda o, n: data[o:o + n], rules, index)
-        recorded = index.match(requestKey("GET", "https://shop.test/ws", rules), None)
-        assert recorded is not None
-        o, ol, e, el, lines = recorded.where
-        answer = answerFromLog(data[o:o + ol], data[e:e + el], [data[a:a + n] for a, n in lines])
+
+        def answerOf(recorded: Recorded) -> RecordedAnswer:
+            o, ol, e, el, lines = recorded.where
+            return answerFromLog(data[o:o + ol], data[e:e + el], [data[a:a + n] for a, n in lines])
+
+        matched = index.match(requestKey("GET", "https://shop.test/ws", rules), None, answerOf)
+        assert matched is not None
+        answer = matched[1]
         self.assertEqual(answer.messages, (RecordedMessage(True, 1, "hé".encode()),
                                            RecordedMessage(False, 2, b"\x00\xff")))

@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.core.records import messageRecord
+from netlog.core.records import MESSAGE_KEYS, messageRecord
 from netlog.core.wsmessages import (
     MAX_INFLATED,
+    MAX_KEPT_FRAMES,
     MESSAGE_CAP,
     SOCKET_BUDGET,
     UNDECODABLE_CONTEXT,
@@ -105,11 +106,42 @@ class AssemblerTests(SynchronousTestCase):
     @settings(max_examples=300, deadline=None)
     def test_anyCut(self, cuts: list[int]) -> None:
         """
-        Any cut of the byte stream gives the same messages.
+        Any cut of the byte stream gives the same messages, and the same
+        frames for the fragmented one: each frame's payload length, in
+        order (none for a message in one frame).
         """
         a = MessageAssembler()
-        assert summary(feedAll(a, STREAM, cuts)) == EXPECTED
+        messages = feedAll(a, STREAM, cuts)
+        assert summary(messages) == EXPECTED
+        assert [m.frames for m in messages] == [None, None, (4, 3, 3), None]
         assert a.closeCode == 1000
+
+    def test_framesBounded(self) -> None:
+        """
+        A message in more than L{MAX_KEPT_FRAMES} frames keeps none of their
+        lengths (a peer's endless tiny frames cost nothing); one in exactly
+        that many keeps them all.
+        """
+        def fragmented(count: int) -> bytes:
+            return frame(1, b"a", fin=False) + b"".join(frame(0, b"a", fin=False) for _ in range(count - 2)) \
+                + frame(0, b"a")
+
+        a = MessageAssembler()
+        kept, dropped = a.feed(fragmented(MAX_KEPT_FRAMES) + fragmented(MAX_KEPT_FRAMES + 1))
+        assert kept.frames == (1,) * MAX_KEPT_FRAMES
+        assert (dropped.data, dropped.frames) == (b"a" * (MAX_KEPT_FRAMES + 1), None)
+
+    def test_framesLogged(self) -> None:
+        """
+        A message line names the frames of a message that came in more than
+        one (what a replay needs to send it in the same frames), in its key
+        order; one in one frame has no C{frames}.
+        """
+        fragmented = messageRecord("down", 1, 10, b"fragmented", False, frames=(4, 3, 3))
+        assert fragmented == {"direction": "down", "opcode": 1, "size": 10, "frames": [4, 3, 3],
+                              "data": "fragmented"}
+        assert list(fragmented) == [k for k in MESSAGE_KEYS if k in fragmented]
+        assert "frames" not in messageRecord("down", 1, 10, b"fragmented", False)
 
 
     @given(st.lists(st.integers(min_value=0, max_value=100_000), max_size=20), st.booleans())

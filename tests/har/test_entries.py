@@ -663,3 +663,33 @@ class RulesTests(HarTestCase):
             None,
             None,
         ])
+
+
+class ReplayTests(HarTestCase):
+    """
+    A replay run's entries (C{docs/replay.rst}): the marks carried, and the
+    recorded server's address as C{serverIPAddress}.
+    """
+
+    def test_recordedServer(self) -> None:
+        """
+        A replayed entry, whose open line names no address (nothing was
+        connected to), has the address its end line's C{_replayedServer}
+        names, the recording's; an address of the open line's own wins; a
+        C{_replayedServer} that isn't an address gives none.
+        """
+        log = Log()
+        replayed = {"host": "shop.test", "port": 443, "address": None}
+        n = log.open(server=replayed)
+        log.end(n, _replayed=3, _replayedServer={"address": "10.0.0.7", "port": 7770})
+        n = log.open(server={"host": "shop.test", "port": 443, "address": "127.0.0.1"})
+        log.end(n, _replayed=5, _replayedServer={"address": "10.0.0.7", "port": 7770})
+        n = log.open(server=replayed)
+        log.end(n, _replayed=7, _replayedServer={"address": "not an address", "port": None})
+        n = log.open(server=replayed)
+        log.end(n, _unmatched=True)
+        entries, _ = self.exportLog(log)
+        self.assertEqual([e.get("serverIPAddress") for e in entries], ["10.0.0.7", "127.0.0.1", None, None])
+        self.assertEqual([e.get("_replayed") for e in entries], [3, 5, 7, None])
+        self.assertNotIn("_replayedServer", entries[0])
+        self.assertTrue(entries[3]["_unmatched"])

@@ -4,24 +4,26 @@ keeping every body records the test site's pages through decrypted
 CONNECTs; two proxies replaying that log (one supervised with the site's
 C{replay = "PATH"}, one C{--no-supervise} with C{--replay}) answer the same
 steps with the same bytes, connect to the site's backend not once, and
-their HARs are the recording's but for timings and the replay marks.
+their HARs are the recording's but for timings and the replay marks
+(L{LEFT_OUT}).
 """
 
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 import json
 import os
+import socket
 import ssl
+import time
 from typing import Any
 
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from tests.browser.procs import Proxy, runNetlog, startSite, startSiteProxy, stop, waitForEnds, writeSites
-from tests.site.support import connectTunnel, request
+from tests.site.support import connectTunnel, readHead, readResponse, request
 
 #: The steps browsed: method, path, extra headers, body.
 BOUNDARY = "----netlogReplayBoundary"
@@ -41,10 +43,17 @@ STEPS: list[tuple[str, str, list[tuple[str, str]], bytes]] = [
     ("GET", "/news", [("Accept-Encoding", "br")], b""),
     ("GET", "/search?q=shoes&page=2", [], b""),
 ]
-#: HAR fields that are about when, not what: left out of the comparison.
-TIMING_FIELDS = ("startedDateTime", "time", "timings")
-#: The replay's own marks, which the recording hasn't.
-REPLAY_MARKS = ("_replayed", "_replayedCut")
+#: The only fields a replayed HAR entry may differ in from the recorded one
+#: (docs/replay.rst, "The log and the HAR of a replay run"):
+#: - its timings, which are about when, not what (the replay answers at once);
+#: - the replay's own marks, which the recording hasn't: C{_replayed} (the
+#:   recorded line) and C{_replayedCut} (the recorded body was cut, and so is
+#:   the one the browser got; the entry keeps the recorded size and headers).
+#: Everything else is compared: C{serverIPAddress} is the recording's; the
+#: C{connection} is the replay's own (the browser's real connection), equal
+#: here because the replay takes the same steps over one connection, as the
+#: recording did.
+LEFT_OUT = ("startedDateTime", "time", "timings", "_replayed", "_replayedCut")
 
 
 def browse(proxy: Proxy) -> list[tuple[int, dict[str, str], bytes]]:
@@ -86,14 +95,9 @@ def har(directory: str, logPath: str) -> dict[str, Any]:
 
 def comparable(entry: dict[str, Any]) -> dict[str, Any]:
     """
-    A HAR entry without what a replay may change: its timings, the replay's
-    marks, and the connection it went on (a replay connects nowhere, so no
-    server address).
+    A HAR entry without what a replay may change (L{LEFT_OUT}).
     """
-    out = {k: v for k, v in entry.items() if k not in TIMING_FIELDS + REPLAY_MARKS}
-    out.pop("serverIPAddress", None)
-    out.pop("connection", None)
-    return out
+    return {k: v for k, v in entry.items() if k not in LEFT_OUT}
 
 
 @pytest.mark.slow
@@ -104,7 +108,8 @@ class RecordReplayTests(SynchronousTestCase):
         whose sha256 is the recorded one, the site's backend accepts no
         connection from them, and their HARs equal the recording's but for
         timings and C{_replayed} (and C{_replayedCut} on the body the
-        recording cut at its 1 MB limit).
+        recording cut at its 1 MB limit): the server address, the cut
+        body's size and headers among the rest.
         """
         top = os.path.abspath(self.mktemp())
         os.makedirs(top)
@@ -157,18 +162,11 @@ class RecordReplayTests(SynchronousTestCase):
             self.assertEqual([e.get("_replayed") for e in entries], ids)
             self.assertEqual([bool(e.get("_replayedCut")) for e in entries],
                              [path == "/big.txt" for _, path, _, _ in STEPS])
-            for step, before_, after in zip(STEPS, copy.deepcopy(recordedEntries), entries):
-                if step[1] == "/big.txt":
-                    # Replayed as what was kept: its length is the cut one,
-                    # which the recording marked _truncated and the replay
-                    # _replayedCut.
-                    self.assertTrue(before_["response"]["content"].pop("_truncated"))
-                    for side in (before_, after):
-                        side["response"]["headers"] = [h for h in side["response"]["headers"]
-                                                       if h["name"].lower() != "content-length"]
-                        for key in ("bodySize", "headersSize", "_transferSize"):
-                            side["response"].pop(key, None)
-                        side["response"]["content"].pop("size")
+            for step, before_, after in zip(STEPS, recordedEntries, entries):
+                # The big text was cut at the recording's limit: both entries
+                # say so, with its recorded size.
+                self.assertEqual(before_["response"]["content"].get("_truncated", False), step[1] == "/big.txt")
+                self.assertEqual(before_.get("serverIPAddress"), "127.0.0.1")
                 self.assertEqual(comparable(after), comparable(before_), step[:2])
 
 
@@ -207,3 +205,57 @@ class StartTests(SynchronousTestCase):
             self.assertEqual(len(out.splitlines()), 1, out)
             self.assertIn(why, out)
             self.assertNotIn("Traceback", out)
+
+
+#: How long a client waits for C{100 Continue} before it sends its body
+#: anyway (seconds: curl's): the replay's must come well before.
+CLIENT_CONTINUE_WAIT = 1.0
+#: How long the test's client waits for anything (seconds).
+ANSWER_WAIT = 10.0
+
+
+@pytest.mark.slow
+class ExpectContinueTests(SynchronousTestCase):
+    def test_continueAtOnce(self) -> None:
+        """
+        A replayed request that says C{Expect: 100-continue} gets C{100
+        Continue} before it sends its body (no client waits out its own
+        timeout), then the recorded answer for the body it sends; a request
+        that doesn't say it gets no C{100}. Nothing reaches the backend.
+        """
+        from tests.proxy.recordings import Exchange, writeLog
+
+        top = os.path.abspath(self.mktemp())
+        os.makedirs(top)
+        site = startSite(top, self.addCleanup)
+        recording = writeLog(os.path.join(top, "record.jsonl"), [
+            Exchange("POST", "http://shop.test/upload", body=b"stored", requestBody=b"a=1",
+                     requestType="application/x-www-form-urlencoded"),
+            Exchange("POST", "http://shop.test/upload", body=b"stored again", requestBody=b"a=2",
+                     requestType="application/x-www-form-urlencoded"),
+        ])
+        sitesPath = writeSites(top, site, origins=("http://shop.test",))
+        proxy = startSiteProxy(top, site, self.addCleanup, httpsRoute=False, sitesPath=sitesPath,
+                               extra=("--replay", recording))
+        head = ("POST http://shop.test/upload HTTP/1.1\r\nHost: shop.test\r\n"
+                "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 3\r\n")
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=ANSWER_WAIT) as sock:
+            sent = time.monotonic()
+            sock.sendall((head + "Expect: 100-continue\r\n\r\n").encode())
+            self.assertEqual(readHead(sock), b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.assertLess(time.monotonic() - sent, CLIENT_CONTINUE_WAIT)
+            sock.sendall(b"a=1")
+            status, _, body, raw = readResponse(sock, "POST")
+            self.assertEqual((status, body), (200, b"stored"))
+            self.assertNotIn(b" 100 ", raw)
+            # Without the field: the answer, and no 100 before it.
+            sock.sendall((head + "\r\n").encode() + b"a=2")
+            status, _, body, raw = readResponse(sock, "POST")
+            self.assertEqual((status, body), (200, b"stored again"))
+            self.assertTrue(raw.startswith(b"HTTP/1.1 200 "), raw[:40])
+        waitForEnds(proxy.log)
+        stop(proxy.proc)
+        with open(proxy.log, "rb") as f:
+            ends = [json.loads(line) for line in f if b'"type":"end"' in line]
+        self.assertEqual([(end.get("_replayed"), end.get("interim")) for end in ends], [(1, [100]), (3, None)])
+        self.assertEqual(site.connections(), [])
