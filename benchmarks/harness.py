@@ -438,19 +438,23 @@ def cpuSeconds(pid: int | None) -> float | None:
     """
     if pid is None:
         return None
-    total = 0
-    seen = False
-    for each in processTree(pid):
-        try:
-            with open(f"/proc/{each}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        seen = True
-        total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
-    if not seen:
+    times = [t for t in map(ownCPUSeconds, processTree(pid)) if t is not None]
+    return sum(times) if times else None
+
+
+def ownCPUSeconds(pid: int) -> float | None:
+    """
+    User and system CPU time of one process so far: its own, and its
+    children's that have ended and been waited for (not its living
+    children's: sum a tree's processes with this, never with
+    L{cpuSeconds}, or each is counted once more for every ancestor).
+    """
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
         return None
-    return total / os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 # -- running ------------------------------------------------------------------------
