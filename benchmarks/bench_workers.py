@@ -83,7 +83,8 @@ FULL_REQUESTS = 300
 PATH = "/small"
 #: Seconds one request may take in curl (C{--max-time}).
 TRANSFER_TIMEOUT = 60.0
-#: Seconds a whole load (every curl of a round or of the full run) may take.
+#: Seconds a whole load (every curl of a round or of the full run) may take,
+#: and the full run's HAR exports together.
 LOAD_TIMEOUT = 600.0
 #: Seconds one HAR export over the API may take.
 HAR_TIMEOUT = 120.0
@@ -187,12 +188,12 @@ def sessionLog(logPath: str, session: str) -> str:
     return f"{stem}.{session}{extension}"
 
 
-def auditLog(path: str, session: str, requests: int) -> tuple[list[str], int]:
+def auditLog(path: str, session: str, requests: int) -> tuple[list[str], set[str]]:
     """
     A session's log as a user would check it: numbered from 1 without gap,
     every open ended, each of the session's requests opened exactly once
-    and no other's. The problems found, and the browser connections that
-    carried the requests.
+    and no other's. The problems found, and the ids of the browser
+    connections that carried the requests.
     """
     with open(path, "rb") as f:
         data = f.read()
@@ -210,7 +211,16 @@ def auditLog(path: str, session: str, requests: int) -> tuple[list[str], int]:
     numbers = sorted(requestNumber(r["request"]["url"], session) for r in exchanges)
     if numbers != list(range(1, requests + 1)):
         problems.append(f"{session}: the log holds {len(numbers)} of its requests, not 1..{requests} once each")
-    return problems, len({r["connection"] for r in exchanges})
+    return problems, {r["connection"] for r in exchanges}
+
+
+def slotOf(connection: str) -> int:
+    """
+    The worker slot a connection id says it came from (C{w1.c17}; slot 0's
+    are bare, C{c17}).
+    """
+    prefix, _, _ = connection.rpartition(".")
+    return int(prefix[1:]) if prefix else 0
 
 
 def requestNumber(url: str, session: str) -> int:
@@ -285,7 +295,7 @@ def siteRound(env: Environment, origin: int, workers: int, sessions: int, reques
     for session in ports:
         found, used = auditLog(sessionLog(logPath, session), session, requests)
         problems += found
-        connections.append(used)
+        connections.append(len(used))
     if problems:
         raise SystemExit(f"--workers {workers}: the logs are wrong:\n" + "\n".join(problems))
     total = sessions * requests
@@ -354,15 +364,18 @@ def fullRun(env: Environment, args: argparse.Namespace) -> str:
         loadAfter = loadAverage()
         harStarted = time.monotonic()
         for session in ports:
+            if time.monotonic() - harStarted > LOAD_TIMEOUT:
+                raise SystemExit(f"the HARs took more than {LOAD_TIMEOUT:g} s")
             problems += checkHar(f"http://127.0.0.1:{api}/sessions/{session}/network.har", session, requests)
         harWall = time.monotonic() - harStarted
     finally:
         stopProcess(process)
-    connections = []
+    connections, slots = [], []
     for session in ports:
         found, used = auditLog(sessionLog(logPath, session), session, requests)
         problems += found
-        connections.append(used)
+        connections.append(len(used))
+        slots += sorted({slotOf(c) for c in used})
     verdict = "every HAR holds exactly its own requests" if not problems else "PROBLEMS:\n- " + "\n- ".join(problems)
     return "\n".join([
         f"# Full run: the site proxy with --workers {workers}, {sessions} sessions, {requests} HTTPS GETs each "
@@ -371,7 +384,8 @@ def fullRun(env: Environment, args: argparse.Namespace) -> str:
         f"- requests: {sessions * requests}, errors: {len(load.errors)}"
         + "".join(f"\n  - {e}" for e in load.errors[:10]),
         f"- wall time of the load: {load.wall:.1f} s ({sessions * requests / load.wall:.0f} requests/s)",
-        f"- connections per session (from the logs): {min(connections)}-{max(connections)}",
+        f"- connections per session (from the logs): {min(connections)}-{max(connections)}; sessions per "
+        f"worker slot: " + ", ".join(f"slot {slot} {slots.count(slot)}" for slot in sorted(set(slots))),
         f"- {sessions} HARs over the API in {harWall:.1f} s: {verdict}",
         f"- load average before -> after: {loadBefore} -> {loadAfter}; {os.cpu_count()} CPUs",
     ]) + "\n"
