@@ -50,7 +50,7 @@ import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
 from benchmarks.bench_sessions import cpu, settle, standin, tree
