@@ -34,7 +34,7 @@ from benchmarks.harness import (
     Environment,
     Target,
     _keepAlive,
-    cpuSeconds,
+    ownCPUSeconds,
     freePort,
     printReport,
     sourceEnv,
@@ -93,7 +93,11 @@ def pss(pids: list[int]) -> int:
 
 
 def cpu(pids: list[int]) -> float:
-    return sum(cpuSeconds(pid) or 0.0 for pid in pids)
+    """
+    The CPU seconds the processes C{pids} spent, each counted once (a tree
+    from L{tree} holds each process and its children).
+    """
+    return sum(ownCPUSeconds(pid) or 0.0 for pid in pids)
 
 
 def standin(env: Environment, name: str, port: int, sessions: list[tuple[str, int]],

@@ -39,13 +39,20 @@ HTTPS_KEEPALIVE = "HTTPS through CONNECT (400)"
 BURST_TLS_TARGET = 2.0
 
 
-def siteArgv(env: Environment, port: int, https: bool = False) -> list[str]:
+def siteArgv(env: Environment, port: int, https: bool = False, name: str | None = None,
+             supervised: bool = False) -> list[str]:
     """
     The site proxy's command line: C{bench.test} a site whose backend is the
     origin's plain port, or with C{https} its TLS port (re-encrypting, as
     squid bumping does).
+
+    @param name: what its files in the run's folder are named after (by
+        default C{site}, or C{site-https}).
+    @param supervised: run under the supervisor (workers and standbys), as
+        users run it, rather than in one process.
     """
-    name = "site-https" if https else "site"
+    if name is None:
+        name = "site-https" if https else "site"
     sites = os.path.join(env.directory, f"{name}.toml")
     backend = (f'backend = "https://{HOST}:{env.tlsPort}"\nca_file = "{env.cert}"\n' if https
                else f'backend = "http://127.0.0.1:{env.port}"\n')
@@ -57,7 +64,7 @@ def siteArgv(env: Environment, port: int, https: bool = False) -> list[str]:
     return [
         sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
         "-n", "--pidfile=", f"--logfile={os.path.join(env.directory, f'{name}-twistd.log')}",
-        "netlog-proxy", "--no-supervise",
+        "netlog-proxy", *([] if supervised else ["--no-supervise"]),
         "--listen", f"tcp:{port}:interface=127.0.0.1",
         "--sites", sites,
         "--state", os.path.join(env.directory, f"{name}-state"),
@@ -77,11 +84,20 @@ class SiteTarget(ProcessTarget):
     """
 
     def start(self, env: Environment) -> None:
-        state = os.path.join(env.directory, f"{self.name}-state")
-        subprocess.run([sys.executable, "-m", "netlog.cli", "ca", "--state", state], env=sourceEnv(),
-                       check=True, stdout=subprocess.DEVNULL)
-        env.sslContext.load_verify_locations(cafile=os.path.join(state, "ca.pem"))
+        env.sslContext.load_verify_locations(cafile=makeCA(env, self.name))
         ProcessTarget.start(self, env)
+
+
+def makeCA(env: Environment, name: str) -> str:
+    """
+    Make the CA of the site proxy named C{name} (in its C{--state} folder,
+    as L{siteArgv} names it) before it starts; the path of its certificate,
+    for the clients to trust.
+    """
+    state = os.path.join(env.directory, f"{name}-state")
+    subprocess.run([sys.executable, "-m", "netlog.cli", "ca", "--state", state], env=sourceEnv(),
+                   check=True, stdout=subprocess.DEVNULL)
+    return os.path.join(state, "ca.pem")
 
 
 def burstComparison(results: Results) -> str:

@@ -452,22 +452,25 @@ def cpuSeconds(pid: int | None) -> float | None:
     """
     if pid is None:
         return None
-    nanoseconds = 0
-    ticks = 0
-    seen = False
-    for each in processTree(pid):
-        try:
-            with open(f"/proc/{each}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            own = time.clock_gettime_ns(processClock(each))
-        except OSError:
-            continue
-        seen = True
-        nanoseconds += own
-        ticks += int(fields[13]) + int(fields[14])
-    if not seen:
+    times = [t for t in map(ownCPUSeconds, processTree(pid)) if t is not None]
+    return sum(times) if times else None
+
+
+def ownCPUSeconds(pid: int) -> float | None:
+    """
+    User and system CPU time of one process so far: its own to the
+    nanosecond (L{processClock}), and its children's that have ended and
+    been waited for (C{/proc/PID/stat}, in clock ticks); not its living
+    children's: sum a tree's processes with this, never with L{cpuSeconds},
+    or each is counted once more for every ancestor.
+    """
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        own = time.clock_gettime_ns(processClock(pid))
+    except OSError:
         return None
-    return nanoseconds / 1e9 + ticks / os.sysconf("SC_CLK_TCK")
+    return own / 1e9 + (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 # -- running ------------------------------------------------------------------------

@@ -3,8 +3,8 @@ The benchmarks' origin: a small, fast HTTP/1.1 server (plain and TLS) in its
 own process, so that it costs every target the same.
 
 Paths: C{/small} (a short text), C{/size/N} (N bytes), C{/gzip-json} (a
-gzip-coded JSON document), C{/upload} (counts the request body). Targets may be
-origin-form or absolute-form; keep-alive is honoured.
+gzip-coded JSON document), C{/upload} (counts the request body); a query is
+ignored. Targets may be origin-form or absolute-form; keep-alive is honoured.
 
 Run: C{python -m benchmarks.origin --port P --tls-port Q --cert PEM --key PEM}.
 """
@@ -56,7 +56,8 @@ class Origin(Protocol):
             method, target, version = lines[0].split(b" ")
             if target.startswith(b"http://"):
                 target = b"/" + target[7:].split(b"/", 1)[1] if b"/" in target[7:] else b"/"
-            self.path = target
+            # A query (a client's marker, say) doesn't change the answer.
+            self.path = target.split(b"?", 1)[0]
             self.method = method
             length = 0
             self.close = version == b"HTTP/1.0"

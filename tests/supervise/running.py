@@ -178,17 +178,29 @@ class Twistd:
         """
         return [int(pid) for pid in re.findall(r"started worker (\d+)", self.text())]
 
-    def servingCount(self) -> int:
-        return len(re.findall(r"worker \d+ serving", self.text()))
+    def servingPids(self, slot: int | None = None) -> list[int]:
+        """
+        The PIDs of the workers that said they serve (again), in order;
+        with C{slot}, that worker slot's only (with more than one slot, the
+        supervisor ends those lines with C{in slot N}).
+        """
+        pattern = r"worker (\d+) serving" + (rf"\b.* in slot {slot}$" if slot is not None else "")
+        return [int(pid) for pid in re.findall(pattern, self.text(), re.MULTILINE)]
 
-    def waitServing(self, count: int = 1) -> int:
+    def servingCount(self, slot: int | None = None) -> int:
+        return len(self.servingPids(slot))
+
+    def waitServing(self, count: int = 1, slot: int | None = None) -> int:
         """
-        Wait until C{count} workers have said they serve; the last one's PID.
+        Wait until C{count} workers (of C{slot}, if given) have said they
+        serve; the last one's PID.
         """
-        waitFor(lambda: self.servingCount() >= count or self.process.poll() is not None, f"worker #{count} serving")
+        where = f" in slot {slot}" if slot is not None else ""
+        waitFor(lambda: self.servingCount(slot) >= count or self.process.poll() is not None,
+                f"worker #{count}{where} serving")
         if self.process.poll() is not None:
             raise AssertionError(f"twistd ended with {self.process.returncode}:\n{self.text()}")
-        return int(re.findall(r"worker (\d+) serving", self.text())[count - 1])
+        return self.servingPids(slot)[count - 1]
 
     def wait(self, timeout: float = WAIT) -> int:
         return self.process.wait(timeout)
@@ -208,6 +220,62 @@ class Twistd:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
         self.output.close()
+
+
+def killServing(twistd: Twistd, count: int, slot: int | None = None) -> list[int]:
+    """
+    Kill the serving worker (of C{slot}, if given) with SIGKILL as soon as
+    it serves, C{count} times; their PIDs.
+    """
+    killed = []
+    for i in range(count):
+        pid = twistd.waitServing(i + 1, slot)
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+        waitFor(lambda: not alive(pid), "the worker's death")
+    return killed
+
+
+class WorkerSlots:
+    """
+    What a supervisor's test counts with one worker slot (the default) or
+    more (C{--workers N}). Faults are made in slot 0, the one that serves
+    the main listeners; with more than one slot the supervisor's lines about
+    a slot's workers end C{in slot N}, and the other slots' workers must be
+    left alone.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        #: the slot the faults are made in, as the lines name it (none with one)
+        self.slot = 0 if workers > 1 else None
+        #: what the supervisor's lines about that slot's workers say of it
+        self.where = " in slot 0" if workers > 1 else ""
+        #: the options that start the proxy with these slots
+        self.options = ["--workers", str(workers)] if workers > 1 else []
+
+    def waitServing(self, twistd: Twistd) -> list[int]:
+        """
+        Wait until every slot's first worker serves; their PIDs, slot 0's
+        first.
+        """
+        return [twistd.waitServing(1, slot if self.workers > 1 else None) for slot in range(self.workers)]
+
+    def others(self, twistd: Twistd) -> dict[int, int]:
+        """
+        The serving worker of each slot but slot 0 (none with one slot),
+        once it serves.
+        """
+        return {slot: twistd.waitServing(1, slot) for slot in range(1, self.workers)}
+
+    def checkUntouched(self, testCase: Any, twistd: Twistd, others: dict[int, int]) -> None:
+        """
+        The other slots' workers (from L{others}) still serve, the only ones
+        their slots have had.
+        """
+        for slot, pid in others.items():
+            testCase.assertTrue(alive(pid), f"slot {slot}'s worker {pid} died")
+            testCase.assertEqual(twistd.servingPids(slot), [pid])
 
 
 def alive(pid: int) -> bool:
@@ -271,4 +339,7 @@ def checkLog(testCase: Any, records: list[dict[str, Any]]) -> None:
     testCase.assertEqual(len(ends), len(set(ends)))
 
 
-__all__ = ["Twistd", "alive", "ask", "checkLog", "getJSON", "interpreterFor", "readLog", "uidOf", "waitFor"]
+__all__ = [
+    "Twistd", "WorkerSlots", "alive", "ask", "checkLog", "getJSON", "interpreterFor", "killServing", "readLog", "uidOf",
+    "waitFor",
+]

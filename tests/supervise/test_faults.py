@@ -1,6 +1,8 @@
 """
 The real stand-in's supervisor under faults: out of file descriptors,
-workers killed in quick succession, and the supervisor itself killed.
+workers killed in quick succession, and the supervisor itself killed; the
+faults a worker slot must survive both with one worker and with
+C{--workers 2} (made in slot 0, the other slot's worker left alone).
 """
 
 from __future__ import annotations
@@ -18,7 +20,17 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.api.service import MAX_API_CONNECTIONS
 from netlog.supervise.supervisor import EXIT_GAVE_UP
-from tests.supervise.running import WAIT, Twistd, alive, checkLog, getJSON, readLog, waitFor
+from tests.supervise.running import (
+    WAIT,
+    Twistd,
+    WorkerSlots,
+    alive,
+    checkLog,
+    getJSON,
+    killServing,
+    readLog,
+    waitFor,
+)
 
 #: How soon workers stop once their supervisor is killed, in seconds.
 LIFELINE_NOTICE = 0.5
@@ -43,9 +55,17 @@ def openFilesLimit(pid: int) -> tuple[int, int]:
     raise AssertionError(f"no open files limit for {pid}")
 
 
-@pytest.mark.slow
-class FaultTests(SynchronousTestCase):
+class _FaultCases:
+    """
+    The faults every worker slot must survive, with one worker or more (the
+    classes below, each a C{SynchronousTestCase}).
+    """
+
+    #: C{--workers}: 1 (the default) unless a class says.
+    workers = 1
+
     def setUp(self) -> None:
+        self.slots = WorkerSlots(self.workers)
         # An origin that completes the handshake (in its backlog) and holds.
         self.origin = socket.socket()
         self.origin.bind(("127.0.0.1", 0))
@@ -67,6 +87,7 @@ class FaultTests(SynchronousTestCase):
                 "--resolve-only",
                 "--connect-ports", str(self.originPort),
                 "--state", folder,
+                *self.slots.options,
                 *extra,
             ],
             openFiles=openFiles,
@@ -94,14 +115,14 @@ class FaultTests(SynchronousTestCase):
     def test_supervisorKilled(self) -> None:
         """
         kill -9 of the supervisor: its workers (the serving one and the
-        standby) stop within half a second, ending their open exchanges
+        standby of each slot) stop within half a second, ending their open exchanges
         with "the proxy stopped" and closing the browser's connections.
         """
         twistd = self.start()
-        twistd.waitServing(1)
-        waitFor(lambda: twistd.standingByCount() >= 1, "a standby")
+        self.slots.waitServing(twistd)
+        waitFor(lambda: twistd.standingByCount() >= self.workers, "a standby in each slot")
         workers = twistd.workers()
-        self.assertEqual(len(workers), 2)
+        self.assertEqual(len(workers), 2 * self.workers)
         client = self.tunnel()
         waitFor(lambda: len(readLog(self.logPath)) == 1, "the tunnel's open line")
         killed = time.monotonic()
@@ -121,46 +142,89 @@ class FaultTests(SynchronousTestCase):
         except ConnectionResetError:
             pass  # closed, with a reset
 
-    def killServing(self, count: int, twistd: Twistd) -> list[int]:
-        """
-        Kill the serving worker as soon as it serves, C{count} times.
-        """
-        killed = []
-        for i in range(count):
-            pid = twistd.waitServing(i + 1)
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-            waitFor(lambda: not alive(pid), "the worker's death")
-        return killed
-
     def test_quickKillsDontStopIt(self) -> None:
         """
         Six workers killed in quick succession: the supervisor keeps
         starting more (each quick death logged as an error, with a growing
-        delay) and the proxy serves again; it doesn't give up.
+        delay) and the proxy serves again; it doesn't give up. Another
+        slot's worker serves on, untouched.
         """
         twistd = self.start()
-        self.killServing(6, twistd)
-        twistd.waitServing(7)
+        others = self.slots.others(twistd)
+        killServing(twistd, 6, self.slots.slot)
+        twistd.waitServing(7, self.slots.slot)
         self.assertIsNone(twistd.process.poll())
         text = twistd.text()
         self.assertNotIn("giving up", text)
-        self.assertRegex(text, r"#error\] worker \d+ died \(killed by SIGKILL\) after [0-9.]+ s, "
+        self.assertRegex(text, rf"#error\] worker \d+{self.slots.where} died \(killed by SIGKILL\) after [0-9.]+ s, "
                                r"6 quick deaths in a row; starting another in 4 s")
         client = self.tunnel()
         client.close()
+        self.slots.checkUntouched(self, twistd, others)
 
     def test_giveUpAfter(self) -> None:
         """
         With --give-up-after 3, three quick deaths in a row stop the proxy
-        with exit status 70, its workers gone.
+        with exit status 70, its workers gone (every slot's).
         """
         twistd = self.start("--give-up-after", "3")
-        killed = self.killServing(3, twistd)
+        self.slots.waitServing(twistd)
+        killed = killServing(twistd, 3, self.slots.slot)
         self.assertEqual(twistd.wait(WAIT), EXIT_GAVE_UP)
         self.assertIn("3 quick deaths in a row: giving up", twistd.text())
         for pid in twistd.workers():
             self.assertFalse(alive(pid), (pid, killed))
+
+    def test_spawnOutOfFilesRetried(self) -> None:
+        """
+        A supervisor that has no descriptor left to start a worker (the API
+        holding all it may, the open files limit just above) logs that it
+        could not start one and tries again, more than once, instead of
+        sitting with no worker; once the API's connections are let go, a
+        worker serves again and the proxy answers. Another slot's worker
+        serves on, untouched.
+        """
+        twistd = self.start("--api", "tcp:0", "--no-standby", "--api-idle-timeout", "300",
+                            openFiles=(LOW_LIMIT, LOW_LIMIT))
+        apiPort = twistd.apiPort()
+        first = twistd.waitServing(1, self.slots.slot)
+        others = self.slots.others(twistd)
+        pid = twistd.process.pid
+        self.assertEqual(openFilesLimit(pid), (LOW_LIMIT, LOW_LIMIT))
+        held = []
+        self.addCleanup(lambda: [s.close() for s in held])
+        for _ in range(MAX_API_CONNECTIONS):
+            s = socket.create_connection(("127.0.0.1", apiPort), timeout=WAIT)
+            held.append(s)
+            s.sendall(f"GET /network HTTP/1.1\r\nHost: 127.0.0.1:{apiPort}\r\n\r\n".encode())
+            self.assertTrue(s.recv(12).startswith(b"HTTP/1.1 200"))
+        # The limit as low as it can be with what the supervisor holds now:
+        # the next worker can't be started.
+        tight = len(os.listdir(f"/proc/{pid}/fd")) + SPARE_FDS
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (tight, tight))
+        os.kill(first, signal.SIGKILL)
+        what = " its listeners" if self.slots.where else ""
+        failed = (rf"#error\] could not start a worker{self.slots.where} \(Too many open files\); "
+                  rf"nobody serves{what}; trying again in [0-9.]+ s")
+        waitFor(lambda: len(re.findall(failed, twistd.text())) >= FAILED_STARTS, "failed starts, logged")
+        self.assertEqual(twistd.servingCount(self.slots.slot), 1)
+        self.assertIsNone(twistd.process.poll())
+        for s in held:
+            s.close()
+        second = twistd.waitServing(2, self.slots.slot)
+        self.assertNotEqual(first, second)
+        self.assertRegex(twistd.text(), rf"worker {second} serving again, [0-9.]+ s after worker {first} died")
+        self.tunnel().close()
+        status, _ = waitFor(lambda: _tryJSON(f"http://127.0.0.1:{apiPort}/network"), "the API to answer")
+        self.assertEqual(status, 200)
+        self.slots.checkUntouched(self, twistd, others)
+
+
+@pytest.mark.slow
+class FaultTests(_FaultCases, SynchronousTestCase):
+    """
+    One worker (the default).
+    """
 
     def test_fileLimitRaised(self) -> None:
         """
@@ -211,48 +275,18 @@ class FaultTests(SynchronousTestCase):
         self.assertEqual(status, 200)
         self.assertTrue(re.search(r"worker \d+ serving again", twistd.text()))
 
-    def test_spawnOutOfFilesRetried(self) -> None:
-        """
-        A supervisor that has no descriptor left to start a worker (the API
-        holding all it may, the open files limit just above) logs that it
-        could not start one and tries again, more than once, instead of
-        sitting with no worker; once the API's connections are let go, a
-        worker serves again and the proxy answers.
-        """
-        twistd = self.start("--api", "tcp:0", "--no-standby", "--api-idle-timeout", "300",
-                            openFiles=(LOW_LIMIT, LOW_LIMIT))
-        apiPort = twistd.apiPort()
-        first = twistd.waitServing(1)
-        pid = twistd.process.pid
-        self.assertEqual(openFilesLimit(pid), (LOW_LIMIT, LOW_LIMIT))
-        held = []
-        self.addCleanup(lambda: [s.close() for s in held])
-        for _ in range(MAX_API_CONNECTIONS):
-            s = socket.create_connection(("127.0.0.1", apiPort), timeout=WAIT)
-            held.append(s)
-            s.sendall(f"GET /network HTTP/1.1\r\nHost: 127.0.0.1:{apiPort}\r\n\r\n".encode())
-            self.assertTrue(s.recv(12).startswith(b"HTTP/1.1 200"))
-        # The limit as low as it can be with what the supervisor holds now:
-        # the next worker can't be started.
-        tight = len(os.listdir(f"/proc/{pid}/fd")) + SPARE_FDS
-        resource.prlimit(pid, resource.RLIMIT_NOFILE, (tight, tight))
-        os.kill(first, signal.SIGKILL)
-        failed = r"#error\] could not start a worker \(Too many open files\); nobody serves; trying again in [0-9.]+ s"
-        waitFor(lambda: len(re.findall(failed, twistd.text())) >= FAILED_STARTS, "failed starts, logged")
-        self.assertEqual(twistd.servingCount(), 1)
-        self.assertIsNone(twistd.process.poll())
-        for s in held:
-            s.close()
-        second = twistd.waitServing(2)
-        self.assertNotEqual(first, second)
-        self.assertRegex(twistd.text(), rf"worker {second} serving again, [0-9.]+ s after worker {first} died")
-        self.tunnel().close()
-        status, _ = waitFor(lambda: _tryJSON(f"http://127.0.0.1:{apiPort}/network"), "the API to answer")
-        self.assertEqual(status, 200)
-
-
 def _tryJSON(url: str) -> tuple[int, object] | None:
     try:
         return getJSON(url)
     except OSError:
         return None
+
+
+@pytest.mark.slow
+class TwoWorkersFaultTests(_FaultCases, SynchronousTestCase):
+    """
+    The same faults with C{--workers 2}, made in slot 0 (the main
+    listener's).
+    """
+
+    workers = 2

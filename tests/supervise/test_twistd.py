@@ -1,7 +1,8 @@
 """
 The supervisor as users run it: a real C{twistd -n netlog-dummy} (a tiny proxy
 on the same contract as the real ones, see L{tests.supervise.dummy}) whose
-worker is killed, stopped, and made to fail.
+worker is killed, stopped, and made to fail; the standby taking over, a hung
+worker, SIGTERM and Ctrl-C both with one worker and with C{--workers 2}.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from netlog.supervise.supervisor import EXIT_GAVE_UP
 from tests.supervise.running import (
     Twistd,
+    WorkerSlots,
     alive,
     ask,
     checkLog,
@@ -31,8 +33,19 @@ from tests.supervise.running import (
 )
 
 
-@pytest.mark.slow
-class SupervisedTests(SynchronousTestCase):
+class _SupervisedCases:
+    """
+    What the supervisor does for every worker slot, with one worker or more
+    (the classes below, each a C{SynchronousTestCase}): faults are made in
+    slot 0, which serves the dummy's listener.
+    """
+
+    #: C{--workers}: 1 (the default) unless a class says.
+    workers = 1
+
+    def setUp(self) -> None:
+        self.slots = WorkerSlots(self.workers)
+
     def start(self, *args: str, twistdArgs: list[str] = (), folder: str | None = None) -> Twistd:  # type: ignore[assignment]
         if folder is None:
             folder = os.path.abspath(self.mktemp())
@@ -46,7 +59,7 @@ class SupervisedTests(SynchronousTestCase):
             folder,
             "netlog-dummy",
             ["--log", self.logPath, "--listen", "tcp:0:interface=127.0.0.1", "--api", "tcp:0",
-             "--api-token-file", os.path.join(folder, "api-token"), *args],
+             "--api-token-file", os.path.join(folder, "api-token"), *self.slots.options, *args],
             twistdArgs,
         )
         self.addCleanup(twistd.stop)
@@ -59,17 +72,19 @@ class SupervisedTests(SynchronousTestCase):
         A worker killed with SIGKILL while an exchange is open is started
         again at once; the new worker numbers on and ends the dead one's
         open exchange with "the proxy restarted"; the supervisor's log says
-        which worker died of what and when the next one served.
+        which worker died of what and when the next one served. Another
+        slot's worker serves on, untouched.
         """
         twistd = self.start()
-        first = twistd.waitServing(1)
+        first = twistd.waitServing(1, self.slots.slot)
+        others = self.slots.others(twistd)
         self.assertEqual(ask(self.port, b"one"), b"ok one %d\n" % first)
         held = socket.create_connection(("127.0.0.1", self.port))
         self.addCleanup(held.close)
         held.sendall(b"hold\n")
         waitFor(lambda: len(readLog(self.logPath)) == 3, "the held exchange's open line")
         os.kill(first, signal.SIGKILL)
-        second = twistd.waitServing(2)
+        second = twistd.waitServing(2, self.slots.slot)
         self.assertNotEqual(first, second)
         self.assertEqual(ask(self.port, b"two"), b"ok two %d\n" % second)
         records = readLog(self.logPath)
@@ -80,9 +95,88 @@ class SupervisedTests(SynchronousTestCase):
         )
         self.assertEqual(records[-2]["pid"], second)
         text = twistd.text()
-        self.assertIn(f"worker {first} died (killed by SIGKILL)", text)
+        self.assertIn(f"worker {first}{self.slots.where} died (killed by SIGKILL)", text)
         self.assertIn(f"worker {second} serving again", text)
         self.assertIn(f"after worker {first} died", text)
+        self.slots.checkUntouched(self, twistd, others)
+
+    def test_termStopsCleanly(self) -> None:
+        """
+        SIGTERM to the supervisor stops the worker (each slot's) with SIGTERM; its open
+        exchanges end with "the proxy stopped"; twistd ends and no
+        worker is left.
+        """
+        twistd = self.start()
+        worker, *others = self.slots.waitServing(twistd)
+        held = socket.create_connection(("127.0.0.1", self.port))
+        self.addCleanup(held.close)
+        held.sendall(b"hold\n")
+        waitFor(lambda: len(readLog(self.logPath)) == 1, "the held exchange's open line")
+        twistd.process.send_signal(signal.SIGTERM)
+        # twistd, once cleanly shut down, ends itself by the signal it got.
+        self.assertEqual(twistd.wait(), -signal.SIGTERM)
+        self.assertEqual([pid for pid in twistd.workers() if alive(pid)], [])
+        records = readLog(self.logPath)
+        checkLog(self, records)
+        self.assertEqual(records[-1]["_failed"], {"reason": "the proxy stopped"})
+        for pid in [worker, *others]:
+            self.assertIn(f"worker {pid} stopped (exited with 0)", twistd.text())
+
+    def test_ctrlC(self) -> None:
+        """
+        Ctrl-C (SIGINT to the whole process group) stops the proxy once,
+        cleanly: the workers leave it to the supervisor, no worker is started
+        again, and open exchanges end with "the proxy stopped".
+        """
+        twistd = self.start()
+        self.slots.waitServing(twistd)
+        waitFor(lambda: twistd.standingByCount() >= self.workers, "a standby in each slot")
+        held = socket.create_connection(("127.0.0.1", self.port))
+        self.addCleanup(held.close)
+        held.sendall(b"hold\n")
+        waitFor(lambda: len(readLog(self.logPath)) == 1, "the held exchange's open line")
+        os.killpg(twistd.process.pid, signal.SIGINT)
+        self.assertEqual(twistd.wait(), -signal.SIGINT)
+        text = twistd.text()
+        self.assertEqual(len(twistd.workers()), 2 * self.workers)
+        self.assertNotIn("died", text)
+        self.assertNotRegex(text, r"worker \d+: Received SIGINT")
+        self.assertRegex(text, r"worker \d+: Received SIGTERM")
+        self.assertEqual([pid for pid in twistd.workers() if alive(pid)], [])
+        records = readLog(self.logPath)
+        checkLog(self, records)
+        self.assertEqual(records[-1]["_failed"], {"reason": "the proxy stopped"})
+
+    def test_hungWorkerReplaced(self) -> None:
+        """
+        A worker whose event loop is stuck is killed after --hang-timeout and
+        replaced; the exchange it had open ends with "the proxy restarted".
+        Another slot's worker, not stuck, serves on.
+        """
+        twistd = self.start("--hang-timeout", "1.5")
+        first = twistd.waitServing(1, self.slots.slot)
+        others = self.slots.others(twistd)
+        stuck = socket.create_connection(("127.0.0.1", self.port))
+        self.addCleanup(stuck.close)
+        stuck.sendall(b"hang\n")
+        second = twistd.waitServing(2, self.slots.slot)
+        self.assertNotEqual(first, second)
+        self.assertEqual(ask(self.port, b"after"), b"ok after %d\n" % second)
+        text = twistd.text()
+        self.assertRegex(text, rf"worker {first} has not answered for [0-9.]+ s \(its event loop is stuck\); killing it")
+        self.assertIn(f"worker {first}{self.slots.where} died (killed by SIGKILL)", text)
+        records = readLog(self.logPath)
+        checkLog(self, records)
+        self.assertEqual(records[1]["_failed"], {"reason": "the proxy restarted"})
+        self.slots.checkUntouched(self, twistd, others)
+
+
+
+@pytest.mark.slow
+class SupervisedTests(_SupervisedCases, SynchronousTestCase):
+    """
+    One worker (the default).
+    """
 
     def test_connectionsWaitForNextWorker(self) -> None:
         """
@@ -97,52 +191,6 @@ class SupervisedTests(SynchronousTestCase):
         second = twistd.waitServing(2)
         self.assertEqual(answers, [b"ok w%d %d\n" % (i, second) for i in range(3)])
         checkLog(self, readLog(self.logPath))
-
-    def test_termStopsCleanly(self) -> None:
-        """
-        SIGTERM to the supervisor stops the worker with SIGTERM; its open
-        exchanges end with "the proxy stopped"; twistd ends and no
-        worker is left.
-        """
-        twistd = self.start()
-        worker = twistd.waitServing(1)
-        held = socket.create_connection(("127.0.0.1", self.port))
-        self.addCleanup(held.close)
-        held.sendall(b"hold\n")
-        waitFor(lambda: len(readLog(self.logPath)) == 1, "the held exchange's open line")
-        twistd.process.send_signal(signal.SIGTERM)
-        # twistd, once cleanly shut down, ends itself by the signal it got.
-        self.assertEqual(twistd.wait(), -signal.SIGTERM)
-        self.assertEqual([pid for pid in twistd.workers() if alive(pid)], [])
-        records = readLog(self.logPath)
-        checkLog(self, records)
-        self.assertEqual(records[-1]["_failed"], {"reason": "the proxy stopped"})
-        self.assertIn(f"worker {worker} stopped (exited with 0)", twistd.text())
-
-    def test_ctrlC(self) -> None:
-        """
-        Ctrl-C (SIGINT to the whole process group) stops the proxy once,
-        cleanly: the workers leave it to the supervisor, no worker is started
-        again, and open exchanges end with "the proxy stopped".
-        """
-        twistd = self.start()
-        twistd.waitServing(1)
-        waitFor(lambda: twistd.standingByCount() >= 1, "a standby")
-        held = socket.create_connection(("127.0.0.1", self.port))
-        self.addCleanup(held.close)
-        held.sendall(b"hold\n")
-        waitFor(lambda: len(readLog(self.logPath)) == 1, "the held exchange's open line")
-        os.killpg(twistd.process.pid, signal.SIGINT)
-        self.assertEqual(twistd.wait(), -signal.SIGINT)
-        text = twistd.text()
-        self.assertEqual(len(twistd.workers()), 2)
-        self.assertNotIn("died", text)
-        self.assertNotRegex(text, r"worker \d+: Received SIGINT")
-        self.assertRegex(text, r"worker \d+: Received SIGTERM")
-        self.assertEqual([pid for pid in twistd.workers() if alive(pid)], [])
-        records = readLog(self.logPath)
-        checkLog(self, records)
-        self.assertEqual(records[-1]["_failed"], {"reason": "the proxy stopped"})
 
     def test_killAfterGrace(self) -> None:
         """
@@ -198,26 +246,6 @@ class SupervisedTests(SynchronousTestCase):
         self.assertEqual([line["n"] for line in body["lines"]], [1, 2])
         self.assertEqual(twistd.servingCount(), 1)
 
-    def test_hungWorkerReplaced(self) -> None:
-        """
-        A worker whose event loop is stuck is killed after --hang-timeout and
-        replaced; the exchange it had open ends with "the proxy restarted".
-        """
-        twistd = self.start("--hang-timeout", "1.5")
-        first = twistd.waitServing(1)
-        stuck = socket.create_connection(("127.0.0.1", self.port))
-        self.addCleanup(stuck.close)
-        stuck.sendall(b"hang\n")
-        second = twistd.waitServing(2)
-        self.assertNotEqual(first, second)
-        self.assertEqual(ask(self.port, b"after"), b"ok after %d\n" % second)
-        text = twistd.text()
-        self.assertRegex(text, rf"worker {first} has not answered for [0-9.]+ s \(its event loop is stuck\); killing it")
-        self.assertIn(f"worker {first} died (killed by SIGKILL)", text)
-        records = readLog(self.logPath)
-        checkLog(self, records)
-        self.assertEqual(records[1]["_failed"], {"reason": "the proxy restarted"})
-
     def test_supervisorKilled(self) -> None:
         """
         Workers whose supervisor was killed with SIGKILL see their lifeline
@@ -246,6 +274,17 @@ class SupervisedTests(SynchronousTestCase):
         twistd.process.send_signal(signal.SIGTERM)
         # twistd, once cleanly shut down, ends itself by the signal it got.
         self.assertEqual(twistd.wait(), -signal.SIGTERM)
+
+
+@pytest.mark.slow
+class TwoWorkersSupervisedTests(_SupervisedCases, SynchronousTestCase):
+    """
+    The same with C{--workers 2}: slot 1's workers serve no listener (the
+    dummy has no sessions) but are started, stood by and stopped as slot
+    0's are.
+    """
+
+    workers = 2
 
 
 def _tryAsk(port: int, line: bytes) -> bytes | None:

@@ -27,7 +27,7 @@ from netlog.supervise.worker import ALIVE, aliveLine, connectionPrefix, handedTo
 from netlog.tap.common import workerCount
 from tests.session.test_sessions import PLAIN_REQUESTS, caller, drive, entries
 from tests.standin.support import inThread, listenOrigin, tempDirectory
-from tests.supervise.running import Twistd, alive, checkLog, readLog, waitFor
+from tests.supervise.running import Twistd, alive, checkLog, killServing, readLog, waitFor
 
 #: Sessions made over the API in the two-worker test.
 SESSIONS = 4
@@ -370,26 +370,6 @@ class SlotFaultTests(SynchronousTestCase):
         self.addCleanup(twistd.stop)
         return twistd
 
-    def servingIn(self, twistd: Twistd, slot: int, count: int) -> int:
-        """
-        Wait until C{count} workers have served in C{slot}; the last one's PID.
-        """
-        pattern = rf"worker (\d+) serving[^\n]* in slot {slot}\n"
-        waitFor(lambda: len(re.findall(pattern, twistd.text())) >= count or twistd.process.poll() is not None,
-                f"worker #{count} serving in slot {slot}")
-        found = re.findall(pattern, twistd.text())
-        self.assertGreaterEqual(len(found), count, twistd.text())
-        return int(found[count - 1])
-
-    def killSlot(self, twistd: Twistd, slot: int, count: int) -> list[int]:
-        killed = []
-        for i in range(count):
-            pid = self.servingIn(twistd, slot, i + 1)
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-            waitFor(lambda: not alive(pid), "the worker's death")
-        return killed
-
     def test_stormInOneSlot(self) -> None:
         """
         Slot 1's worker killed six times in quick succession: slot 1's
@@ -399,20 +379,20 @@ class SlotFaultTests(SynchronousTestCase):
         """
         twistd = self.start()
         port = twistd.listenerPort("forward")
-        main = self.servingIn(twistd, 0, 1)
-        self.killSlot(twistd, 1, STORM)
+        main = twistd.waitServing(1, 0)
+        killServing(twistd, STORM, 1)
         # Slot 1 waits its 4 s; slot 0 answers at once.
         with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
             client.sendall(b"GET http://elsewhere.test/ HTTP/1.1\r\nHost: elsewhere.test\r\n\r\n")
             self.assertTrue(client.recv(4096).startswith(b"HTTP/1.1 "))
-        self.servingIn(twistd, 1, STORM + 1)
+        twistd.waitServing(STORM + 1, 1)
         text = twistd.text()
         self.assertRegex(text, rf"#error\] worker \d+ in slot 1 died \(killed by SIGKILL\) after [0-9.]+ s, "
                                rf"{STORM} quick deaths in a row; starting another in 4 s")
         self.assertNotIn("in slot 0 died", text)
         self.assertNotIn("giving up", text)
         self.assertTrue(alive(main))
-        self.assertEqual(self.servingIn(twistd, 0, 1), main)
+        self.assertEqual(twistd.waitServing(1, 0), main)
 
     def test_outOfFilesInOneSlot(self) -> None:
         """
@@ -431,7 +411,7 @@ class SlotFaultTests(SynchronousTestCase):
             "--state", folder, "--api", "tcp:0", "--api-idle-timeout", "300"], openFiles=(LOW_LIMIT, LOW_LIMIT))
         self.addCleanup(twistd.stop)
         apiPort, port = twistd.apiPort(), twistd.listenerPort("forward")
-        main, victim = self.servingIn(twistd, 0, 1), self.servingIn(twistd, 1, 1)
+        main, victim = twistd.waitServing(1, 0), twistd.waitServing(1, 1)
         held = []
         self.addCleanup(lambda: [s.close() for s in held])
         for _ in range(MAX_API_CONNECTIONS):
@@ -454,9 +434,9 @@ class SlotFaultTests(SynchronousTestCase):
         self.assertTrue(alive(main))
         for s in held:
             s.close()
-        second = self.servingIn(twistd, 1, 2)
+        second = twistd.waitServing(2, 1)
         self.assertRegex(twistd.text(), rf"worker {second} serving again, [0-9.]+ s after worker {victim} died in slot 1")
-        self.assertEqual(self.servingIn(twistd, 0, 1), main)
+        self.assertEqual(twistd.waitServing(1, 0), main)
         self.assertNotIn("in slot 0 died", twistd.text())
 
     def test_giveUpInOneSlot(self) -> None:
@@ -466,8 +446,8 @@ class SlotFaultTests(SynchronousTestCase):
         is failed), every worker of both slots gone.
         """
         twistd = self.start("--give-up-after", "3")
-        self.servingIn(twistd, 0, 1)
-        self.killSlot(twistd, 1, 3)
+        twistd.waitServing(1, 0)
+        killServing(twistd, 3, 1)
         self.assertEqual(twistd.wait(), 70)
         self.assertIn("3 quick deaths in a row: giving up", twistd.text())
         for pid in twistd.workers():
