@@ -43,6 +43,7 @@ from twisted.web.server import NOT_DONE_YET, Request
 
 from netlog.api.answers import JSON_TYPE, finishJSON, jsonHead, sendJSON
 from netlog.core.paging import DEFAULT_LIMIT
+from netlog.net.reactors import IProxyReactor
 
 _log = Logger()
 
@@ -156,7 +157,7 @@ class _LogResource(_JSONResource):
     none) in C{threadpool}'s threads.
     """
 
-    def __init__(self, reactor: Any, threadpool: Any, logPath: str | None) -> None:
+    def __init__(self, reactor: IProxyReactor, threadpool: Any, logPath: str | None) -> None:
         Resource.__init__(self)
         self._reactor = reactor
         self._threadpool = threadpool
@@ -179,7 +180,7 @@ class NetworkResource(_LogResource):
     log that was replaced or truncated as I{begun again}.
     """
 
-    def __init__(self, reactor: Any, threadpool: Any, logPath: str | None) -> None:
+    def __init__(self, reactor: IProxyReactor, threadpool: Any, logPath: str | None) -> None:
         _LogResource.__init__(self, reactor, threadpool, logPath)
         self._lock = DeferredLock()
         self._reader: Any = None
@@ -236,7 +237,7 @@ class _ThreadStream:
     reading (the request pauses it as a push producer).
     """
 
-    def __init__(self, reactor: Any, request: Request) -> None:
+    def __init__(self, reactor: IProxyReactor, request: Request) -> None:
         self._reactor = reactor
         self._request = request
         self._flowing = threading.Event()
@@ -327,7 +328,7 @@ class HarResource(_LogResource):
         a log begun again since then is exported whole.
     """
 
-    def __init__(self, reactor: Any, threadpool: Any, logPath: str | None,
+    def __init__(self, reactor: IProxyReactor, threadpool: Any, logPath: str | None,
                  first: Callable[[], int] = lambda: 0) -> None:
         _LogResource.__init__(self, reactor, threadpool, logPath)
         self._first = first

@@ -20,10 +20,11 @@ from netlog.api.resource import (
 )
 from netlog.api.rules import RulesResource
 from netlog.api.sessions import SessionsResource, unsupportedSessions
+from netlog.net.reactors import IProxyReactor
 
 
 def makeApiRoot(
-    reactor: Any,
+    reactor: IProxyReactor,
     threadpool: Any,
     logPath: str | None,
     caPath: Callable[[], str | None] | None = None,

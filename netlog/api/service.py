@@ -22,6 +22,7 @@ from netlog.api.door import Door
 from netlog.api.resource import HAR_EXPORTS_AT_ONCE
 from netlog.api.root import makeApiRoot
 from netlog.api.token import defaultTokenPath, loadOrCreateToken
+from netlog.net.reactors import IProxyReactor
 from netlog.state import DEFAULT_STATE
 
 _log = Logger()
@@ -86,7 +87,7 @@ class ApiService(StreamServerEndpointService):
         return port
 
 
-def makeApiService(config: Any, reactor: Any, sessions: Any = None) -> ApiService:
+def makeApiService(config: Any, reactor: IProxyReactor, sessions: Any = None) -> ApiService:
     """
     The API listener for a proxy's C{config} (its C{api}, C{api-host},
     C{api-idle-timeout}, C{api-token-file}, C{api-token-reads},

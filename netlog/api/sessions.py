@@ -26,8 +26,6 @@ import json
 import math
 from typing import Any
 
-from twisted.internet.interfaces import IReactorTime
-
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 from twisted.web.resource import Resource
@@ -39,6 +37,7 @@ from netlog.api.resource import BadParameter, HarResource, NetworkResource, _que
 from netlog.api.rules import MAX_RULES_BODY, RulesResource, readRules
 from netlog.core.rules import BadRules
 from netlog.core.ratelimit import TokenBucket
+from netlog.net.reactors import IProxyReactor
 from netlog.session.manager import STOP_TIMEOUT, SessionError
 
 _log = Logger()
@@ -69,7 +68,7 @@ class SessionsResource(Resource):
     C{/sessions}: the list, and a new session.
     """
 
-    def __init__(self, manager: Any, reactor: IReactorTime, threadpool: Any, harThreadpool: Any,
+    def __init__(self, manager: Any, reactor: IProxyReactor, threadpool: Any, harThreadpool: Any,
                  rate: float = SESSION_RATE) -> None:
         """
         @param manager: a L{netlog.session.manager.SessionManager} (in

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from netlog.net.reactors import IProxyReactor
 
 #: Where C{netlog view} listens unless told.
 DEFAULT_LISTEN = "tcp:8082:interface=127.0.0.1"
@@ -44,7 +47,7 @@ def viewURL(address: Any) -> str:
     return f"http://{host}:{address.port}/"
 
 
-def run(args: argparse.Namespace, reactor: Any = None) -> int:
+def run(args: argparse.Namespace, reactor: IProxyReactor | None = None) -> int:
     from twisted.internet.endpoints import serverFromString
     from twisted.python.usage import UsageError
     from twisted.web.server import Site
@@ -63,9 +66,9 @@ def run(args: argparse.Namespace, reactor: Any = None) -> int:
         print(f"netlog view: {e}", file=sys.stderr)
         return 1
     if reactor is None:
-        from twisted.internet import reactor as defaultReactor
+        from netlog.net.reactors import theReactor
 
-        reactor = defaultReactor
+        reactor = theReactor()
     root = makeApiRoot(reactor, reactor.getThreadPool(), args.log, hosts=hosts)
     site = Site(root, timeout=API_IDLE_TIMEOUT)
     site.displayTracebacks = False

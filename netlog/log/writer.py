@@ -36,6 +36,7 @@ from netlog.core.logline import (
     encodePieces,
 )
 from netlog.core.recovery import recover
+from netlog.net.reactors import IProxyReactor
 
 _log = Logger()
 
@@ -483,7 +484,7 @@ class LogWriter(Service):
         self,
         path: str | None,
         *,
-        reactor: Any = None,
+        reactor: IProxyReactor | None = None,
         uid: int | None = None,
         gid: int | None = None,
         fd: int | None = None,

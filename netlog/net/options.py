@@ -12,6 +12,7 @@ from typing import Any
 from twisted.python import usage
 
 from netlog.net.policy import DestinationPolicy, parseAllowOption
+from netlog.net.reactors import IProxyReactor
 from netlog.net.resolve import Resolver, parseResolveOption
 from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT
 
@@ -133,7 +134,7 @@ class DestinationOptions:
         self.setdefault("allow", [])  # type: ignore[attr-defined]
 
 
-def buildDestinations(config: Any, reactor: Any) -> tuple[Resolver, DestinationPolicy]:
+def buildDestinations(config: Any, reactor: IProxyReactor) -> tuple[Resolver, DestinationPolicy]:
     """
     The resolver and the destination policy the options describe.
     """

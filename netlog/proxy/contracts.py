@@ -22,6 +22,7 @@ from netlog.core.rules import Rules
 from netlog.log.writer import LogWriter
 from netlog.net.gate import Gate
 from netlog.net.policy import DestinationPolicy
+from netlog.net.reactors import IProxyReactor
 from netlog.proxy.mode import IMode, Route
 
 
@@ -30,7 +31,7 @@ class IEngine(Protocol):
     The proxy service, as its connections use it.
     """
 
-    reactor: Any
+    reactor: IProxyReactor
     mode: IMode
     writer: LogWriter
     policy: DestinationPolicy

@@ -19,6 +19,7 @@ from zope.interface import Attribute, Interface
 
 from netlog.core.capture import BodyCapture
 from netlog.core.records import urlAuthority
+from netlog.net.reactors import IProxyReactor
 
 #: What L{IMode.connect} answers for a CONNECT to relay blind (a tunnel
 #: entry, bytes each way).
@@ -80,7 +81,7 @@ class IAnswers(Interface):
     (L{netlog.proxy.replay.Replay}).
     """
 
-    def sourceFor(reactor: Any, head: Any, url: str) -> Any:
+    def sourceFor(reactor: IProxyReactor, head: Any, url: str) -> Any:
         """
         The answer source (an L{netlog.proxy.contracts.IAnswerSource}) for
         the request C{head} for C{url}: it reads the request's body, then

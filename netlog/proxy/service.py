@@ -24,6 +24,7 @@ from netlog.core.rules import NO_RULES, Rules
 from netlog.log.writer import LogWriter
 from netlog.net.connect import connectThen
 from netlog.net.policy import DestinationPolicy
+from netlog.net.reactors import IProxyReactor
 from netlog.net.resolve import Resolver
 from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT
 from netlog.proxy.browser import FORWARD, HTTP_ROUTE, HTTPS_ROUTE, BrowserFactory
@@ -63,7 +64,7 @@ class ProxyService(Service):
         self,
         mode: IMode,
         writer: LogWriter,
-        reactor: Any,
+        reactor: IProxyReactor,
         resolver: Resolver,
         policy: DestinationPolicy,
         listen: list[str],

@@ -18,6 +18,7 @@ from zope.interface import implementer
 from netlog.core.http1 import ResponseReader
 from netlog.net.connect import connectThen
 from netlog.net.gate import Gate
+from netlog.net.reactors import IProxyReactor
 from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IAnswerSink, IAnswerSource
 
@@ -46,7 +47,7 @@ class UpstreamProtocol(Protocol):
     #: Done with and reusable, the connection goes back to the pool.
     pooled = True
 
-    def __init__(self, reactor: Any, key: Hashable) -> None:
+    def __init__(self, reactor: IProxyReactor, key: Hashable) -> None:
         self.reactor = reactor
         self.key = key
         self.reader = ResponseReader()
@@ -120,7 +121,7 @@ class UpstreamProtocol(Protocol):
 
 
 def connectUpstream(
-    reactor: Any, address: str, port: int, tlsCreator: Any, timeout: float, key: Hashable
+    reactor: IProxyReactor, address: str, port: int, tlsCreator: Any, timeout: float, key: Hashable
 ) -> defer.Deferred[UpstreamProtocol]:
     """
     Open a new connection to C{address:port} (TLS over it when C{tlsCreator}).
@@ -148,7 +149,7 @@ class Pool:
     those idle too long (no timer per connection).
     """
 
-    def __init__(self, reactor: Any, maxIdle: int = MAX_IDLE_PER_UPSTREAM,
+    def __init__(self, reactor: IProxyReactor, maxIdle: int = MAX_IDLE_PER_UPSTREAM,
                  idleTimeout: float = IDLE_UPSTREAM_TIMEOUT) -> None:
         self.reactor = reactor
         self.maxIdle = maxIdle

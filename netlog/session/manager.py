@@ -21,11 +21,13 @@ from typing import Any, Callable
 
 from twisted.application.service import MultiService
 from twisted.internet import defer, error
+from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.logger import Logger
 
 from netlog.core.rules import NO_RULES, Rules, compileRules
 from netlog.log.writer import LogWriter, UnsafeLogPath, lastLineOf, openLogFile
 from netlog.net.options import LISTEN_BACKLOG
+from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService
 from netlog.session.names import BadSession, autoName, checkName, checkPort, sessionLogPath
 
@@ -52,7 +54,7 @@ def logUsed(mainLog: str | None) -> Callable[[str], bool]:
     return lambda name: os.path.lexists(sessionLogPath(mainLog, name))
 
 
-def sessionProxy(main: Any, writer: LogWriter, reactor: Any, port: int, rules: Rules = NO_RULES) -> ProxyService:
+def sessionProxy(main: Any, writer: LogWriter, reactor: IProxyReactor, port: int, rules: Rules = NO_RULES) -> ProxyService:
     """
     A session's engine: over C{main}'s mode, resolver and destination rules,
     with its own writer, connections, pool and C{rules} (its rules document,
@@ -82,7 +84,7 @@ class AdoptedSession(MultiService):
     numbering outlive a worker killed with C{kill -9}).
     """
 
-    def __init__(self, main: Any, reactor: Any, name: str, logPath: str, logFd: int,
+    def __init__(self, main: Any, reactor: IProxyReactor, name: str, logPath: str, logFd: int,
                  listenFd: int, family: int, port: int, rules: dict[str, Any] | None = None) -> None:
         """
         @param rules: its rules document, checked by the supervisor.
@@ -125,7 +127,7 @@ class AdoptedSession(MultiService):
         return d.addCallback(lambda _: None)
 
 
-def waitQuiet(reactor: Any, writer: LogWriter, timeout: float) -> defer.Deferred[None]:
+def waitQuiet(reactor: IProxyReactor, writer: LogWriter, timeout: float) -> defer.Deferred[None]:
     """
     Fires when C{writer}'s log has no open exchange, or after C{timeout}.
     """
@@ -310,7 +312,7 @@ class SessionManager(MultiService):
         self,
         proxy: Any,
         logPath: str | None,
-        reactor: Any,
+        reactor: IProxyReactor,
         fixed: tuple[tuple[str, int], ...] | list[tuple[str, int]] = (),
         uid: int | None = None,
         gid: int | None = None,
@@ -430,6 +432,8 @@ class SessionManager(MultiService):
         writer = LogWriter(logPath, reactor=self._reactor, fd=fd)
         proxy.writer = writer
         bound = listening.getHost()
+        # A session listens on TCP (sessionProxy binds it so).
+        assert isinstance(bound, (IPv4Address, IPv6Address))
         # Its own port is refused as a destination, like the main listeners.
         self._proxy.policy.addListener(bound.host, bound.port)
         session = Session(name, logPath, writer, proxy, listening, first)

@@ -10,11 +10,12 @@ from typing import Any
 from netlog.core.capture import KEEP_ALL
 from netlog.log.writer import LogWriter
 from netlog.net.options import buildDestinations
+from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService
 from netlog.site.mode import SiteMode
 
 
-def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> ProxyService:
+def buildProxy(config: Any, writer: LogWriter, reactor: IProxyReactor) -> ProxyService:
     """
     The site proxy for the parsed options of C{twistd netlog-proxy}.
     """

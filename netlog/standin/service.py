@@ -9,6 +9,7 @@ from typing import Any
 
 from netlog.log.writer import LogWriter
 from netlog.net.options import DEFAULT_LISTEN, buildDestinations, splitDescription
+from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService
 from netlog.standin.mode import DEFAULT_CONNECT_PORTS, StandinMode
 
@@ -37,7 +38,7 @@ def listenerAddress(description: str) -> tuple[str, int] | None:
     return host, port
 
 
-def buildProxy(config: Any, writer: LogWriter, reactor: Any) -> ProxyService:
+def buildProxy(config: Any, writer: LogWriter, reactor: IProxyReactor) -> ProxyService:
     """
     The stand-in for C{config} (the tap's options): the engine over
     L{StandinMode}.

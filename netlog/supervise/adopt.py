@@ -19,6 +19,7 @@ from twisted.internet.protocol import Factory, Protocol
 from twisted.python.failure import Failure
 
 from netlog.net.options import withBacklog
+from netlog.net.reactors import IProxyReactor
 
 
 #: Endpoint types the supervisor can hand to a worker: plain TCP sockets. (A
@@ -74,7 +75,7 @@ class BoundListener:
         return self._port.stopListening()
 
 
-def bindListener(reactor: Any, role: str, description: str) -> BoundListener:
+def bindListener(reactor: IProxyReactor, role: str, description: str) -> BoundListener:
     """
     Bind C{description} now (synchronously, as twistd's privileged step
     needs) and stop the reactor from accepting on it.
@@ -105,7 +106,7 @@ class AdoptedListeners(Service):
 
     name = "adopted-listeners"
 
-    def __init__(self, reactor: Any, listeners: list[tuple[int, int, Any]]) -> None:
+    def __init__(self, reactor: IProxyReactor, listeners: list[tuple[int, int, Any]]) -> None:
         self._reactor = reactor
         self._listeners = listeners
         self.ports: list[Any] = []
@@ -113,7 +114,7 @@ class AdoptedListeners(Service):
     def startService(self) -> None:
         Service.startService(self)
         for fd, family, factory in self._listeners:
-            self.ports.append(self._reactor.adoptStreamPort(fd, family, factory))
+            self.ports.append(self._reactor.adoptStreamPort(fd, socket.AddressFamily(family), factory))
             # The reactor made its own copy.
             os.close(fd)
 

@@ -28,15 +28,31 @@ from collections import deque
 from typing import Any, Callable
 
 from twisted.internet.defer import Deferred
-from twisted.internet.interfaces import IFileDescriptorReceiver
-from twisted.internet.protocol import Factory, Protocol
+from twisted.internet.interfaces import IAddress, IFileDescriptorReceiver
+from twisted.internet.protocol import Protocol, ServerFactory
 from twisted.logger import Logger
 from zope.interface import implementer
+
+from netlog.net.reactors import IProxyReactor
 
 _log = Logger(namespace="netlog.control")
 
 #: The longest line either side reads.
 MAX_LINE = 64 * 1024
+
+class SideFactory(ServerFactory[Any]):
+    """
+    The factory of the one connection a side of the control socket adopts:
+    its protocol is the one C{build} gives.
+    """
+
+    def __init__(self, build: Callable[[], Protocol]) -> None:
+        self._build = build
+
+    def buildProtocol(self, addr: IAddress | None) -> Protocol:
+        side = self._build()
+        side.factory = self
+        return side
 
 
 class _Lines(Protocol):
@@ -145,14 +161,14 @@ class SupervisorSide(_Lines):
                 d.callback(None)
 
 
-def connectSupervisorSide(reactor: Any) -> tuple[SupervisorSide, socket.socket]:
+def connectSupervisorSide(reactor: IProxyReactor) -> tuple[SupervisorSide, socket.socket]:
     """
     A socket pair: the supervisor's end served by a L{SupervisorSide}, and
     the worker's end, to hand to the worker (and close here once handed).
     """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     side = SupervisorSide()
-    reactor.adoptStreamConnection(ours.fileno(), socket.AF_UNIX, Factory.forProtocol(lambda: side))
+    reactor.adoptStreamConnection(ours.fileno(), socket.AF_UNIX, SideFactory(lambda: side))
     ours.close()
     return side, theirs
 

@@ -30,6 +30,8 @@ from typing import Any
 
 from twisted.internet.process import Process
 
+from netlog.net.reactors import IProxyReactor
+
 
 class ForkedWorker(Process):
     """
@@ -45,7 +47,7 @@ class ForkedWorker(Process):
         runWorker(args[-1])
 
 
-def spawnForked(reactor: Any, protocol: Any, args: list[str], childFDs: dict[int, Any]) -> ForkedWorker:
+def spawnForked(reactor: IProxyReactor, protocol: Any, args: list[str], childFDs: dict[int, Any]) -> ForkedWorker:
     """
     Fork a worker that runs with C{args} (C{[..., SPEC]}) and C{childFDs},
     as C{reactor.spawnProcess} would start it.

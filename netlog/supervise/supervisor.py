@@ -32,6 +32,7 @@ from netlog.core.logline import REASON_STOPPED
 from netlog.core.recovery import recover
 from netlog.core.rules import NO_RULES, Rules
 from netlog.log.writer import LogWriter, lastLineOf, openLogFile
+from netlog.net.reactors import IProxyReactor
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.control import SupervisorSide, connectSupervisorSide
 from netlog.supervise.policy import RestartPolicy
@@ -331,7 +332,7 @@ class Supervisor(MultiService):
     def __init__(
         self,
         *,
-        reactor: Any,
+        reactor: IProxyReactor,
         optionsClass: str,
         buildProxy: str,
         argv: list[str],

@@ -36,6 +36,8 @@ import socket
 import sys
 from typing import Any, Protocol
 
+from netlog.net.reactors import IProxyReactor, theReactor
+
 #: Where the worker tells the supervisor it serves.
 STATUS_FD = 3
 #: What it writes there once it serves.
@@ -232,16 +234,14 @@ def handedToSlot(name: str, logPath: str, theirs: int, ours: int) -> bool:
     return False
 
 
-def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any, slot: int) -> None:
+def _serveControl(reactor: IProxyReactor, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any, slot: int) -> None:
     """
     Serve the supervisor's control channel on C{fd}: sessions made and
     deleted over the API while this worker runs, each served by
     C{AdoptedSession} (see L{workerSpec}'s C{adoptSession}) if it was
     handed to this worker's C{slot}.
     """
-    from twisted.internet.protocol import Factory
-
-    from netlog.supervise.control import WorkerSide
+    from netlog.supervise.control import SideFactory, WorkerSide
 
     def add(message: dict[str, Any], logFd: int, listenFd: int) -> None:
         name = str(message["name"])
@@ -281,11 +281,11 @@ def _serveControl(reactor: Any, fd: int, proxy: Any, sessions: Any, AdoptedSessi
             return succeed(None)
         return session.stop(float(message.get("timeout", 0)))
 
-    reactor.adoptStreamConnection(fd, socket.AF_UNIX, Factory.forProtocol(lambda: WorkerSide(add, delete, setRules)))
+    reactor.adoptStreamConnection(fd, socket.AF_UNIX, SideFactory(lambda: WorkerSide(add, delete, setRules)))
     os.close(fd)
 
 
-def handedWriter(logSpec: dict[str, Any], servesMain: bool, reactor: Any, log: Any) -> Any:
+def handedWriter(logSpec: dict[str, Any], servesMain: bool, reactor: IProxyReactor, log: Any) -> Any:
     """
     The main log's writer, made only from the descriptor the supervisor
     handed over. A worker whose slot does not write the main log gets a
@@ -331,7 +331,6 @@ def main(argv: list[str], forked: bool = False) -> int:
     _startLogging(forked)
 
     from twisted.application.service import MultiService
-    from twisted.internet import reactor as _reactor
     from twisted.internet.protocol import Protocol
     from twisted.internet.stdio import StandardIO
     from twisted.internet.task import LoopingCall
@@ -342,7 +341,7 @@ def main(argv: list[str], forked: bool = False) -> int:
     from netlog.supervise.adopt import AdoptedListeners
     from netlog.supervise.privileged import inheritPrivilegedFiles
 
-    reactor: Any = _reactor
+    reactor = theReactor()
     log = Logger(namespace="netlog.worker")
 
     try:

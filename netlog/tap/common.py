@@ -48,6 +48,7 @@ from netlog.api.token import TokenError, defaultTokenPath
 from netlog.core.rules import NO_RULES
 from netlog.log.writer import LogWriter
 from netlog.net.options import DEFAULT_LISTEN, _seconds, splitDescription, withBacklog
+from netlog.net.reactors import IProxyReactor, theReactor
 from netlog.supervise.adopt import NotAdoptable, checkAdoptable
 from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFileLimit
@@ -312,18 +313,16 @@ def dropIds(config: usage.Options) -> tuple[int | None, int | None]:
     return uid, gid
 
 
-BuildProxy = Callable[[Any, LogWriter, Any], ServedProxy]
+BuildProxy = Callable[[Any, LogWriter, IProxyReactor], ServedProxy]
 
 
-def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: Any = None) -> MultiService:
+def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: IProxyReactor | None = None) -> MultiService:
     """
     Wire a proxy: supervised in a worker process, or with C{--no-supervise}
     in this one; with its API listener when C{--api} is given.
     """
     if reactor is None:
-        from twisted.internet import reactor as _reactor
-
-        reactor = _reactor
+        reactor = theReactor()
     if not config.get("api-address") and config.get("api"):
         config["api"] = apiDescription(config["api"])
         config["api-address"] = apiAddress(config["api"])
@@ -354,7 +353,7 @@ def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: Any = None) -
     return top
 
 
-def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiService:
+def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: IProxyReactor) -> MultiService:
     """
     The supervisor of a worker that runs the proxy.
     """
@@ -412,7 +411,7 @@ def _heldSessions(config: Any) -> list[tuple[str, str, str]]:
     ]
 
 
-def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: Any) -> MultiService:
+def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: IProxyReactor) -> MultiService:
     """
     Wire a proxy in this process: its LogWriter, the proxy, its listeners.
     """

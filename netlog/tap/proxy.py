@@ -13,6 +13,7 @@ from twisted.python import usage
 from netlog.core.capture import KEEP_CHOICES, KEEP_TEXT
 from netlog.core.replay import MatchRules
 from netlog.net.options import DestinationOptions, _seconds
+from netlog.net.reactors import IProxyReactor
 from netlog.proxy.replay import PACE_CHOICES, PACE_NOW, UNMATCHED_404, UNMATCHED_CHOICES, RecordingError
 from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
 from netlog.site.config import ConfigError, SitesConfig, loadSites
@@ -116,7 +117,7 @@ class Options(LogOptions, DestinationOptions):
             raise usage.UsageError("--https-route needs at least one site with an https:// origin")
 
 
-def makeService(config: Options, reactor: Any = None) -> MultiService:
+def makeService(config: Options, reactor: IProxyReactor | None = None) -> MultiService:
     from netlog.site.service import buildProxy
 
     return makeProxyService(config, buildProxy, reactor)  # type: ignore[arg-type]

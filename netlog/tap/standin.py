@@ -9,6 +9,7 @@ from typing import Any
 from twisted.application.service import MultiService
 
 from netlog.net.options import DestinationOptions, _seconds
+from netlog.net.reactors import IProxyReactor
 from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
 from netlog.standin.mode import DEFAULT_CONNECT_PORTS
 from netlog.standin.service import buildProxy
@@ -51,5 +52,5 @@ class Options(DestinationOptions, LogOptions):
             self["connect-ports"] = _ports(self["connect-ports"])
 
 
-def makeService(config: Any, reactor: Any = None) -> MultiService:
+def makeService(config: Any, reactor: IProxyReactor | None = None) -> MultiService:
     return makeProxyService(config, buildProxy, reactor)  # type: ignore[arg-type]
