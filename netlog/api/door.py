@@ -33,7 +33,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import Request
 
 from netlog.api.answers import JSON_TYPE, JSONError
-from netlog.api.token import bearerToken, tokenMatches
+from netlog.token import bearerToken, tokenMatches
 
 _log = Logger()
 

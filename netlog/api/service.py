@@ -21,7 +21,7 @@ from netlog.api import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS, SESSION_RATE
 from netlog.api.door import Door
 from netlog.api.resource import HAR_EXPORTS_AT_ONCE
 from netlog.api.root import makeApiRoot
-from netlog.api.token import defaultTokenPath, loadOrCreateToken
+from netlog.token import defaultTokenPath, loadOrCreateToken
 from netlog.net.reactors import IProxyReactor
 from netlog.state import DEFAULT_STATE
 

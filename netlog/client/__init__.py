@@ -33,8 +33,8 @@ from types import TracebackType
 from typing import Any, BinaryIO, Iterator
 from urllib.parse import quote, urlencode, urlsplit
 
-from netlog.api.token import defaultTokenPath, findToken
 from netlog.state import API_ENV, TOKEN_ENV, TOKEN_FILE, defaultState
+from netlog.token import defaultTokenPath, findToken
 
 #: Seconds one call may wait for the API (to connect, and for each read).
 CALL_TIMEOUT = 30.0

@@ -44,18 +44,18 @@ from twisted.python import usage
 
 from netlog.api import API_IDLE_TIMEOUT, SESSION_RATE
 from netlog.api.door import apiHostName
-from netlog.api.token import TokenError, defaultTokenPath
 from netlog.core.rules import NO_RULES
 from netlog.log.writer import LogWriter
+from netlog.net.endpoints import checkListen
 from netlog.net.options import DEFAULT_LISTEN, _seconds, splitDescription, withBacklog
 from netlog.net.reactors import IProxyReactor, theReactor
+from netlog.state import DEFAULT_STATE
 from netlog.supervise.adopt import NotAdoptable, checkAdoptable
 from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFileLimit
-from netlog.state import DEFAULT_STATE
 from netlog.supervise.worker import ServedProxy, dottedName
-from netlog.net.endpoints import checkListen
 from netlog.tap.preflight import OPTION_OF_ROLE, commandName, preflight
+from netlog.token import TokenError, defaultTokenPath
 
 _log = Logger(namespace="netlog.listeners")
 

@@ -22,7 +22,7 @@ import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.api.door import sameOrigin
-from netlog.api.token import (
+from netlog.token import (
     TOKEN_ENV,
     TokenError,
     bearerToken,
