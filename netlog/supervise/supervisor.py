@@ -937,7 +937,7 @@ class WorkerSlot:
         decision = self.policy.died(0.0)
         reason = os.strerror(error.errno) if error.errno else str(error)
         if decision.giveUp:
-            self.supervisor._giveUp(f"could not start a worker ({reason})", decision.quickDeaths)
+            self.supervisor._giveUp(f"could not start a worker{self.where()} ({reason})", decision.quickDeaths)
             return
         delay = max(decision.delay, self.policy.minDelay)
         _log.error(
@@ -1064,7 +1064,7 @@ class WorkerSlot:
         self._lastDeath = (worker.pid, now)
         decision = self.policy.died(served)
         if decision.giveUp:
-            self.supervisor._giveUp(f"worker {worker.pid} died ({how}) after {lived:.3f} s", decision.quickDeaths)
+            self.supervisor._giveUp(f"worker {worker.pid}{self.where()} died ({how}) after {lived:.3f} s", decision.quickDeaths)
             return
         self.restarts += 1
         when = "at once" if not decision.delay else f"in {decision.delay:g} s"

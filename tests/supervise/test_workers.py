@@ -443,13 +443,15 @@ class SlotFaultTests(SynchronousTestCase):
         """
         With --give-up-after 3, three quick deaths in slot 1 stop the whole
         proxy with status 70 (a proxy that can't serve some of its sessions
-        is failed), every worker of both slots gone.
+        is failed), every worker of both slots gone; the line says which
+        slot's worker gave out.
         """
         twistd = self.start("--give-up-after", "3")
         twistd.waitServing(1, 0)
-        killServing(twistd, 3, 1)
+        killed = killServing(twistd, 3, 1)
         self.assertEqual(twistd.wait(), 70)
-        self.assertIn("3 quick deaths in a row: giving up", twistd.text())
+        self.assertRegex(twistd.text(), rf"worker {killed[-1]} in slot 1 died \(killed by SIGKILL\) after "
+                                        r"[0-9.]+ s; that is 3 quick deaths in a row: giving up")
         for pid in twistd.workers():
             self.assertFalse(alive(pid), pid)
 
