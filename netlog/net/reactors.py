@@ -12,7 +12,7 @@ that interface (C{IReactorTime}, C{IReactorTCP}).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from twisted.internet.interfaces import (
     IReactorCore,
@@ -40,4 +40,4 @@ def theReactor() -> IProxyReactor:
     """
     from twisted.internet import reactor
 
-    return cast(IProxyReactor, cast(Any, reactor))
+    return cast(IProxyReactor, reactor)

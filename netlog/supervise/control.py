@@ -40,6 +40,7 @@ _log = Logger(namespace="netlog.control")
 #: The longest line either side reads.
 MAX_LINE = 64 * 1024
 
+
 class SideFactory(ServerFactory[Any]):
     """
     The factory of the one connection a side of the control socket adopts:
