@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from tests.browser import site_app
 
@@ -140,6 +141,33 @@ def withBrowser(run: Run, body: Any) -> Any:
         finally:
             browser.close()
     return result
+
+
+@contextmanager
+def pagesThrough(proxies: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """
+    One Chromium with a context of its own per proxy (each a netlog
+    session's C{proxy} URL, by name) and a page in each, as several agents
+    share a browser; the pages by name, everything closed after.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=chromiumArgs(), proxy={"server": "http://per-context"},
+        )
+        try:
+            pages = {}
+            for name, proxy in proxies.items():
+                context = chromium.new_context(proxy={"server": proxy})
+                context.set_default_timeout(ACTION_TIMEOUT_MS)
+                pages[name] = context.new_page()
+            yield pages
+            for page in pages.values():
+                page.context.close()
+        finally:
+            chromium.close()
 
 
 def shopScenario(page: Any, base: str, webSocket: bool = True) -> dict[str, Any]:

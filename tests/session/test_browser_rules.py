@@ -31,8 +31,6 @@ class BrowserRulesTests(SynchronousTestCase):
         other session's page, at the same time in the same browser, gets
         the site's own answers, and its log has no C{_rules}.
         """
-        from playwright.sync_api import sync_playwright
-
         from netlog.client import Netlog
 
         nl = Netlog(f"http://127.0.0.1:{self.apiPort}", token_file=os.path.join(self.tmp, "api-token"))
@@ -44,27 +42,13 @@ class BrowserRulesTests(SynchronousTestCase):
         home = f"http://shop.test:{self.site.http}/"
         search = f"http://shop.test:{self.site.http}/search?q=x"
         seen: dict[str, list[tuple[int, str | None]]] = {}
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(
-                executable_path=browser.CHROMIUM, headless=True,
-                args=browser.chromiumArgs(), proxy={"server": "http://per-context"},
-            )
-            try:
-                pages = {}
-                for made in (ruled, plain):
-                    context = chromium.new_context(proxy={"server": made.proxy})
-                    context.set_default_timeout(browser.ACTION_TIMEOUT_MS)
-                    pages[made.name] = context.new_page()
-                for name, page in pages.items():
-                    seen[name] = []
-                    for url in (home, search):
-                        answer = page.goto(url)
-                        assert answer is not None
-                        seen[name].append((answer.status, answer.headers.get("x-rules")))
-                for page in pages.values():
-                    page.context.close()
-            finally:
-                chromium.close()
+        with browser.pagesThrough({made.name: made.proxy for made in (ruled, plain)}) as pages:
+            for name, page in pages.items():
+                seen[name] = []
+                for url in (home, search):
+                    answer = page.goto(url)
+                    assert answer is not None
+                    seen[name].append((answer.status, answer.headers.get("x-rules")))
         # (The blocked search is netlog's own answer: no header rule acts on it.)
         self.assertEqual(seen, {"ruled": [(200, "on"), (403, None)], "plain": [(200, None), (200, None)]})
         for made in (ruled, plain):

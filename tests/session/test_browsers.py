@@ -91,30 +91,14 @@ class TwoBrowsersTests(SynchronousTestCase):
         context overrides), the contexts' pages open at once; each session's
         log holds its own context's requests only.
         """
-        from playwright.sync_api import sync_playwright
-
         from netlog.client import Netlog
 
         nl = Netlog(f"http://127.0.0.1:{self.apiPort}", token_file=os.path.join(self.tmp, "api-token"))
         sessions = {who: nl.create_session(who) for who in ("carol", "dave")}
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(
-                executable_path=browser.CHROMIUM, headless=True,
-                args=browser.chromiumArgs(), proxy={"server": "http://per-context"},
-            )
-            try:
-                pages = {}
-                for who, made in sessions.items():
-                    context = chromium.new_context(proxy={"server": made.proxy})
-                    context.set_default_timeout(browser.ACTION_TIMEOUT_MS)
-                    pages[who] = context.new_page()
-                for i in range(SEARCHES):
-                    for who, page in pages.items():
-                        page.goto(f"http://shop.test:{self.site.http}/search?q={who}-{i}")
-                for page in pages.values():
-                    page.context.close()
-            finally:
-                chromium.close()
+        with browser.pagesThrough({who: made.proxy for who, made in sessions.items()}) as pages:
+            for i in range(SEARCHES):
+                for who, page in pages.items():
+                    page.goto(f"http://shop.test:{self.site.http}/search?q={who}-{i}")
         for who, other in (("carol", "dave"), ("dave", "carol")):
             self.assertTrue(sessions[who].wait_ended())
             deleted = sessions[who].delete()
