@@ -22,6 +22,7 @@ __all__ = [
     "AsciiText",
     "Buffer",
     "decodeLine",
+    "parseJSON",
     "encodeLine",
     "encodePieces",
     "encodeRecord",
@@ -274,13 +275,27 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
+def parseJSON(line: bytes) -> Any:
+    """
+    A line's JSON: orjson's reading, several times as fast, else the C{json}
+    module's for what orjson refuses (a lone surrogate, C{NaN}, an integer
+    past 64 bits, UTF-16), so that either way it is what C{json.loads} reads.
+
+    @raise ValueError: it is not JSON.
+    """
+    try:
+        return orjson.loads(line)
+    except ValueError:
+        return json.loads(line)
+
+
 def decodeLine(line: bytes) -> dict[str, Any] | None:
     """
     Read one line (with or without its newline); L{None} if it isn't a line
     netlog can use (not JSON, not an object, no integer C{n}).
     """
     try:
-        record = json.loads(line)
+        record = parseJSON(line)
     except ValueError:
         return None
     if not isinstance(record, dict):

@@ -32,10 +32,9 @@ from http import HTTPStatus
 from typing import Any, Callable, Hashable, Iterable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-import orjson
-
 from netlog.core.har import ExchangeLines
 from netlog.core.http1 import HOP_BY_HOP
+from netlog.core.logline import parseJSON
 
 __all__ = [
     "MatchRules",
@@ -421,17 +420,6 @@ END_HEAD_SIZE = 512
 _KIND_EXCHANGE = b',"kind":"exchange",'
 
 
-def _parse(line: bytes) -> Any:
-    """
-    A line's JSON (orjson's, which is several times as fast, else the
-    C{json} module's for what orjson refuses, such as a lone surrogate).
-    """
-    try:
-        return orjson.loads(line)
-    except ValueError:
-        return json.loads(line)
-
-
 def _openedRequest(line: bytes) -> tuple[int, bool, str, str] | None:
     """
     An open line's C{n}, whether it is an exchange's, and its request's
@@ -476,7 +464,7 @@ def recordedFromLog(exchanges: Iterable[ExchangeLines], readAt: Callable[[int, i
             scanned = _openedRequest(openLine)
             opened: Any = None
             if scanned is None:
-                opened = _parse(openLine)
+                opened = parseJSON(openLine)
                 request = opened["request"]
                 scanned = (int(opened["n"]), opened.get("kind") == "exchange", str(request["method"]),
                            str(request["url"]))
@@ -488,7 +476,7 @@ def recordedFromLog(exchanges: Iterable[ExchangeLines], readAt: Callable[[int, i
             endHead = _END_TIMES.match(readAt(endOffset, min(endLength, END_HEAD_SIZE)))
             body = b""
             if endHead is None or endHead.group(1) == b"request_body":
-                end = _parse(readAt(endOffset, endLength))
+                end = parseJSON(readAt(endOffset, endLength))
                 why = _skipReason(end)
                 if why is not None:
                     index.skip(why)
@@ -496,7 +484,7 @@ def recordedFromLog(exchanges: Iterable[ExchangeLines], readAt: Callable[[int, i
                 body = _requestBody(end)
             contentType = None
             if body:
-                opened = opened if opened is not None else _parse(openLine)
+                opened = opened if opened is not None else parseJSON(openLine)
                 contentType = _headerValue(opened["request"].get("headers"), "content-type")
             index.add(Recorded(requestKey(method, url, rules), bodyKey(body, contentType, rules), mark,
                                (openOffset, openLength, endOffset, endLength, notes)))
@@ -532,8 +520,8 @@ def answerFromLog(openLine: bytes, endLine: bytes, noteLines: Iterable[bytes] = 
 
 
 def _answerFromLog(openLine: bytes, endLine: bytes, noteLines: Iterable[bytes]) -> RecordedAnswer:
-    opened = _parse(openLine)
-    end = _parse(endLine)
+    opened = parseJSON(openLine)
+    end = parseJSON(endLine)
     why = _skipReason(end)
     if why is not None:
         raise NotServed(why)
