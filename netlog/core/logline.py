@@ -228,34 +228,39 @@ def _dumps(record: dict[str, Any], default: Callable[[Any], Any]) -> bytes:
     C{surrogateescape}) as its escape, an integer past 64 bits, a key that
     isn't a string. Numbers read back the same either way; orjson writes
     C{0.00001} where C{json} writes C{1e-05}. It writes C{null} for a NaN or
-    an infinity, which JSON has no word for and C{json} refuses: those are
-    looked for where netlog's records hold floats (a line's fields and the
-    objects in them: C{started}, C{times}), and a record with one is left
-    to C{json}, which refuses it as it always did.
+    an infinity, silently, where C{json} refuses them (JSON has no word for
+    them): a line orjson wrote with a C{null} in it is looked through for
+    one, at any depth, and a record with one is left to C{json}, which
+    refuses it as it always did.
     """
-    if _finiteTimes(record):
-        try:
-            return orjson.dumps(record, default=default)
-        except orjson.JSONEncodeError:
-            pass
-    return _utf8(_encodeText(record, default))
+    try:
+        line = orjson.dumps(record, default=default)
+    except orjson.JSONEncodeError:
+        return _utf8(_encodeText(record, default))
+    if b"null" in line and _holdsNonFinite(record):
+        return _utf8(_encodeText(record, default))
+    return line
 
 
-def _finiteTimes(record: dict[str, Any]) -> bool:
+def _holdsNonFinite(value: Any) -> bool:
     """
-    Whether the floats among a record's values and its objects' values are
-    all finite.
+    Whether a record holds, at any depth, a float that isn't finite.
     """
-    for value in record.values():
-        kind = type(value)
-        if kind is float:
-            if not isfinite(value):
-                return False
-        elif kind is dict:
-            for inner in value.values():
-                if type(inner) is float and not isfinite(inner):
-                    return False
-    return True
+    kind = type(value)
+    if kind is dict:
+        values = value.values()
+    elif kind is list or kind is tuple:
+        values = value
+    else:
+        return kind is float and not isfinite(value)
+    for inner in values:
+        kind = type(inner)
+        if kind is dict or kind is list or kind is tuple:
+            if _holdsNonFinite(inner):
+                return True
+        elif kind is float and not isfinite(inner):
+            return True
+    return False
 
 
 def _encodeText(record: dict[str, Any], default: Callable[[Any], Any]) -> str:
@@ -275,18 +280,71 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
+#: Maps every digit to C{0} and every other byte to C{.}: a line so mapped
+#: holds L{_DIGIT_RUN} only where the line has that many digits in a row.
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= i <= 0x39 else 0x2E for i in range(256))
+#: The fewest digits of an integer orjson can't hold: below -2**63 takes
+#: 19, at or above 2**64 takes 20.
+_DIGIT_RUN = b"0" * 19
+#: The largest line checked for a run of digits before it is read; a longer
+#: line's values are looked through once read instead, which costs by the
+#: value, not by the byte (a long line is mostly a body's text).
+_SCAN_BELOW = 2048
+#: Floats at least this far from 0 may be an integer orjson read as a float
+#: (every integer it reads as one is outside -2**63 .. 2**64-1).
+_INT64_REACH = 2.0**63
+
+
 def parseJSON(line: bytes) -> Any:
     """
-    A line's JSON: orjson's reading, several times as fast, else the C{json}
-    module's for what orjson refuses (a lone surrogate, C{NaN}, an integer
-    past 64 bits, UTF-16), so that either way it is what C{json.loads} reads.
+    A line's JSON, exactly what C{json.loads} reads: orjson's reading,
+    several times as fast, else the C{json} module's.
+
+    orjson refuses some of what C{json} reads (a lone surrogate, C{NaN},
+    C{1e400}, UTF-16), and reads an integer outside -2**63 .. 2**64-1 as a
+    float, silently: a line that may hold one (a run of 19 digits, or a
+    float that far from 0 once read) is read by C{json}, which keeps every
+    integer whole.  Everything else (floats, escapes, a repeated key: the
+    last wins) reads the same by both.
 
     @raise ValueError: it is not JSON.
     """
+    if len(line) < _SCAN_BELOW:
+        if _DIGIT_RUN in line.translate(_DIGITS_ONLY):
+            return json.loads(line)
+        try:
+            return orjson.loads(line)
+        except ValueError:
+            return json.loads(line)
     try:
-        return orjson.loads(line)
+        value = orjson.loads(line)
     except ValueError:
         return json.loads(line)
+    if _holdsFarFloat(value):
+        return json.loads(line)
+    return value
+
+
+def _holdsFarFloat(value: Any) -> bool:
+    """
+    Whether a value read from JSON holds, at any depth, a float at least
+    L{_INT64_REACH} from 0.
+    """
+    kind = type(value)
+    if kind is dict:
+        values = value.values()
+    elif kind is list:
+        values = value
+    else:
+        return kind is float and not -_INT64_REACH < value < _INT64_REACH
+    for inner in values:
+        kind = type(inner)
+        if kind is dict or kind is list:
+            if _holdsFarFloat(inner):
+                return True
+        elif kind is float and not -_INT64_REACH < inner < _INT64_REACH:
+            return True
+    return False
 
 
 def decodeLine(line: bytes) -> dict[str, Any] | None:
