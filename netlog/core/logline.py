@@ -237,14 +237,15 @@ def _dumps(record: dict[str, Any], default: Callable[[Any], Any]) -> bytes:
         line = orjson.dumps(record, default=default)
     except orjson.JSONEncodeError:
         return _utf8(_encodeText(record, default))
-    if b"null" in line and _holdsNonFinite(record):
+    if b"null" in line and _holdsFloat(record, _notFinite):
         return _utf8(_encodeText(record, default))
     return line
 
 
-def _holdsNonFinite(value: Any) -> bool:
+def _holdsFloat(value: Any, matches: Callable[[float], bool]) -> bool:
     """
-    Whether a record holds, at any depth, a float that isn't finite.
+    Whether a value (a record, or what JSON read) holds, at any depth, a
+    float that C{matches}.
     """
     kind = type(value)
     if kind is dict:
@@ -252,15 +253,23 @@ def _holdsNonFinite(value: Any) -> bool:
     elif kind is list or kind is tuple:
         values = value
     else:
-        return kind is float and not isfinite(value)
+        return kind is float and matches(value)
     for inner in values:
         kind = type(inner)
         if kind is dict or kind is list or kind is tuple:
-            if _holdsNonFinite(inner):
+            if _holdsFloat(inner, matches):
                 return True
-        elif kind is float and not isfinite(inner):
+        elif kind is float and matches(inner):
             return True
     return False
+
+
+def _notFinite(value: float) -> bool:
+    return not isfinite(value)
+
+
+def _pastInt64(value: float) -> bool:
+    return not -_INT64_REACH < value < _INT64_REACH
 
 
 def _encodeText(record: dict[str, Any], default: Callable[[Any], Any]) -> str:
@@ -309,42 +318,16 @@ def parseJSON(line: bytes) -> Any:
 
     @raise ValueError: it is not JSON.
     """
-    if len(line) < _SCAN_BELOW:
-        if _DIGIT_RUN in line.translate(_DIGITS_ONLY):
-            return json.loads(line)
-        try:
-            return orjson.loads(line)
-        except ValueError:
-            return json.loads(line)
+    short = len(line) < _SCAN_BELOW
+    if short and _DIGIT_RUN in line.translate(_DIGITS_ONLY):
+        return json.loads(line)
     try:
         value = orjson.loads(line)
     except ValueError:
         return json.loads(line)
-    if _holdsFarFloat(value):
+    if not short and _holdsFloat(value, _pastInt64):
         return json.loads(line)
     return value
-
-
-def _holdsFarFloat(value: Any) -> bool:
-    """
-    Whether a value read from JSON holds, at any depth, a float at least
-    L{_INT64_REACH} from 0.
-    """
-    kind = type(value)
-    if kind is dict:
-        values = value.values()
-    elif kind is list:
-        values = value
-    else:
-        return kind is float and not -_INT64_REACH < value < _INT64_REACH
-    for inner in values:
-        kind = type(inner)
-        if kind is dict or kind is list:
-            if _holdsFarFloat(inner):
-                return True
-        elif kind is float and not -_INT64_REACH < inner < _INT64_REACH:
-            return True
-    return False
 
 
 def decodeLine(line: bytes) -> dict[str, Any] | None:
