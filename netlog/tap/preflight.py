@@ -170,9 +170,11 @@ def checkDropUser(uid: int | None, gid: int | None, supervised: bool) -> None:
         return
     raise Mistake(
         f"--uid {name}: {name} can't {what}, and netlog runs as {name} after the "
-        f"drop; install netlog where {name} can read it, from a Python outside "
-        f"root's home (for example /usr/bin/python3 -m venv /opt/netlog; "
-        f"/opt/netlog/bin/pip install netlog), and start /opt/netlog/bin/twistd"
+        f"drop (a virtual environment in root's home, or made by a Python installed "
+        f"there such as pyenv's, can't be used by {name}); make one with the "
+        f"system's Python where {name} can read it and install netlog into it "
+        f"from its clone (/usr/bin/python3 -m venv /opt/netlog, then in the clone "
+        f"/opt/netlog/bin/pip install .), and start /opt/netlog/bin/twistd"
     )
 
 

@@ -234,7 +234,8 @@ class MistakeTests(SynchronousTestCase):
         """
         Root starting a proxy with --uid nobody from a Python nobody can't
         run (a virtual environment in root's home, mode 0700) is told so,
-        and what to do, before anything starts, supervised or not.
+        and what to do (a venv made by the system's Python, netlog installed
+        into it from the clone), before anything starts, supervised or not.
         """
         if os.geteuid() != 0:
             raise self.failureException("this test drops from root to nobody and must run as root")
@@ -248,7 +249,10 @@ class MistakeTests(SynchronousTestCase):
         env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *packages])
         for plugin in ("netlog-standin", "netlog-proxy"):
             line = self.refused(
-                plugin, [], f"--uid nobody: nobody can't run {python}", "/usr/bin/python3 -m venv /opt/netlog",
+                plugin, [], f"--uid nobody: nobody can't run {python}",
+                "a virtual environment in root's home, or made by a Python installed there",
+                "system's Python", "/usr/bin/python3 -m venv /opt/netlog",
+                "then in the clone /opt/netlog/bin/pip install .",
                 twistdArgs=["--uid", "nobody", "--gid", "nogroup"], python=(python, env),
             )
         self.assertIn("nobody can't run", line)
