@@ -11,6 +11,7 @@ import time
 from typing import BinaryIO, TextIO
 
 from netlog.har.export import writeHar
+from netlog.log.sniff import notALog
 
 #: A log at least this large gets a progress bar (when stderr is a terminal).
 PROGRESS_MIN_BYTES = 32 * 1024 * 1024
@@ -79,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         size = os.stat(args.log).st_size
     except OSError as e:
         print(f"netlog har: can't read the log {args.log}: {e.strerror}", file=sys.stderr)
+        return 1
+    why = notALog(args.log)
+    if why is not None:
+        print(f"netlog har: {args.log} {why}; give the log file a proxy writes (its --log)", file=sys.stderr)
         return 1
     show = args.progress == "always" or (
         args.progress == "auto" and size >= PROGRESS_MIN_BYTES and sys.stderr.isatty()

@@ -14,6 +14,7 @@ import sys
 from typing import BinaryIO
 
 from netlog.log.reader import DEFAULT_LIMIT, FOLLOW_INTERVAL, LogReader, LogUnreadable, Page, follow
+from netlog.log.sniff import notALog
 from netlog.log.writer import lastLineOf
 
 
@@ -62,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if args.after < 0:
         sys.stderr.write("netlog read: --after must be 0 or more\n")
+        return 1
+    why = notALog(args.log)
+    if why is not None:
+        sys.stderr.write(f"netlog read: {args.log} {why}; give the log file a proxy writes (its --log)\n")
         return 1
     out = sys.stdout.buffer
     try:

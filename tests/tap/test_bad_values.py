@@ -124,12 +124,12 @@ def cliOptions() -> set[tuple[str, str]]:
 #: An API that can't be reached is http://127.0.0.1:1.
 NOWHERE = "http://127.0.0.1:1"
 CLI_CASES: dict[tuple[str, str], list[list[str]]] = {
-    ("read", "LOG"): [["read", "{folder}/missing.jsonl"], ["read", "{folder}"]],
+    ("read", "LOG"): [["read", "{folder}/missing.jsonl"], ["read", "{folder}"], ["read", "{sites}"]],
     ("read", "--after"): [["read", "{log}", "--after", v] for v in ("x", "-1", "")],
     ("read", "--limit"): [["read", "{log}", "--limit", v] for v in ("x", "0", "-5")],
     ("read", "--follow"): [["read", "{log}", "--follow=1"]],
     ("read", "--json"): [["read", "{log}", "--json=1"]],
-    ("har", "LOG"): [["har", "{folder}/missing.jsonl"]],
+    ("har", "LOG"): [["har", "{folder}/missing.jsonl"], ["har", "{folder}"], ["har", "{sites}", "-o", "{folder}/x.har"]],
     ("har", "--output"): [["har", "{log}", "-o", "{folder}/missing/network.har"], ["har", "{log}", "-o", "{folder}"]],
     ("har", "--jobs"): [["har", "{log}", "-j", v] for v in ("x", "")],
     ("har", "--progress"): [["har", "{log}", "--progress", "sometimes"]],
