@@ -177,7 +177,7 @@ class Door:
             return JSONError(403, {"error": f"the API refuses requests from other sites ({why})"}, b"Forbidden")
         if request.method not in SAFE_METHODS:
             if not self._tokenOffered(request):
-                return self._unauthorized("a request that changes something")
+                return self._unauthorized("a request that changes something", request)
             if hasBody(request) and not isJSON(request):
                 return JSONError(
                     415, {"error": "a request that changes something sends its body as application/json"},
@@ -189,7 +189,7 @@ class Door:
         login = self._login(request)
         if login is not None:
             return login
-        return self._unauthorized("this API (--api-token-reads): a read")
+        return self._unauthorized("this API (--api-token-reads): a read", request)
 
     def _tokenOffered(self, request: Request) -> bool:
         if self._token is None:
@@ -224,10 +224,15 @@ class Door:
         _log.info("the live view's one-time URL was used; it opens no more")
         return _LoggedIn(self._cookieName(request), self._viewKey)
 
-    def _unauthorized(self, what: str) -> Resource:
+    def _unauthorized(self, what: str, request: Request) -> Resource:
         where = f"the token in {self._tokenPath}" if self._tokenPath else "the API's token"
+        given = bearerToken(request.requestHeaders.getRawHeaders(b"authorization")) is not None
         if self._token is None:
             message = f"{what} is not taken here: this API has no token"
+        elif given:
+            mine = f"the one in {self._tokenPath}" if self._tokenPath else "the API's"
+            message = (f"{what} needs Authorization: Bearer TOKEN, and the token given is not {mine} "
+                       f"(readable by root; netlog session finds it there, in NETLOG_API_TOKEN, or takes --token)")
         else:
             message = (f"{what} needs Authorization: Bearer TOKEN, {where} (readable by root; "
                        f"netlog session finds it there, in NETLOG_API_TOKEN, or takes --token)")

@@ -36,6 +36,9 @@ from urllib.parse import quote, urlencode, urlsplit
 from netlog.state import API_ENV, TOKEN_ENV, TOKEN_FILE, defaultState
 from netlog.token import defaultTokenPath, findToken
 
+#: Where a 401 says the Python client's token comes from (L{read_token}).
+PYTHON_TOKEN_HINT = f"token=..., ${TOKEN_ENV}, or a readable {TOKEN_FILE} in the state folder (token_file=...)"
+
 #: Seconds one call may wait for the API (to connect, and for each read).
 CALL_TIMEOUT = 30.0
 #: Seconds a deleted session's open exchanges have to end (the API's own
@@ -71,11 +74,13 @@ class ApiError(NetlogError):
     C{parameter} and C{reason} for a bad parameter).
     """
 
-    def __init__(self, method: str, url: str, status: int, error: dict[str, Any]) -> None:
+    def __init__(self, method: str, url: str, status: int, error: dict[str, Any],
+                 token_hint: str = PYTHON_TOKEN_HINT) -> None:
         self.method = method
         self.url = url
         self.status = status
         self.error = error
+        self._token_hint = token_hint
         NetlogError.__init__(self, self._describe())
 
     @property
@@ -88,9 +93,15 @@ class ApiError(NetlogError):
     def _describe(self) -> str:
         text = f"{self.method} {self.url}: {self.status} {json.dumps(self.error)}"
         if self.status == 401:
-            text += (f" (give the API's token: token=..., ${TOKEN_ENV}, or a readable"
-                     f" {TOKEN_FILE} in the state folder)")
+            text += f" (give the API's token: {self._token_hint})"
         return text
+
+
+class NoTokenFile(NetlogError):
+    """
+    The token file named does not exist, or is a folder: a mistake, not
+    "no token" (which reads are fine with).
+    """
 
 
 class ApiUnreachable(NetlogError):
@@ -142,8 +153,16 @@ def read_token(token: str | None = None, token_file: str | None = None) -> str |
     The API's token, found as C{netlog session} finds it: C{token} if given,
     else C{$NETLOG_API_TOKEN}, else the contents of C{token_file} (default
     C{api-token} in the state folder). None when there is none to be had (no
-    such file, or one this user may not read): reads need no token.
+    default file, or one this user may not read): reads need no token.
+
+    @raise NoTokenFile: C{token_file} is given and does not exist, or is a
+        folder.
     """
+    if token_file is not None:
+        if not os.path.exists(token_file):
+            raise NoTokenFile(f"the token file {token_file} does not exist")
+        if os.path.isdir(token_file):
+            raise NoTokenFile(f"the token file {token_file} is a folder")
     return findToken(token, token_file or defaultTokenPath(defaultState()))
 
 
@@ -183,12 +202,16 @@ class Netlog:
         @param token: the API's token (default: see L{read_token}).
         @param token_file: where the token is kept, when not in the default
             state folder.
+        @raise NoTokenFile: C{token_file} does not exist.
         @param timeout: seconds each call may wait to connect and for each
             read of its answer.
         """
         self.url = api_url(url)
         self.timeout = timeout
         self._token = read_token(token, token_file)
+        #: Where a 401 says the token comes from (the command line names
+        #: its options here).
+        self.token_hint = PYTHON_TOKEN_HINT
         # Never through the environment's http_proxy: the API is on loopback.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -222,7 +245,7 @@ class Netlog:
             response: http.client.HTTPResponse = self._opener.open(request, timeout=timeout or self.timeout)
         except urllib.error.HTTPError as e:
             with e:
-                raise ApiError(method, url, e.code, _error_of(e)) from None
+                raise ApiError(method, url, e.code, _error_of(e), self.token_hint) from None
         except urllib.error.URLError as e:
             raise ApiUnreachable(method, url, str(e.reason)) from None
         except (OSError, http.client.HTTPException) as e:
@@ -602,6 +625,6 @@ def _error_of(e: urllib.error.HTTPError) -> dict[str, Any]:
 
 
 __all__ = [
-    "ApiError", "ApiUnreachable", "Netlog", "NetlogError", "Page", "Session",
+    "ApiError", "ApiUnreachable", "Netlog", "NetlogError", "NoTokenFile", "Page", "Session",
     "api_url", "read_token",
 ]

@@ -17,8 +17,9 @@ import json
 import sys
 from typing import Any
 
-from netlog.client import API_ENV, CALL_TIMEOUT, TOKEN_ENV, TOKEN_FILE, Netlog, NetlogError
+from netlog.client import API_ENV, CALL_TIMEOUT, TOKEN_ENV, TOKEN_FILE, Netlog, NetlogError, NoTokenFile
 from netlog.core.rules import BadRules, isTomlName, readRulesDocument
+from netlog.tap.rulesfile import readRulesText
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         sys.stderr.write(f"netlog session {args.action}: --api: {e}\n")
         return 1
+    except NoTokenFile as e:
+        sys.stderr.write(f"netlog session {args.action}: --token-file: {e}\n")
+        return 1
+    client.token_hint = f"--token TOKEN, ${TOKEN_ENV}, or --token-file FILE (default {TOKEN_FILE} in the state folder)"
     try:
         if args.action == "create":
             _print(client.create_session(args.name, args.port).info)
@@ -74,8 +79,10 @@ def run(args: argparse.Namespace) -> int:
         elif args.action == "delete":
             _print(client.delete_session(args.name))
         elif args.action == "rules":
+            # The file first: its mistakes are said whatever the API says.
+            rules = None if args.file is None else _rulesFile(args.file)
             session = client.get_session(args.name)
-            _print({"rules": session.rules() if args.file is None else session.set_rules(_rulesFile(args.file))})
+            _print({"rules": session.rules() if rules is None else session.set_rules(rules)})
         elif args.output:
             client.get_session(args.name).save_har(args.output, from_line=args.from_line)
         else:
@@ -87,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"netlog session {args.action}: {e}\n")
         return 1
     except BadRules as e:
-        sys.stderr.write(f"netlog session {args.action}: {args.file}: {e}\n")
+        sys.stderr.write(f"netlog session {args.action}: {e}\n")
         return 1
     return 0
 
@@ -97,8 +104,11 @@ def _rulesFile(path: str) -> Any:
     The rules document in C{path} (TOML, or JSON for a C{.json} name), as
     the API checks it.
 
-    @raise BadRules: it is neither.
-    @raise OSError: it can't be read.
+    @raise BadRules: it can't be read (the words start-up uses for
+        C{--rules}), or is neither.
     """
-    with open(path, encoding="utf-8") as f:
-        return readRulesDocument(f.read(), isTomlName(path))
+    text = readRulesText(path, f"the rules file {path}")
+    try:
+        return readRulesDocument(text, isTomlName(path))
+    except BadRules as e:
+        raise BadRules(f"{path}: {e}") from None

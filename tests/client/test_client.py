@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.client import ApiError, ApiUnreachable, Netlog, Session, api_url, read_token
+from netlog.client import ApiError, ApiUnreachable, Netlog, NoTokenFile, Session, api_url, read_token
 from tests.client.support import Follower, get, startOrigin, startStandin
 from tests.har.support import validate
 from tests.standin.support import tempDirectory
@@ -101,15 +101,27 @@ class TokenTests(SynchronousTestCase):
 
     def test_none(self) -> None:
         """
-        No token anywhere (no file, an empty one, or one that is a folder)
-        is None: reads need none.
+        No token anywhere (an empty file) is None: reads need none.
         """
         self.patch(os, "environ", {})
-        self.assertIsNone(read_token(None, os.path.join(self.folder, "missing")))
-        self.assertIsNone(read_token(None, self.folder))
         with open(self.file, "w"):
             pass
         self.assertIsNone(read_token(None, self.file))
+
+    def test_fileNamedIsMissing(self) -> None:
+        """
+        A token file named that does not exist, or is a folder, is a
+        mistake (L{NoTokenFile}, saying which), not "no token": the token
+        would never be sent.
+        """
+        self.patch(os, "environ", {})
+        missing = os.path.join(self.folder, "missing")
+        with self.assertRaises(NoTokenFile) as caught:
+            read_token(None, missing)
+        self.assertEqual(str(caught.exception), f"the token file {missing} does not exist")
+        with self.assertRaises(NoTokenFile) as caught:
+            Netlog("http://127.0.0.1:1", token_file=self.folder)
+        self.assertEqual(str(caught.exception), f"the token file {self.folder} is a folder")
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -212,6 +224,7 @@ class RequestTests(SynchronousTestCase):
         self.assertEqual(caught.exception.status, 401)
         self.assertEqual(caught.exception.error, {"error": "this needs the API's token"})
         self.assertIn("NETLOG_API_TOKEN", str(caught.exception))
+        self.assertIn("token=...", str(caught.exception))
         self.assertNotIsInstance(caught.exception, ApiUnreachable)
 
     def test_notRunning(self) -> None:
