@@ -17,13 +17,13 @@ import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import time
 
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
+from tests.browser.foreground import readText, startForeground, waitServing
 from tests.client.support import startOrigin
 from tests.standin.support import tempDirectory
 from tests.support import REPO, freePort, netlogArgv, sourceEnv, twistdArgv
@@ -105,31 +105,12 @@ class ReadmeSiteProxyTests(SynchronousTestCase):
         said = os.path.join(folder, "proxy.out")
         errors = os.path.join(folder, "proxy.err")
         env = sourceEnv({"TMPDIR": folder})
-        with open(said, "wb") as out, open(errors, "wb") as err:
-            process = subprocess.Popen(["bash", "-c", proxy], cwd=folder, env=env, stdout=out,
-                                       stderr=err, start_new_session=True)
-
-        def stop() -> None:
-            # its group: twistd, its supervisor's workers
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(WAIT)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait(WAIT)
-
-        self.addCleanup(stop)
+        process = startForeground(proxy, folder, env, said, errors, self.addCleanup, WAIT)
+        waitServing(process, said, WAIT)
 
         def output(path: str = said) -> str:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                return f.read()
+            return readText(path)
 
-        deadline = time.monotonic() + WAIT
-        while "worker" not in output() or "serving" not in output():
-            self.assertIsNone(process.poll(), output())
-            self.assertLess(time.monotonic(), deadline, output())
-            time.sleep(0.05)
         # -n: twistd's log on standard output, where things are on standard error too
         self.assertIn(f"twistd netlog-proxy: the log is {log}\n", output(errors))
         self.assertIn(f"twistd netlog-proxy: the CA is {state}/ca.pem;", output(errors))
