@@ -54,7 +54,7 @@ from netlog.supervise.adopt import NotAdoptable, checkAdoptable
 from netlog.supervise.policy import RestartPolicy
 from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFileLimit
 from netlog.supervise.worker import ServedProxy, dottedName
-from netlog.tap.preflight import OPTION_OF_ROLE, commandName, preflight
+from netlog.tap.preflight import OPTION_OF_ROLE, checkOtherTwistd, commandName, preflight
 from netlog.token import TokenError, defaultTokenPath
 
 _log = Logger(namespace="netlog.listeners")
@@ -245,6 +245,7 @@ class LogOptions(usage.Options):
                 raise usage.UsageError(f"--{name} was given an empty value")
         if not self.get("listen"):
             self["listen"] = [DEFAULT_LISTEN]
+            self["listen-is-default"] = True
         for description in self["listen"]:
             checkListen("--listen", description)
         if self["no-log"]:
@@ -269,6 +270,7 @@ class LogOptions(usage.Options):
             raise usage.UsageError(
                 f"--workers {self['workers']} needs a supervisor to run them: one process can't be "
                 f"{self['workers']} workers (leave out --no-supervise, or give --workers 1)")
+        checkOtherTwistd(self)
 
     def checkApi(self) -> None:
         """

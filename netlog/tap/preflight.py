@@ -34,11 +34,12 @@ class Mistake(Exception):
     """
 
 
-def _tryBinding(option: str, description: str, held: list[socket.socket]) -> None:
+def _tryBinding(where: str, description: str, held: list[socket.socket]) -> None:
     """
     Bind, and keep in C{held}, a socket where C{description} will listen,
     so that a port in use (or given twice) or an address this machine hasn't
-    shows now, in one line.
+    shows now, in one line beginning with C{where} (the option and its
+    value).
     """
     address = tcpAddress(description)
     if address is None:
@@ -52,7 +53,6 @@ def _tryBinding(option: str, description: str, held: list[socket.socket]) -> Non
         s.bind((host, port))
         s.listen(1)
     except OSError as e:
-        where = f"{option} {description}"
         if e.errno == errno.EADDRINUSE:
             raise Mistake(
                 f"{where}: port {port} on {host} is in use already (by another "
@@ -73,15 +73,15 @@ def _tryBinding(option: str, description: str, held: list[socket.socket]) -> Non
 
 def checkListeners(listeners: list[tuple[str, str]]) -> None:
     """
-    Try each C{(option, description)} as L{_tryBinding} does, all held at
+    Try each C{(where, description)} as L{_tryBinding} does, all held at
     once, then let them go.
 
     @raise Mistake: the first that can't be bound.
     """
     held: list[socket.socket] = []
     try:
-        for option, description in listeners:
-            _tryBinding(option, description, held)
+        for where, description in listeners:
+            _tryBinding(where, description, held)
     finally:
         for s in held:
             s.close()
@@ -193,12 +193,7 @@ def preflight(
 
     @raise SystemExit: with that line.
     """
-    tried = [(OPTION_OF_ROLE.get(role, "--listen"), description) for role, description in listeners]
-    if config.get("api"):
-        tried.append(("--api", config["api"]))
-    for name, port in config.get("session") or []:
-        # A session's port (0: any) on loopback; said as the option gave it.
-        tried.append((f"--session {name}={port}, as", f"tcp:{port}:interface=127.0.0.1"))
+    tried = _tried(config, listeners)
     try:
         checkDropUser(uid, gid, supervised)
         checkListeners(tried)
@@ -217,6 +212,61 @@ def preflight(
             raise Mistake(str(e)) from None
     except Mistake as e:
         raise SystemExit(f"{commandName(config)}: {e}") from None
+
+
+def _tried(config: Any, listeners: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """
+    What to bind, as C{(where, description)}: C{listeners} (C{(role,
+    description)}), the API and the sessions' ports; C{where} names the
+    option, and says when a C{--listen} is the default (none given).
+    """
+    tried = []
+    for role, description in listeners:
+        where = f"{OPTION_OF_ROLE.get(role, '--listen')} {description}"
+        if role == "forward" and config.get("listen-is-default"):
+            where = f"the default --listen {description} (no --listen given)"
+        tried.append((where, description))
+    if config.get("api"):
+        tried.append((f"--api {config['api']}", config["api"]))
+    for name, port in config.get("session") or []:
+        # A session's port (0: any) on loopback; said as the option gave it.
+        description = f"tcp:{port}:interface=127.0.0.1"
+        tried.append((f"--session {name}={port}, as {description}", description))
+    return tried
+
+
+def checkOtherTwistd(config: Any) -> None:
+    """
+    Under twistd, before it checks its pidfile: when that file names a
+    twistd still running (a proxy started earlier in this folder), end with
+    the one line that says what is in the way: a port that proxy holds, as
+    L{preflight} says it, else the pidfile itself and how to do without it.
+    twistd's own words ("Another twistd server is running") name neither.
+
+    @raise SystemExit: with that line.
+    """
+    parent = getattr(config, "parent", None)
+    pidfile = parent.get("pidfile") if parent is not None else None
+    if not pidfile:
+        return
+    try:
+        with open(pidfile, encoding="ascii") as f:
+            pid = int(f.read().strip())
+        os.kill(pid, 0)
+    except PermissionError:
+        pass
+    except (OSError, ValueError):
+        # No pidfile, not a number, or a process long gone: twistd goes on.
+        return
+    listeners = [("forward", description) for description in config.get("listen") or []]
+    try:
+        checkListeners(_tried(config, listeners))
+    except Mistake as e:
+        raise SystemExit(f"{commandName(config)}: {e}") from None
+    raise SystemExit(
+        f"{commandName(config)}: {os.path.abspath(pidfile)} says another twistd started in this folder "
+        f"is running (process {pid}); stop it, or give twistd --pidfile= (no pidfile) or another --pidfile"
+    )
 
 
 def commandName(config: Any) -> str:

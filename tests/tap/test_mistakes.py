@@ -132,6 +132,23 @@ class MistakeTests(SynchronousTestCase):
         self.refused("netlog-standin", ["--listen", f"tcp:{free}:interface=127.0.0.1", "--api", f"tcp:{free}"],
                      f"--api tcp:{free}:interface=127.0.0.1: port {free}", "given twice")
 
+    def test_defaultListenInUse(self) -> None:
+        """
+        With no --listen, a port 3128 in use is said to be the default's,
+        not a --listen the user never gave.
+        """
+        with socket.socket() as taken:
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                taken.bind(("127.0.0.1", 3128))
+                taken.listen(1)
+            except OSError:
+                # in use already (another proxy on this machine): the same
+                pass
+            self.both(lambda p: self.refused(
+                p, [], "the default --listen tcp:3128:interface=127.0.0.1 (no --listen given): "
+                       "port 3128 on 127.0.0.1 is in use already"))
+
     def test_routes(self) -> None:
         """
         The site proxy's route listeners are checked the same way.
