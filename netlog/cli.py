@@ -43,6 +43,9 @@ def makeParser() -> argparse.ArgumentParser:
     The parser of C{netlog} and its subcommands.
     """
     parser = OneLineParser(prog="netlog")
+    from netlog.version import versionLine
+
+    parser.add_argument("--version", action="version", version=versionLine())
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (moduleName, helpText) in _COMMANDS.items():
         module = importlib.import_module(moduleName)

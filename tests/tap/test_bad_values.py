@@ -124,6 +124,7 @@ def cliOptions() -> set[tuple[str, str]]:
 #: An API that can't be reached is http://127.0.0.1:1.
 NOWHERE = "http://127.0.0.1:1"
 CLI_CASES: dict[tuple[str, str], list[list[str]]] = {
+    ("", "--version"): [["--version=1"]],
     ("read", "LOG"): [["read", "{folder}/missing.jsonl"], ["read", "{folder}"], ["read", "{sites}"]],
     ("read", "--after"): [["read", "{log}", "--after", v] for v in ("x", "-1", "")],
     ("read", "--limit"): [["read", "{log}", "--limit", v] for v in ("x", "0", "-5")],
