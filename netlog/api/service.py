@@ -37,6 +37,9 @@ class CappedFactory(WrappingFactory):
     they are accepted.
     """
 
+    #: No "Starting factory" lines: the start-up lines say where it serves.
+    noisy = False
+
     def __init__(self, wrappedFactory: Any, limit: int) -> None:
         super().__init__(wrappedFactory)
         self.limit = limit
@@ -80,7 +83,7 @@ class ApiService(StreamServerEndpointService):
         address = port.getHost()
         host = self._config.get("api-address", (address.host, address.port))[0]
         self._config["api-address"] = (host, address.port)
-        _log.info("the API serves on http://{host}:{port}/network", host=address.host, port=address.port)
+        # Its address is said once, with the other start-up lines (netlog.tap.startup).
         login = self._door.loginURL(f"http://{address.host}:{address.port}") if self._door is not None else None
         if login is not None:
             _log.info("the live view opens once at {url} (the API's reads need its token)", url=login)
@@ -115,6 +118,7 @@ def makeApiService(config: Any, reactor: IProxyReactor, sessions: Any = None) ->
     )
     site = Site(root, timeout=config.get("api-idle-timeout") or API_IDLE_TIMEOUT)
     site.displayTracebacks = False
+    site.noisy = False
     # A poller asks many times a second: no access log line for each.
     site.log = lambda request: None  # type: ignore[method-assign]
     endpoint = serverFromString(reactor, config["api"])

@@ -72,6 +72,7 @@ def run(args: argparse.Namespace, reactor: IProxyReactor | None = None) -> int:
     root = makeApiRoot(reactor, reactor.getThreadPool(), args.log, hosts=hosts)
     site = Site(root, timeout=API_IDLE_TIMEOUT)
     site.displayTracebacks = False
+    site.noisy = False
     site.log = lambda request: None  # type: ignore[method-assign]
     try:
         endpoint = serverFromString(reactor, args.listen)

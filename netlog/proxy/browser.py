@@ -811,6 +811,9 @@ class BrowserFactory(Factory):
         L{HTTPS_ROUTE} or L{HTTP_ROUTE}).
     """
 
+    #: No "Starting factory" lines: the supervisor says where it listens.
+    noisy = False
+
     def __init__(self, proxy: IEngine, state: str) -> None:
         self.proxy = proxy
         self.state = state

@@ -85,6 +85,7 @@ def bindListener(reactor: IProxyReactor, role: str, description: str) -> BoundLi
     checkAdoptable(description)
     endpoint = serverFromString(reactor, withBacklog(description))
     factory = Factory.forProtocol(_NeverUsed)
+    factory.noisy = False
     result: list[Any] = []
     endpoint.listen(factory).addBoth(result.append)
     if not result:

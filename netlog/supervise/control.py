@@ -47,6 +47,8 @@ class SideFactory(ServerFactory[Any]):
     its protocol is the one C{build} gives.
     """
 
+    noisy = False
+
     def __init__(self, build: Callable[[], Protocol]) -> None:
         self._build = build
 

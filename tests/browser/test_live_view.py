@@ -18,7 +18,8 @@ import re
 import shutil
 import tempfile
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -271,6 +272,23 @@ class LogFileTests(SynchronousTestCase):
             time.sleep(0.05)
         raise AssertionError(f"netlog view printed no URL: {procs.readTail(out)}")
 
+    @contextmanager
+    def viewPage(self) -> Iterator[Any]:
+        """
+        The view, open in Chromium at the screenshots' size.
+        """
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=browser.CHROMIUM, headless=True, args=browser.chromiumArgs())
+            try:
+                view = chromium.new_page(viewport=VIEWPORT)
+                view.set_default_timeout(browser.ACTION_TIMEOUT_MS)
+                view.goto(self.url)
+                yield view
+            finally:
+                chromium.close()
+
     def rowText(self, view: Any, exchangeId: int) -> str:
         text: str = view.inner_text(f'.rows .row[data-id="{exchangeId}"] .c-status')
         return text
@@ -281,44 +299,53 @@ class LogFileTests(SynchronousTestCase):
         line is appended; a log replaced by another starts the list again
         from the new log, with a notice.
         """
-        from playwright.sync_api import sync_playwright
-
         lines = logLines(self.log)
         tunnel = lines[-1]
         self.assertEqual(tunnel["type"], "open")
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=browser.CHROMIUM, headless=True, args=browser.chromiumArgs())
-            try:
-                view = chromium.new_page(viewport=VIEWPORT)
-                view.set_default_timeout(browser.ACTION_TIMEOUT_MS)
-                view.goto(self.url)
-                view.wait_for_function("(n) => window.netlogView.cursor() >= n", arg=tunnel["n"])
-                view.evaluate("() => window.netlogView.rendered()")
-                self.assertEqual(self.rowText(view, tunnel["id"]), "open (tunnel)")
-                self.assertTrue(view.locator("#notice").is_hidden())
+        with self.viewPage() as view:
+            view.wait_for_function("(n) => window.netlogView.cursor() >= n", arg=tunnel["n"])
+            view.evaluate("() => window.netlogView.rendered()")
+            self.assertEqual(self.rowText(view, tunnel["id"]), "open (tunnel)")
+            self.assertTrue(view.locator("#notice").is_hidden())
 
-                with open(self.log, "ab") as f:
-                    f.write(encodeLine(tunnel["n"] + 1, END, tunnel["id"], tunnel["n"] + 2, time.time(), {
-                        "ended": tunnel["started"] + 3, "bytes": {"up": 10, "down": 20}, "closed_by": "client",
-                    }))
-                view.wait_for_function("(n) => window.netlogView.cursor() >= n", arg=tunnel["n"] + 1)
-                view.evaluate("() => window.netlogView.rendered()")
-                self.assertEqual(self.rowText(view, tunnel["id"]), "200")
+            with open(self.log, "ab") as f:
+                f.write(encodeLine(tunnel["n"] + 1, END, tunnel["id"], tunnel["n"] + 2, time.time(), {
+                    "ended": tunnel["started"] + 3, "bytes": {"up": 10, "down": 20}, "closed_by": "client",
+                }))
+            view.wait_for_function("(n) => window.netlogView.cursor() >= n", arg=tunnel["n"] + 1)
+            view.evaluate("() => window.netlogView.rendered()")
+            self.assertEqual(self.rowText(view, tunnel["id"]), "200")
 
-                replacement = os.path.join(self.tmp, "new.jsonl")
-                with open(replacement, "wb") as f:
-                    f.write(encodeLine(1, OPEN, 1, 1, time.time(), {
-                        "proxy": "site", "kind": "exchange", "started": time.time(),
-                        "request": {"method": "GET", "url": "https://again.test/fresh", "headers": []},
-                        "server": {"host": "again.test", "port": 443, "address": "127.0.0.1"},
-                    }))
-                os.replace(replacement, self.log)
-                view.wait_for_selector("#notice:not([hidden])")
-                self.assertIn("begun again", view.inner_text("#notice"))
-                view.wait_for_function("() => window.netlogView.rows() === 1")
-                view.evaluate("() => window.netlogView.rendered()")
-                self.assertEqual(view.evaluate("() => window.netlogView.shown()"), [1])
-                self.assertEqual(view.inner_text('.rows .row[data-id="1"] .c-path'), "/fresh")
-                self.assertEqual(self.rowText(view, 1), "open")
-            finally:
-                chromium.close()
+            replacement = os.path.join(self.tmp, "new.jsonl")
+            with open(replacement, "wb") as f:
+                f.write(encodeLine(1, OPEN, 1, 1, time.time(), {
+                    "proxy": "site", "kind": "exchange", "started": time.time(),
+                    "request": {"method": "GET", "url": "https://again.test/fresh", "headers": []},
+                    "server": {"host": "again.test", "port": 443, "address": "127.0.0.1"},
+                }))
+            os.replace(replacement, self.log)
+            view.wait_for_selector("#notice:not([hidden])")
+            self.assertIn("begun again", view.inner_text("#notice"))
+            view.wait_for_function("() => window.netlogView.rows() === 1")
+            view.evaluate("() => window.netlogView.rendered()")
+            self.assertEqual(view.evaluate("() => window.netlogView.shown()"), [1])
+            self.assertEqual(view.inner_text('.rows .row[data-id="1"] .c-path'), "/fresh")
+            self.assertEqual(self.rowText(view, 1), "open")
+
+    def test_headersWhole(self) -> None:
+        """
+        Over C{netlog view}, in Chromium at the docs' screenshot size: each
+        column's header is shown whole ("Protocol" was cut to "Protoc...").
+        """
+        with self.viewPage() as view:
+            # The text's own width against the room the cell gives it
+            # (an ellipsis keeps scrollWidth from telling).
+            headers = view.eval_on_selector_all(".row.head > span", """(cells) => cells.map((c) => {
+                const range = document.createRange();
+                range.selectNodeContents(c);
+                const style = getComputedStyle(c);
+                const room = c.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+                return [c.textContent, range.getBoundingClientRect().width, room];
+            })""")
+        self.assertIn("Protocol", [name for name, _, _ in headers])
+        self.assertEqual([name for name, whole, shown in headers if whole > shown], [], headers)

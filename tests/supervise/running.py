@@ -160,7 +160,7 @@ class Twistd:
         """
         The port the API bound (wait for it).
         """
-        pattern = r"the API serves on http://[^/]*:(\d+)/network"
+        pattern = r"the API serves on http://[^/]*:(\d+)/ \(its token"
         found = waitFor(
             lambda: re.search(pattern, self.text()) or self.process.poll() is not None,
             "the API to bind",

@@ -71,10 +71,19 @@ class StartupLineTests(SynchronousTestCase):
         if plugin == "netlog-proxy":
             self.assertTrue(os.path.isfile(os.path.join(state, "ca.pem")))
         self.assertTrue(os.path.isfile(log))
+        # The API's address is said once; netlog's own listeners and the
+        # API start and stop with no "Starting factory" lines, to the end.
+        twistd.stop()
+        twistdLog = twistd.text()
+        self.assertIn("server shut down", twistdLog.lower())
+        self.assertEqual(twistdLog.count("the API serves on"), 1, twistdLog)
+        self.assertNotIn("Starting factory", twistdLog)
+        self.assertNotIn("Stopping factory", twistdLog)
 
     def test_standin(self) -> None:
         """
-        The stand-in, supervised: its log, its API, the state folder it made.
+        The stand-in, supervised: its log, its API (once), the state folder
+        it made; no "Starting factory" line.
         """
         self.check("netlog-standin", [], supervised=True)
 
