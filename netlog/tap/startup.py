@@ -98,6 +98,10 @@ class StartupReport(Service):
             state = os.path.abspath(config["state"])
             said.append(f"the CA is {os.path.join(state, CA_CERT_FILE)}; its SPKI hash: "
                         f"netlog ca --state {state} --spki-only")
+        if config.get("replays"):
+            from netlog.site.replay import replayLines
+
+            said.extend(replayLines(config["replays"]))
         if self._api is not None and self._api.port is not None:
             address = self._api.port.getHost()
             said.append(f"the API serves on http://{address.host}:{address.port}/ "

@@ -432,6 +432,30 @@
     return typeof seconds === "number" ? new Date(seconds * 1000).toISOString() : "";
   }
 
+  // Who answered: a replayed answer came from the recording, not the
+  // backend the open line names (its address is null: nothing was connected to).
+  function serverText(server, end) {
+    const named = (server.host || "") + ":" + (server.port || "");
+    if (end && end._replayed !== undefined) {
+      const was = end._replayedServer || {};
+      return "the recording, not the backend (recorded from " + (was.address || server.host || "") +
+        ":" + (was.port || server.port || "") + ")";
+    }
+    if (end && end._unmatched) return "none: netlog answered (the backend " + named + " was not asked)";
+    return named + (server.address ? " (" + server.address + ")" : "");
+  }
+
+  // What replay did with the exchange (docs/replay.rst's marks), or "".
+  function replayText(end) {
+    if (!end) return "";
+    if (end._replayed !== undefined) {
+      return "replayed: the recording's exchange " + end._replayed + (end._replayedCut ? ", its body cut as recorded" : "");
+    }
+    if (end._unmatched) return "unmatched: no recorded answer (netlog's 404)";
+    if (end._forwarded) return "forwarded: no recorded answer, sent to the site's backend";
+    return "";
+  }
+
   function renderDetail(body, d) {
     const open = d.open || {};
     const end = d.end;
@@ -451,10 +475,12 @@
       ["Proxy", open.proxy || ""],
       ["Connection", open.connection || ""],
       ["Client", open.client || ""],
-      ["Server", (server.host || "") + ":" + (server.port || "") + (server.address ? " (" + server.address + ")" : "")],
+      ["Server", serverText(server, end)],
       ["Started", iso(open.started)],
       ["Exchange", "open line " + open.n + (end ? ", end line " + end.n : "")],
     ];
+    const answer = replayText(end);
+    if (answer) general.push(["Answer", answer]);
     if (end && end.closed_by) general.push(["Closed by", end.closed_by]);
     if (end && end.bytes) general.push(["Bytes", "up " + end.bytes.up + ", down " + end.bytes.down]);
     table(body, general);
@@ -469,6 +495,7 @@
           : " (after the server's answer began)"));
     }
     if (end && end._unparsed) problem(body, "The answer could not be read as HTTP; it was relayed as it came.");
+    if (end && end._unmatched) problem(body, "Replay: the recording has no answer for this request; netlog answered 404.");
     if (end && end.request_body && end.request_body._truncated) {
       problem(body, "Request body truncated: " + end.request_body.size + " bytes sent, only the first 10 MB kept.");
     }
