@@ -182,6 +182,21 @@ def builtinPolicy(name: str) -> Policy:
     return parsePolicy(BUILTIN[name], name)
 
 
+def namedPolicy(given: str) -> Policy | None:
+    """
+    A policy where only a name will do (over the API, in the pytest
+    plugin): a built-in's, or L{NO_POLICY} (None); never a file.
+
+    @raise PolicyError: it names no built-in.
+    """
+    if given == NO_POLICY:
+        return None
+    if given not in BUILTIN:
+        raise PolicyError(f"{given!r} is not a built-in policy ({_builtins()}, {NO_POLICY}); "
+                          f"a policy file is for netlog har --redact FILE")
+    return builtinPolicy(given)
+
+
 def loadPolicy(given: str) -> Policy | None:
     """
     A policy named on a command line: a built-in's name, L{NO_POLICY} (None:

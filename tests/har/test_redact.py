@@ -31,6 +31,7 @@ from netlog.har.redact import (
     builtinPolicy,
     loadPolicy,
     makeKey,
+    namedPolicy,
     parsePolicy,
     redactorFor,
 )
@@ -155,6 +156,43 @@ class PolicyTests(SynchronousTestCase):
             with self.assertRaises(PolicyError) as caught:
                 loadPolicy(path)
             self.assertEqual(str(caught.exception), f"{path}: the policy is not UTF-8")
+
+    def test_named(self) -> None:
+        """
+        Where only a name will do (the API, the pytest plugin), a file's path
+        is refused in one line that says where a file goes.
+        """
+        self.assertEqual(namedPolicy("secrets"), builtinPolicy("secrets"))
+        self.assertIsNone(namedPolicy("none"))
+        with self.assertRaises(PolicyError) as caught:
+            namedPolicy("./mine.toml")
+        self.assertEqual(str(caught.exception), "'./mine.toml' is not a built-in policy (secrets, none); "
+                                                "a policy file is for netlog har --redact FILE")
+
+    def test_query(self) -> None:
+        """
+        The HAR routes take C{redact} and C{redact_key} out of their query
+        and leave the rest; a repeated one, a key with no policy or an empty
+        key is a bad parameter that says so.
+        """
+        from netlog.api.redaction import takeRedaction
+        from netlog.api.resource import BadParameter
+
+        self.assertEqual(takeRedaction(b"upto=5"), (b"upto=5", None))
+        rest, redactor = takeRedaction(b"upto=5&redact=secrets&redact_key=abc&from=2")
+        self.assertEqual(rest, b"upto=5&from=2")
+        assert redactor is not None
+        self.assertEqual(redactor.hash(TOKEN), hashed(TOKEN, b"abc"))
+        self.assertEqual(takeRedaction(b"redact=none"), (b"", None))
+        for query, name, reason in (
+                (b"redact=secrets&redact=none", "redact", "given more than once"),
+                (b"redact_key=abc", "redact_key", "give redact=POLICY too"),
+                (b"redact=secrets&redact_key=", "redact_key", "the redaction key is empty"),
+                (b"redact=bogus", "redact", "'bogus' is not a built-in policy")):
+            with self.assertRaises(BadParameter) as caught:
+                takeRedaction(query)
+            self.assertEqual(caught.exception.name, name)
+            self.assertIn(reason, caught.exception.reason)
 
     def test_keys(self) -> None:
         """
