@@ -29,7 +29,8 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from functools import cached_property
+from typing import Any, Callable, Iterable
 from urllib.parse import quote, quote_plus, unquote_plus
 
 #: Hex digits of the HMAC a hashed value keeps (128 bits).
@@ -41,6 +42,8 @@ KEY_BYTES = 32
 #: The shortest value looked for outside the places a policy names: a
 #: shorter one (C{1}, C{true}) would hash unrelated text.
 SWEEP_MIN_LENGTH = 6
+#: Sweeps a redactor keeps made (see L{Redactor.sweep}).
+SWEEPS_KEPT = 256
 #: The policy name that redacts nothing.
 NO_POLICY = "none"
 
@@ -48,8 +51,9 @@ NO_POLICY = "none"
 SECTIONS = ("headers", "cookies", "query", "form", "json")
 _ACTIONS = ("drop", "hash")
 
-#: Headers whose value is a URL, whose query the C{query} rules apply to.
-_URL_HEADERS = frozenset({"referer", "location", "content-location"})
+#: Headers whose value is a URL (or HTTP/2's path), whose query the C{query}
+#: rules apply to.
+_URL_HEADERS = frozenset({"referer", "location", "content-location", ":path"})
 #: An authorization value's scheme, kept before the hashed credentials.
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*) +(\S.*)$", re.S)
 
@@ -93,11 +97,16 @@ class Rules:
         C{"drop"}, C{"hash"} or None for C{name}.
         """
         lowered = name.lower()
-        if any(fnmatch.fnmatchcase(lowered, p) for p in self.drop):
+        drop, hashed = self._compiled
+        if drop is not None and drop.match(lowered):
             return "drop"
-        if any(fnmatch.fnmatchcase(lowered, p) for p in self.hash):
+        if hashed is not None and hashed.match(lowered):
             return "hash"
         return None
+
+    @cached_property
+    def _compiled(self) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+        return _globs(self.drop), _globs(self.hash)
 
 
 @dataclass(frozen=True)
@@ -158,6 +167,15 @@ def parsePolicy(text: str, source: str = "policy") -> Policy:
                 raise PolicyError(f"{source}: [{section}] has unknown key {key!r}: write drop = [...] or hash = [...]")
         sections[section] = Rules(lists["drop"], lists["hash"])
     return Policy(source, **sections)
+
+
+def _globs(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    """
+    One expression that matches what any of the globs matches (None for
+    no glob).
+    """
+    patterns = list(patterns)
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)) if patterns else None
 
 
 def _checkPath(path: str, source: str) -> None:
@@ -242,6 +260,21 @@ class Redactor:
     def __init__(self, policy: Policy, key: bytes | None = None) -> None:
         self.policy = policy
         self._key = key if key is not None else makeKey()
+        self.paths = _PathMatcher(policy.json)
+        self._sweeps: dict[frozenset[tuple[str, str]], Sweep] = {}
+
+    def sweep(self, found: dict[str, str]) -> Sweep:
+        """
+        The sweep for what an entry's named places held (the same token
+        entry after entry makes the same one, kept).
+        """
+        key = frozenset(found.items())
+        sweep = self._sweeps.get(key)
+        if sweep is None:
+            if len(self._sweeps) >= SWEEPS_KEPT:
+                self._sweeps.clear()
+            sweep = self._sweeps[key] = Sweep(found)
+        return sweep
 
     def hash(self, value: str) -> str:
         """
@@ -267,6 +300,8 @@ class _EntryRedaction:
     def __init__(self, redactor: Redactor, entry: dict[str, Any]) -> None:
         self.hash = redactor.hash
         self.policy = redactor.policy
+        self.paths = redactor.paths
+        self.sweep = redactor.sweep
         self.entry = entry
         #: every value hashed or dropped, and what it becomes
         self.found: dict[str, str] = {}
@@ -298,7 +333,7 @@ class _EntryRedaction:
                     and message.get("opcode", 1) == 1:
                 message["data"] = self.jsonText(message["data"])
         if self.found:
-            Sweep(self.found).entry(self.entry)
+            self.sweep(self.found).entry(self.entry)
 
     # -- headers and cookies ---------------------------------------------------
 
@@ -453,28 +488,35 @@ class _EntryRedaction:
         JSON text with the C{json} rules applied (written again, compact,
         only when they changed something); text that isn't JSON as it was.
         """
-        if not self.policy.json.drop and not self.policy.json.hash:
+        if not self.paths.mayMatch(text):
             return text
         try:
             document = json.loads(text)
         except ValueError:
             return text
-        redacted, changed = self.jsonValue(document, [])
+        redacted, changed = self.jsonValue(document, self.paths.start)
         if not changed:
             return text
         return json.dumps(redacted, ensure_ascii=False, separators=(",", ":"))
 
-    def jsonValue(self, value: Any, path: list[str]) -> tuple[Any, bool]:
+    def jsonValue(self, value: Any, states: frozenset[tuple[int, int]]) -> tuple[Any, bool]:
+        """
+        A JSON value with the paths applied below it; C{states}: where each
+        path's pattern stands at it (L{_PathMatcher}).
+        """
         if isinstance(value, dict):
-            items = [(k, v, path + [k]) for k, v in value.items()]
+            items: Iterable[tuple[Any, Any]] = value.items()
         elif isinstance(value, list):
-            items = [(i, v, path + [str(i)]) for i, v in enumerate(value)]
+            items = enumerate(value)
         else:
             return value, False
         changed = False
         kept: list[tuple[Any, Any]] = []
-        for key, item, itemPath in items:
-            action = self.pathAction(itemPath)
+        for key, item in items:
+            itemStates, action = self.paths.step(states, str(key))
+            if not itemStates:
+                kept.append((key, item))
+                continue
             if action is not None:
                 changed = True
                 hashed = self.hashedJson(item)
@@ -482,20 +524,12 @@ class _EntryRedaction:
                     continue
                 item = hashed
             else:
-                item, itemChanged = self.jsonValue(item, itemPath)
+                item, itemChanged = self.jsonValue(item, itemStates)
                 changed = changed or itemChanged
             kept.append((key, item))
         if isinstance(value, dict):
             return dict(kept), changed
         return [item for _, item in kept], changed
-
-    def pathAction(self, path: list[str]) -> str | None:
-        rules = self.policy.json
-        if any(_pathMatches(p.split("."), path) for p in rules.drop):
-            return "drop"
-        if any(_pathMatches(p.split("."), path) for p in rules.hash):
-            return "hash"
-        return None
 
     def hashedJson(self, value: Any) -> Any:
         """
@@ -515,17 +549,97 @@ class _EntryRedaction:
         return value
 
 
-def _pathMatches(pattern: list[str], path: list[str]) -> bool:
+def _needles(paths: Iterable[str]) -> list[str] | None:
     """
-    Whether the JSON path (keys, array indexes as text) matches the
-    pattern's segments (case-insensitive globs, C{**} for any number).
+    For each path, the longest run of plain characters in its last key's
+    glob, which a key it matches holds, and so the text of a document it
+    matches in (None when some path's last key could be an array index, or
+    has a character class: nothing then has to be written).
     """
-    if not pattern:
-        return not path
-    head = pattern[0]
-    if head == "**":
-        return any(_pathMatches(pattern[1:], path[i:]) for i in range(len(path) + 1))
-    return bool(path) and fnmatch.fnmatchcase(path[0].lower(), head) and _pathMatches(pattern[1:], path[1:])
+    needles = []
+    for path in paths:
+        last = path.rsplit(".", 1)[-1]
+        if "[" in last:
+            return None
+        run = max(re.split(r"[*?]", last), key=len)
+        if not run or run.isdigit():
+            return None
+        needles.append(run.lower())
+    return needles
+
+
+#: Steps a L{_PathMatcher} remembers before it begins again.
+PATH_STEPS_KEPT = 4096
+
+
+class _PathMatcher:
+    """
+    The C{json} rules' paths matched as a JSON document is walked, a key at
+    a time: a state is C{(path, segment)}, where a path's pattern stands; a
+    key moves each state on (C{**} may also stay, or match nothing). A key
+    with no state left has nothing below it to look at. Steps are
+    remembered: documents repeat their shapes.
+    """
+
+    def __init__(self, rules: Rules) -> None:
+        #: each path's segments (a compiled glob, None for C{**}) and action
+        self._paths: list[tuple[list[re.Pattern[str] | None], str]] = [
+            ([None if s == "**" else re.compile(fnmatch.translate(s)) for s in p.split(".")], action)
+            for action, paths in (("drop", rules.drop), ("hash", rules.hash)) for p in paths
+        ]
+        self.start = self._closure((i, 0) for i in range(len(self._paths)))
+        self._needles = _needles(p for ps in (rules.drop, rules.hash) for p in ps)
+        self._steps: dict[tuple[frozenset[tuple[int, int]], str], tuple[frozenset[tuple[int, int]], str | None]] = {}
+
+    def mayMatch(self, text: str) -> bool:
+        """
+        Whether JSON text may hold a key a path ends on: without one of the
+        paths' last keys written in it (plainly: a key escaped as
+        C{\\u...} makes it yes), no path can match.
+        """
+        if not self._paths:
+            return False
+        if self._needles is None or "\\u" in text:
+            return True
+        lowered = text.lower()
+        return any(needle in lowered for needle in self._needles)
+
+    def _closure(self, states: Iterable[tuple[int, int]]) -> frozenset[tuple[int, int]]:
+        found = set()
+        for path, at in states:
+            segments = self._paths[path][0]
+            found.add((path, at))
+            while at < len(segments) and segments[at] is None:
+                at += 1
+                found.add((path, at))
+        return frozenset(found)
+
+    def step(self, states: frozenset[tuple[int, int]], key: str) -> tuple[frozenset[tuple[int, int]], str | None]:
+        """
+        The states after C{key}, and the action a path that ends there asks
+        (C{drop} before C{hash}).
+        """
+        remembered = self._steps.get((states, key))
+        if remembered is not None:
+            return remembered
+        lowered = key.lower()
+        moved = []
+        for path, at in states:
+            segments = self._paths[path][0]
+            if at == len(segments):
+                continue
+            glob = segments[at]
+            if glob is None:
+                moved.append((path, at))
+            elif glob.match(lowered):
+                moved.append((path, at + 1))
+        after = self._closure(moved)
+        ended = {self._paths[path][1] for path, at in after if at == len(self._paths[path][0])}
+        action = "drop" if "drop" in ended else "hash" if ended else None
+        if len(self._steps) >= PATH_STEPS_KEPT:
+            self._steps.clear()
+        self._steps[(states, key)] = (after, action)
+        return after, action
 
 
 def _base64Fields(body: dict[str, Any]) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import fnmatch
 import gzip
 import io
 import json
@@ -28,6 +29,9 @@ from netlog.har.redact import (
     Policy,
     PolicyError,
     Redactor,
+    Rules,
+    _EntryRedaction,
+    _PathMatcher,
     builtinPolicy,
     loadPolicy,
     makeKey,
@@ -438,14 +442,15 @@ class PolicyShapeTests(SynchronousTestCase):
 
     def test_queryDrop(self) -> None:
         """
-        A dropped query parameter leaves the URL and C{queryString}; the
+        A dropped query parameter leaves the URL, C{queryString} and C{:path}; the
         rest of the URL, fragment included, is as it was.
         """
         policy = parsePolicy('[query]\ndrop = ["sig"]\n')
         log = Log()
-        exchange(log, url="https://shop.test/p?a=1&sig=s3cr3t-value&b=%2F#frag")
+        exchange(log, url="https://shop.test/p?a=1&sig=s3cr3t-value&b=%2F#frag", headers=[(":path", "/p?sig=x&a=1")])
         (entry,) = redacted(log, policy)
         self.assertEqual(entry["request"]["url"], "https://shop.test/p?a=1&b=%2F#frag")
+        self.assertEqual(header(entry["request"], ":path"), ["/p?a=1"])
         self.assertEqual(entry["request"]["queryString"], [{"name": "a", "value": "1"}, {"name": "b", "value": "/"}])
 
     def test_jsonPaths(self) -> None:
@@ -560,6 +565,82 @@ class PropertyTests(SynchronousTestCase):
         self.assertEqual([p for p in query.split("&") if p and not p.startswith("a")], kept)
         self.assertEqual([(n, v) for n, v in parse_qsl(query, keep_blank_values=True) if n.startswith("a")],
                          expected)
+
+
+def _matches(pattern: list[str], path: list[str]) -> bool:
+    """
+    A path pattern's meaning, read off its definition: C{**} any number of
+    keys, else one key by its glob.
+    """
+    if not pattern:
+        return not path
+    if pattern[0] == "**":
+        return any(_matches(pattern[1:], path[i:]) for i in range(len(path) + 1))
+    return bool(path) and fnmatch.fnmatchcase(path[0].lower(), pattern[0]) and _matches(pattern[1:], path[1:])
+
+
+_SEGMENTS = st.sampled_from(["a", "b", "*", "**", "a*", "0"])
+_PATTERNS = st.lists(st.lists(_SEGMENTS, min_size=1, max_size=4).map(".".join), max_size=3)
+
+
+class PathTests(SynchronousTestCase):
+    """
+    JSON paths as the walk matches them, against their definition.
+    """
+
+    @settings(max_examples=300, deadline=None)
+    @given(_PATTERNS, _PATTERNS, st.lists(st.sampled_from(["a", "B", "ab", "0", "c"]), min_size=1, max_size=5))
+    def test_walk(self, drop: list[str], hashed: list[str], path: list[str]) -> None:
+        """
+        Stepping key by key ends on the action the definition gives the
+        whole path (drop before hash), and a walk with no state left means
+        no path below matches either.
+        """
+        matcher = _PathMatcher(Rules(tuple(drop), tuple(hashed)))
+        states = matcher.start
+        for depth, key in enumerate(path):
+            states, action = matcher.step(states, key)
+            walked = path[: depth + 1]
+            expected = ("drop" if any(_matches(p.split("."), walked) for p in drop) else
+                        "hash" if any(_matches(p.split("."), walked) for p in hashed) else None)
+            self.assertEqual(action, expected, (walked, drop, hashed))
+            if not states:
+                deeper = path + ["a", "b", "0"]
+                self.assertFalse([p for p in drop + hashed
+                                  for end in range(depth + 1, len(deeper) + 1) if _matches(p.split("."), deeper[:end])])
+                break
+
+
+    def test_mayMatch(self) -> None:
+        """
+        JSON text is parsed only when a path's last key may be in it: a key
+        written plainly in any case, or escaped; a path that may end on an
+        array index, or on any key, always parses.
+        """
+        matcher = _PathMatcher(Rules((), ("**.*pass*", "user.token")))
+        self.assertTrue(matcher.mayMatch('{"PassWord": 1}'))
+        self.assertTrue(matcher.mayMatch('{"t": "token"}'))
+        self.assertTrue(matcher.mayMatch('{"\\u0070ass": 1}'))
+        self.assertFalse(matcher.mayMatch('{"user": {"name": "alice"}}'))
+        self.assertFalse(_PathMatcher(Rules()).mayMatch('{"password": 1}'))
+        for always in ("items.1", "a.*", "**", "a.[pP]ass"):
+            self.assertTrue(_PathMatcher(Rules((always,))).mayMatch("{}"), always)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.recursive(st.text("ab", max_size=3) | st.integers(0, 9),
+                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                            st.sampled_from(["password", "Pass", "x", "tokens", "\u0070ass"]), inner, max_size=3),
+                        max_leaves=12))
+    def test_mayMatchNeverSkips(self, document: Any) -> None:
+        """
+        Whatever the document (keys escaped or not), skipping text that
+        can't match gives what parsing it would have.
+        """
+        for text in (json.dumps(document), json.dumps(document, ensure_ascii=False).replace("p", "\\u0070")):
+            redactor = Redactor(parsePolicy('[json]\nhash = ["**.*pass*"]\ndrop = ["tokens"]\n'), KEY)
+            skipped = _EntryRedaction(redactor, {}).jsonText(text)
+            redactor.paths._needles = None
+            self.assertEqual(_EntryRedaction(redactor, {}).jsonText(text), skipped)
 
 
 class ExportTests(SynchronousTestCase):
