@@ -739,6 +739,8 @@ def redactorFor(given: str | None, key: str | bytes | None = None) -> Redactor |
     @raise PolicyError: see L{loadPolicy}.
     """
     if given is None:
+        if key is not None:
+            raise PolicyError("a key is only for a redaction: give --redact POLICY too")
         return None
     policy = loadPolicy(given)
     return Redactor(policy, makeKey(key)) if policy is not None else None

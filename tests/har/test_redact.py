@@ -144,6 +144,7 @@ class PolicyTests(SynchronousTestCase):
         self.assertIsNone(loadPolicy("none"))
         self.assertIsNone(redactorFor(None))
         self.assertIsNone(redactorFor("none"))
+        self.assertRaises(PolicyError, redactorFor, None, "key")
         with self.assertRaises(PolicyError) as caught:
             loadPolicy("secret")
         self.assertIn("no built-in policy 'secret' and no such file (built-ins: secrets, none)", str(caught.exception))

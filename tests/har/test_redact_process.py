@@ -23,7 +23,7 @@ import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.client import ApiError, Netlog
-from tests.har.support import validate
+from tests.har.support import validate, wavLoad
 from tests.supervise.running import Twistd
 from tests.support import netlogArgv, sourceEnv
 
@@ -191,14 +191,23 @@ class RedactedLoginTests(SynchronousTestCase):
     def test_cli(self) -> None:
         """
         C{netlog har --redact secrets}: no secret in the file, the cookie
-        kept; with a policy that names the cookie, it is gone too; a policy
+        kept, and WebArena-Verified's loader reads the forms, JSON and
+        cookies graders check; with a policy that names the cookie, it is gone too; a policy
         with a mistake is refused in one line and no file is written.
         """
         out = os.path.join(self.folder, "secrets.har")
         done = self.netlogHar("--redact", "secrets", "-o", out)
         self.assertEqual(done.returncode, 0, done.stderr)
         with open(out, "rb") as f:
-            self.checkSecretsGone(f.read())
+            har = f.read()
+        document = self.checkSecretsGone(har)
+        # what a grader reads is still there, secrets hashed as they were
+        login, _, orders, order = wavLoad(har)["events"]
+        hashedPassword = document["log"]["entries"][0]["request"]["postData"]["params"][1]["value"]
+        self.assertEqual(login["post_data"], {"username": "alice", "password": hashedPassword})
+        self.assertEqual(login["response_cookies"], {"session": SESSION})
+        self.assertEqual((order["post_data"]["sku"], order["post_data"]["qty"]), ("A1", 2))
+        self.assertEqual(orders["response_content"], {"orders": [1, 2], "authorized": True})
 
         plain = self.netlogHar()
         self.assertIn(TOKEN.encode(), plain.stdout)
