@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 DEFAULT_OUTPUT = "test-results"
 #: What C{--netlog-keep} takes: the failed tests' HARs, or every test's.
 KEEP_CHOICES = ("failed", "all")
+#: The redaction policy kept HARs get unless C{--netlog-redact} says.
+DEFAULT_REDACT = "secrets"
 #: The longest session name netlog takes.
 MAX_SESSION_NAME = 64
 #: The longest HAR file name made, before C{.har}.
@@ -67,6 +69,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"where the HARs are kept (default {DEFAULT_OUTPUT}/)")
     group.addoption("--netlog-keep", choices=KEEP_CHOICES, default="failed",
                     help="keep the HARs of the tests that failed (default), or of all")
+    group.addoption("--netlog-redact", metavar="POLICY", default=DEFAULT_REDACT,
+                    help=f"the built-in policy kept HARs are redacted by (default {DEFAULT_REDACT}; none for none)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -79,6 +83,12 @@ def pytest_configure(config: pytest.Config) -> None:
         except ValueError as e:
             raise pytest.UsageError(f"--netlog-api: {e}") from None
     config.stash[_API] = given
+    from netlog.har.redact import PolicyError, namedPolicy
+
+    try:
+        namedPolicy(config.getoption("--netlog-redact"))
+    except PolicyError as e:
+        raise pytest.UsageError(f"--netlog-redact: {e}") from None
     # One run's sessions are told from another's (a name made again appends
     # to its old log); pytest-xdist's workers share their run's id.
     workerinput = getattr(config, "workerinput", None)
@@ -175,7 +185,7 @@ def netlog_session(request: pytest.FixtureRequest, netlog_client: Netlog) -> Ite
                 folder = config.getoption("--netlog-output")
                 os.makedirs(folder, exist_ok=True)
                 path = os.path.join(folder, har_file_name(node.nodeid))
-                session.save_har(path)
+                session.save_har(path, redact=config.getoption("--netlog-redact"))
                 node.user_properties.append((KEPT_PROPERTY, path))
         finally:
             session.delete()

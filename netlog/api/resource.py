@@ -321,7 +321,8 @@ class HarResource(_LogResource):
     C{GET /network.har[?upto=N][&from=M]}: the HAR export of the whole log,
     or of the log as it was when it ended at line C{N} (what a reader whose
     cursor is C{N} has seen), streamed; with C{from}, only the exchanges
-    whose open line is C{M} or later (C{from=0}: all of them).
+    whose open line is C{M} or later (C{from=0}: all of them); with
+    C{redact=POLICY} (and C{redact_key}), redacted (L{netlog.api.redaction}).
 
     @param first: the C{from} when none is asked for (a session's first
         line: its log may begin with an earlier session's of the same name);
@@ -334,7 +335,10 @@ class HarResource(_LogResource):
         self._first = first
 
     def renderGET(self, request: Request) -> Any:
-        params = parseQuery(_query(request), {"upto": (-1, 0, 2**63 - 1), "from": (-1, 0, 2**63 - 1)})
+        from netlog.api.redaction import takeRedaction
+
+        query, redactor = takeRedaction(_query(request))
+        params = parseQuery(query, {"upto": (-1, 0, 2**63 - 1), "from": (-1, 0, 2**63 - 1)})
         upto = params["upto"]
         fromLine = params["from"] if params["from"] >= 0 else self._first()
         if self._logPath is None:
@@ -350,7 +354,7 @@ class HarResource(_LogResource):
         out: Any = stream
         upTo = _sizeThrough(upto) if upto >= 0 else None
         d = deferToThreadPool(self._reactor, self._threadpool, writeHar, self._logPath, out, None, upTo=upTo,
-                              fromLine=fromLine, wholeIfMissing=params["from"] < 0)
+                              fromLine=fromLine, wholeIfMissing=params["from"] < 0, transform=redactor)
 
         def done(result: Any) -> None:
             if stream.gone:

@@ -364,12 +364,19 @@ class Netlog:
             if not page.lines:
                 time.sleep(poll)
 
-    def save_har(self, path: str, *, upto: int | None = None) -> int:
+    def save_har(self, path: str, *, upto: int | None = None, redact: str | None = None,
+                 redact_key: str | None = None) -> int:
         """
         Stream the main log's HAR into the file C{path} (through line
         C{upto} only, if given); the bytes written.
+
+        @param redact: a built-in redaction policy's name (C{secrets}), done
+            by the API before a byte leaves it (C{docs/redaction.rst}).
+        @param redact_key: the key values are hashed under (default: one
+            made for this export).
         """
-        return self._save(_har_path("/network.har", upto), path, self._har_timeout)
+        return self._save(_har_path("/network.har", upto, redact=redact, redact_key=redact_key), path,
+                          self._har_timeout)
 
     def write_har(self, out: BinaryIO, *, upto: int | None = None) -> int:
         """
@@ -566,15 +573,18 @@ class Session:
             time.sleep(poll)
         return True
 
-    def save_har(self, path: str, *, upto: int | None = None, from_line: int | None = None) -> int:
+    def save_har(self, path: str, *, upto: int | None = None, from_line: int | None = None,
+                 redact: str | None = None, redact_key: str | None = None) -> int:
         """
         Stream this session's HAR into the file C{path} (through line C{upto}
         only, if given); the bytes written. It holds the exchanges since the
         session was made (its C{first} line on), unless C{from_line} says
         where to begin (0: the whole file, earlier sessions of its name too).
+        C{redact} and C{redact_key} as L{Netlog.save_har} takes them.
         """
-        return self.client._save(_har_path(_session_path(self.name) + "/network.har", upto, from_line), path,
-                                 self.client._har_timeout)
+        return self.client._save(
+            _har_path(_session_path(self.name) + "/network.har", upto, from_line, redact, redact_key), path,
+            self.client._har_timeout)
 
     def write_har(self, out: BinaryIO, *, upto: int | None = None, from_line: int | None = None) -> int:
         """
@@ -595,8 +605,10 @@ def _session_path(name: str) -> str:
     return "/sessions/" + quote(name, safe="")
 
 
-def _har_path(path: str, upto: int | None, from_line: int | None = None) -> str:
-    query = {name: value for name, value in (("upto", upto), ("from", from_line)) if value is not None}
+def _har_path(path: str, upto: int | None, from_line: int | None = None, redact: str | None = None,
+              redact_key: str | None = None) -> str:
+    query = {name: value for name, value in (("upto", upto), ("from", from_line), ("redact", redact),
+                                             ("redact_key", redact_key)) if value is not None}
     return f"{path}?{urlencode(query)}" if query else path
 
 

@@ -11,6 +11,7 @@ import time
 from typing import BinaryIO, TextIO
 
 from netlog.har.export import writeHar
+from netlog.har.redact import PolicyError, redactorFor
 from netlog.log.sniff import notALog
 
 #: A log at least this large gets a progress bar (when stderr is a terminal).
@@ -35,6 +36,14 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help="processes to build the entries in (default: one per CPU for a log of 16 MB or more, else 1)",
+    )
+    parser.add_argument(
+        "--redact", metavar="POLICY", default=None,
+        help="redact by a policy: a built-in's name (secrets) or a TOML file (docs/redaction.rst)",
+    )
+    parser.add_argument(
+        "--redact-key", metavar="KEY", default=None,
+        help="the key values are hashed under (default: one made for this export)",
     )
     parser.add_argument(
         "--progress",
@@ -77,6 +86,11 @@ class _Bar:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        redactor = redactorFor(args.redact, args.redact_key)
+    except PolicyError as e:
+        print(f"netlog har: --redact: {e}", file=sys.stderr)
+        return 2
+    try:
         size = os.stat(args.log).st_size
     except OSError as e:
         print(f"netlog har: can't read the log {args.log}: {e.strerror}", file=sys.stderr)
@@ -96,10 +110,10 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             tmp = args.output + ".partial"
             with open(tmp, "wb") as out:
-                result = writeHar(args.log, out, bar, workers)
+                result = writeHar(args.log, out, bar, workers, transform=redactor)
             os.replace(tmp, args.output)
         else:
-            result = writeHar(args.log, sys.stdout.buffer, bar, workers)
+            result = writeHar(args.log, sys.stdout.buffer, bar, workers, transform=redactor)
             sys.stdout.buffer.flush()
     except OSError as e:
         if bar:

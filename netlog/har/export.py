@@ -27,7 +27,7 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import nullcontext
 from itertools import islice
-from typing import BinaryIO, Callable, Generator, Iterator
+from typing import Any, BinaryIO, Callable, Generator, Iterator
 
 from netlog.core.exchange import sizeThrough
 from netlog.core.har import (
@@ -68,6 +68,8 @@ BATCHES_AHEAD = 2
 
 #: C{progress(bytesIndexed, entriesWritten, logSize, totalEntries)}.
 Progress = Callable[[int, int, int, int], None]
+#: What each entry goes through before it is written (a redaction, in place).
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class MissingLine(LookupError):
@@ -185,6 +187,7 @@ class _Reader:
 def writeHar(
     logPath: str, out: BinaryIO, progress: Progress | None = None, workers: int = 1,
     upTo: Callable[[int, int], int] | None = None, fromLine: int = 0, wholeIfMissing: bool = False,
+    transform: Transform | None = None,
 ) -> ExportResult:
     """
     Write the HAR of the log at C{logPath} to C{out} (binary, UTF-8 JSON, no
@@ -201,6 +204,8 @@ def writeHar(
         began); 0 or 1 for all.
     @param wholeIfMissing: when the log has no line C{fromLine - 1} (it was
         begun again since), export it whole rather than raise.
+    @param transform: what each entry goes through before it is encoded
+        (L{netlog.har.redact.Redactor}), in whichever process builds it.
     @raise MissingLine: the log has no line C{fromLine - 1}.
     """
     fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
@@ -215,7 +220,7 @@ def writeHar(
             if found is None and not wholeIfMissing:
                 raise MissingLine(fromLine - 1)
             start = found or 0
-        with _Workers(fd, workers) if workers > 1 else nullcontext() as pool:
+        with _Workers(fd, workers, transform) if workers > 1 else nullcontext() as pool:
             # forked first, so that they start while this process indexes,
             # and hold none of the index
             index = indexLog(fd, max(size, start), progress, start, fromLine if start else 0)
@@ -223,7 +228,7 @@ def writeHar(
             if pool is not None and total > 1:
                 built = pool.build(index)
             else:
-                built = _inOrder(fd, index)
+                built = _inOrder(fd, index, transform)
             count = 0
             unreadable = index.unreadable
             pending = _Pending(out)
@@ -293,14 +298,14 @@ class _Pending:
 Built = tuple[bytes | memoryview, int, int]
 
 
-def _inOrder(fd: int, index: LineIndex) -> Generator[Built, None, None]:
+def _inOrder(fd: int, index: LineIndex, transform: Transform | None = None) -> Generator[Built, None, None]:
     """
     Every entry, one at a time, in this process.
     """
     stats = JoinStats()
     for entry in joinEntries(index, _Reader(fd, index).readAt, stats):
         lost, stats.unreadable = stats.unreadable, 0
-        yield encodeEntry(entry), 1, lost
+        yield encodeEntry(transform(entry) if transform is not None else entry), 1, lost
     yield b"", 0, stats.unreadable
 
 
@@ -378,9 +383,10 @@ class _Worker:
     stretches go back through.
     """
 
-    def __init__(self, fd: int, slots: mmap.mmap) -> None:
+    def __init__(self, fd: int, slots: mmap.mmap, transform: Transform | None) -> None:
         self.fd = fd
         self.slots = slots
+        self.transform = transform
         #: each stretch's span of the log is read into it
         self.buffer = bytearray(SPAN_LIMIT)
 
@@ -435,7 +441,7 @@ def _buildBatch(batch: _Batch, slot: int) -> tuple[int | bytes, int, int]:
     overflow: list[bytes] | None = None
     with memoryview(_worker.slots) as slots, slots[slot * SLOT_SIZE : (slot + 1) * SLOT_SIZE] as view:
         for entry in joinLines(batch.exchanges, reader.readAt, stats):
-            piece = encodeEntry(entry)
+            piece = encodeEntry(_worker.transform(entry) if _worker.transform is not None else entry)
             if overflow is None and at + 1 + len(piece) <= SLOT_SIZE:
                 if count:
                     view[at : at + 1] = b","
@@ -461,13 +467,13 @@ class _Workers:
     it).
     """
 
-    def __init__(self, fd: int, workers: int) -> None:
+    def __init__(self, fd: int, workers: int, transform: Transform | None = None) -> None:
         self._workers = workers
         self._limit = workers * BATCHES_AHEAD
         self._slots = mmap.mmap(-1, self._limit * SLOT_SIZE)
         self._pool = ProcessPoolExecutor(
             workers, multiprocessing.get_context("fork"), initializer=_startWorker,
-            initargs=(_Worker(fd, self._slots),),
+            initargs=(_Worker(fd, self._slots, transform),),
         )
 
     def __enter__(self) -> _Workers:

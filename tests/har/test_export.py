@@ -298,9 +298,9 @@ class DefaultJobsTests(_OneEntryLog):
         used: list[int] = []
         real = harCli.writeHar
 
-        def spy(path: str, out: Any, progress: Any, workers: int) -> Any:
+        def spy(path: str, out: Any, progress: Any, workers: int, **options: Any) -> Any:
             used.append(workers)
-            return real(path, out, progress, workers)
+            return real(path, out, progress, workers, **options)
 
         self.patch(harCli, "writeHar", spy)
         self.patch(harCli, "PARALLEL_MIN_BYTES", parallelFrom)
