@@ -2,7 +2,9 @@
 C{netlog mcp [--api URL] [--http HOST:PORT]}: serve a proxy's API to an
 agent over the Model Context Protocol, on standard input and output (the
 default, for an agent that starts it), or as streamable HTTP on loopback.
-The API and its token are found as C{netlog session} finds them.
+The API and its token are found as C{netlog session} finds them, and
+asked once before serving (C{GET /sessions}), so a wrong URL is said at
+once, in one line, not at an agent's first call.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from netlog.client import NetlogError
 from netlog.session.cli import api, clientOf
 
 #: Where C{--http} listens when only a port is given.
@@ -44,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
         client = clientOf(args)
         listen = _listenOn(args.http) if args.http else None
     except ValueError as e:
+        sys.stderr.write(f"netlog mcp: {e}\n")
+        return 1
+    try:
+        client.sessions()
+    except NetlogError as e:
         sys.stderr.write(f"netlog mcp: {e}\n")
         return 1
     try:
