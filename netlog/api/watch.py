@@ -108,13 +108,18 @@ class LogChanges:
         if self._subscribers:
             self._start()
 
+    def _seen(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self._path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
     def _startPolling(self) -> None:
+        self._lastSeen = self._seen()
+
         def look() -> None:
-            try:
-                st = os.stat(self._path)
-                seen: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
-            except OSError:
-                seen = None
+            seen = self._seen()
             if seen != self._lastSeen:
                 self._lastSeen = seen
                 self._changed()
