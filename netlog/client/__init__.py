@@ -13,7 +13,9 @@ until one has ended.
 
 A C{429} (too many sessions made at once) is waited out as its
 C{Retry-After} says and the call made again, for up to C{retry_within}
-seconds in all; past that, L{TooManyRequests}. Any other answer the API
+seconds in all; past that, L{TooManyRequests}. A connection the API closes
+without answering (it holds 64 at once, and closes any more as it accepts
+them) is tried again too, after a moment, within the same bound. Any other answer the API
 refuses raises L{ApiError}, carrying the API's JSON error and its status; an API that can't be reached (refused, reset, timed out)
 raises L{ApiUnreachable}. Every call has a timeout. C{netlog session} is
 built on this client, so the two say the same.
@@ -68,6 +70,10 @@ RETRY_WITHIN = 60.0
 #: The most a C{Retry-After} is stretched by, at random, so that many
 #: clients told the same second don't all come back in the same instant.
 RETRY_JITTER = 0.2
+#: Seconds before a call is made again whose connection the API closed
+#: without an answer (it holds L{netlog.api.MAX_API_CONNECTIONS} at once and
+#: closes any more as it accepts them), doubled at most, at random.
+CLOSED_PAUSE = 0.2
 #: The longest the API holds one wait, in seconds (its C{MAX_WAIT}):
 #: L{Netlog.wait_for} asks again for longer ones.
 WAIT_STEP = 60
@@ -306,14 +312,21 @@ class Netlog:
                 pause *= 1 + random.uniform(0, RETRY_JITTER)
                 if waited + pause > self.retry_within:
                     raise TooManyRequests(method, url, error, tries, waited, self.retry_within) from None
-                time.sleep(pause)
-                waited += pause
-                continue
-            except urllib.error.URLError as e:
-                raise ApiUnreachable(method, url, str(e.reason)) from None
             except (OSError, http.client.HTTPException) as e:
-                raise ApiUnreachable(method, url, _reason_of(e)) from None
-            return response
+                reason = e.reason if isinstance(e, urllib.error.URLError) else e
+                if not isinstance(reason, (ConnectionResetError, BrokenPipeError)):
+                    raise ApiUnreachable(method, url, str(reason) if isinstance(reason, str)
+                                         else _reason_of(reason)) from None
+                # Closed without an answer: the API holds so many connections
+                # at once and closes any more as soon as it accepts them.
+                pause = CLOSED_PAUSE * (1 + random.uniform(0, 1))
+                if waited + pause > self.retry_within:
+                    raise ApiUnreachable(method, url, f"{_reason_of(reason)}, {tries} times over {waited:.1f} s"
+                                         f" (retry_within={self.retry_within:g} s)") from None
+            else:
+                return response
+            time.sleep(pause)
+            waited += pause
 
     def _json(self, method: str, path: str, body: dict[str, Any] | None = None,
               timeout: float | None = None) -> Any:

@@ -41,17 +41,38 @@ class ExchangeFacts(Protocol):
     What a filter may ask of an exchange (see L{netlog.core.finding}).
     """
 
-    method: str
-    url: str
-    host: str
-    #: The status the browser got (netlog's own for a refusal), or None.
-    status: int | None
-    #: The answer's C{Content-Type}, or C{""}.
-    contentType: str
-    websocket: bool
-    failed: bool
-    refused: bool
-    tunnel: bool
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def status(self) -> int | None:
+        """
+        The status the browser got (netlog's own for a refusal), or None.
+        """
+
+    @property
+    def contentType(self) -> str:
+        """
+        The answer's C{Content-Type}, or C{""}.
+        """
+
+    @property
+    def websocket(self) -> bool: ...
+
+    @property
+    def failed(self) -> bool: ...
+
+    @property
+    def refused(self) -> bool: ...
+
+    @property
+    def tunnel(self) -> bool: ...
 
     def requestHeaders(self) -> list[tuple[str, str]]: ...
 

@@ -13,10 +13,11 @@ exchange once, which is what waiting for one needs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlsplit
 
-from netlog.core.exchange import findExchange, lineAt
+from netlog.core.exchange import _ANY_HEAD, findExchange, lineAt
 from netlog.core.filters import Filter
 from netlog.core.har import buildEntry
 from netlog.core.logline import decodeLine
@@ -48,56 +49,94 @@ def _headerPairs(value: object) -> list[tuple[str, str]]:
 class RecordFacts:
     """
     What a filter asks (L{netlog.core.filters.ExchangeFacts}), read from an
-    exchange's open and end records; its bodies are decoded (as the HAR
-    export decodes them) only when a term asks for one.
+    exchange's open and end records (or their lines, parsed only when a term
+    asks for what is in them); each fact is read once, when asked, and the
+    bodies are decoded (as the HAR export decodes them) only for a term that
+    reads them. A search asks most exchanges one or two facts.
     """
 
-    def __init__(self, opened: dict[str, Any], ended: dict[str, Any] | None) -> None:
-        self.opened = opened
-        self.ended = ended
-        request = _dict(opened.get("request"))
-        server = _dict(opened.get("server"))
-        self.tunnel = opened.get("kind") == "tunnel"
-        method = request.get("method")
-        self.method = method if isinstance(method, str) and method else ("CONNECT" if self.tunnel else "")
-        url = request.get("url")
-        self.url = url if isinstance(url, str) else ""
+    def __init__(self, opened: dict[str, Any] | bytes, ended: dict[str, Any] | bytes | None) -> None:
+        self._opened = opened
+        self._ended = ended
+
+    @cached_property
+    def opened(self) -> dict[str, Any]:
+        record = decodeLine(self._opened) if isinstance(self._opened, bytes) else self._opened
+        return record or {}
+
+    @cached_property
+    def ended(self) -> dict[str, Any] | None:
+        return decodeLine(self._ended) if isinstance(self._ended, bytes) else self._ended
+
+    @cached_property
+    def _request(self) -> dict[str, Any]:
+        return _dict(self.opened.get("request"))
+
+    @cached_property
+    def response(self) -> dict[str, Any]:
+        return _dict(_dict(self.ended).get("response"))
+
+    @cached_property
+    def tunnel(self) -> bool:
+        return self.opened.get("kind") == "tunnel"
+
+    @cached_property
+    def method(self) -> str:
+        method = self._request.get("method")
+        return method if isinstance(method, str) and method else ("CONNECT" if self.tunnel else "")
+
+    @cached_property
+    def url(self) -> str:
+        url = self._request.get("url")
+        return url if isinstance(url, str) else ""
+
+    @cached_property
+    def host(self) -> str:
         try:
             host = urlsplit(self.url).hostname or ""
         except ValueError:
             host = ""
-        self.host = (host or str(server.get("host") or "")).lower()
-        end = _dict(ended)
-        self.response = _dict(end.get("response"))
-        status = self.response.get("status")
-        self.status = status if isinstance(status, int) and not isinstance(status, bool) else None
-        self.failed = bool(end.get("_failed"))
-        self.refused = bool(end.get("_refused"))
-        self.websocket = "_websocket" in end or self.url.startswith(("ws://", "wss://"))
-        self.contentType = next(
-            (v for n, v in _headerPairs(self.response.get("headers")) if n.lower() == "content-type"), ""
-        )
-        self._entry: dict[str, Any] | None = None
+        return (host or str(_dict(self.opened.get("server")).get("host") or "")).lower()
 
+    @cached_property
+    def status(self) -> int | None:
+        status = self.response.get("status")
+        return status if isinstance(status, int) and not isinstance(status, bool) else None
+
+    @cached_property
+    def failed(self) -> bool:
+        return bool(_dict(self.ended).get("_failed"))
+
+    @cached_property
+    def refused(self) -> bool:
+        return bool(_dict(self.ended).get("_refused"))
+
+    @cached_property
+    def websocket(self) -> bool:
+        return "_websocket" in _dict(self.ended) or self.url.startswith(("ws://", "wss://"))
+
+    @cached_property
+    def contentType(self) -> str:
+        return next((v for n, v in self.responseHeaders() if n.lower() == "content-type"), "")
+
+    @cached_property
     def entry(self) -> dict[str, Any]:
         """
-        The exchange's HAR entry, built once.
+        The exchange's HAR entry.
         """
-        if self._entry is None:
-            self._entry = buildEntry(self.opened, self.ended)
-        return self._entry
+        return buildEntry(self.opened, self.ended)
 
     def requestHeaders(self) -> list[tuple[str, str]]:
-        return _headerPairs(_dict(self.opened.get("request")).get("headers"))
+        return _headerPairs(self._request.get("headers"))
 
     def responseHeaders(self) -> list[tuple[str, str]]:
         return _headerPairs(self.response.get("headers"))
 
     def requestText(self) -> str:
-        return str(_dict(self.entry()["request"].get("postData")).get("text") or "")
+        return str(_dict(self.entry["request"].get("postData")).get("text") or "")
 
     def responseText(self) -> str:
-        content = _dict(_dict(self.entry().get("response")).get("content"))
+        content = _dict(_dict(self.entry.get("response")).get("content"))
         return "" if content.get("encoding") == "base64" else str(content.get("text") or "")
 
 
@@ -106,8 +145,12 @@ def summary(opened: dict[str, Any], ended: dict[str, Any] | None) -> dict[str, A
     What a list shows of an exchange: its id and line numbers, method, URL,
     status, content type, times and sizes, and why it failed or was refused.
     """
-    facts = RecordFacts(opened, ended)
-    end = _dict(ended)
+    return _summary(RecordFacts(opened, ended))
+
+
+def _summary(facts: RecordFacts) -> dict[str, Any]:
+    opened = facts.opened
+    end = _dict(facts.ended)
     started = opened.get("started")
     finished = end.get("ended")
     out: dict[str, Any] = {
@@ -161,40 +204,58 @@ def findExchanges(readAt: ReadAt, size: int, wanted: Filter, after: int = 0, lim
         an earlier session's lines): exchanges opened before it are passed over.
     """
     found = Found(next=after)
-    opens: dict[int, dict[str, Any]] = {}
+    # Open lines by id, as text: a line is parsed only if a term asks.
+    opens: dict[int, bytes] = {}
     cursor = after
+    hint: int | None = None
     read = 0
     while read < maxSearch:
-        got = page(readAt, size, cursor, min(BLOCK, maxSearch - read))
+        got = page(readAt, size, cursor, min(BLOCK, maxSearch - read), hint)
         if got.begunAgain:
             found.begunAgain = True
             opens.clear()
         if not got.lines:
             return found
+        hint = got.offset
         for line in got.lines:
             read += len(line) + 1
-            record = decodeLine(line)
-            if record is None:
+            head = _head(line)
+            if head is None:
                 continue
-            cursor = found.next = int(record["n"])
-            kind = record.get("type")
-            if kind == "open":
-                opens[int(record["id"])] = record
-            elif kind == "end":
-                exchangeId = int(record.get("id", 0))
+            n, kind, exchangeId = head
+            cursor = found.next = n
+            if kind == b"open":
+                opens[exchangeId] = line
+            elif kind == b"end":
                 opened = opens.pop(exchangeId, None)
-                if opened is None and exchangeId >= first:
-                    text = lineAt(readAt, size, exchangeId)
-                    opened = decodeLine(text) if text is not None else None
-                if opened is None or exchangeId < first:
+                if exchangeId < first:
                     continue
-                if wanted.matches(RecordFacts(opened, record)):
-                    found.summaries.append(summary(opened, record))
+                if opened is None:
+                    opened = lineAt(readAt, size, exchangeId)
+                    if opened is None:
+                        continue
+                facts = RecordFacts(opened, line)
+                if wanted.matches(facts) and facts.opened:
+                    found.summaries.append(_summary(facts))
                     if len(found.summaries) >= limit:
                         found.more = True
                         return found
     found.more = True
     return found
+
+
+def _head(line: bytes) -> tuple[int, bytes, int] | None:
+    """
+    A line's number, type and exchange id, read without parsing it (parsed
+    only when it doesn't begin as the writer begins every line).
+    """
+    found = _ANY_HEAD.match(line)
+    if found is not None:
+        return int(found.group(1)), found.group(2), int(found.group(3))
+    record = decodeLine(line)
+    if record is None or not isinstance(record.get("id"), int) or not isinstance(record.get("type"), str):
+        return None
+    return int(record["n"]), record["type"].encode("ascii", "replace"), record["id"]
 
 
 def _bodyPage(text: str | None, encoding: str | None, size: object, offset: int, chars: int) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import socket
+import struct
 import threading
 import time
 from typing import Any, Callable
@@ -16,7 +18,7 @@ from typing import Any, Callable
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.client import ApiError, Netlog, TooManyRequests, retry_after
+from netlog.client import ApiError, ApiUnreachable, Netlog, TooManyRequests, retry_after
 from tests.client.support import get, startOrigin, startStandin
 from tests.standin.support import tempDirectory
 
@@ -60,6 +62,46 @@ def stubApi(addCleanup: Callable[..., Any], answers: list[tuple[int, dict[str, s
     addCleanup(server.server_close)
     addCleanup(server.shutdown)
     return f"http://127.0.0.1:{server.server_address[1]}", seen
+
+
+def closingApi(addCleanup: Callable[..., Any], closes: int) -> tuple[str, list[str]]:
+    """
+    An API on loopback that closes its first C{closes} connections as soon
+    as it accepts them, with a reset (as the API does past its cap), and
+    answers the later ones C{201} with a session; its URL, and what each
+    connection got (C{"closed"} or C{"answered"}).
+    """
+    listener = socket.create_server(("127.0.0.1", 0))
+    got: list[str] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                if len(got) < closes:
+                    got.append("closed")
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    continue
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
+                                   if line.lower().startswith(b"content-length:")), b"0"))
+                while len(body) < length:
+                    body += conn.recv(65536)
+                answer = json.dumps(_SESSION).encode()
+                got.append("answered")
+                conn.sendall(b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    addCleanup(listener.close)
+    return f"http://127.0.0.1:{listener.getsockname()[1]}", got
 
 
 _SESSION = {"name": "s", "port": 1, "proxy": "127.0.0.1:1", "log": "/x"}
@@ -109,6 +151,31 @@ class BackOffTests(SynchronousTestCase):
             Netlog(url, token="t").create_session()
         self.assertNotIsInstance(caught.exception, TooManyRequests)
         self.assertEqual(len(seen), 1)
+
+    def test_closedUnanswered(self) -> None:
+        """A connection closed without an answer (the API past its cap) is tried again, after a moment."""
+        url, got = closingApi(self.addCleanup, 3)
+        self.assertEqual(Netlog(url, token="t").create_session().name, "s")
+        self.assertEqual(got, ["closed", "closed", "closed", "answered"])
+
+    def test_closedUnansweredGivesUp(self) -> None:
+        """Past retry_within, a call whose connections keep being closed raises ApiUnreachable saying so."""
+        url, got = closingApi(self.addCleanup, 1000)
+        with self.assertRaises(ApiUnreachable) as caught:
+            Netlog(url, token="t", retry_within=1).create_session()
+        self.assertGreater(len(got), 2)
+        self.assertRegex(str(caught.exception), r"Connection reset by peer\S*, \d+ times over \d\.\d s "
+                                                r"\(retry_within=1 s\)")
+
+    def test_refusedAtOnce(self) -> None:
+        """An API that isn't listening is unreachable at once: no retrying."""
+        from tests.support import freePort
+
+        began = time.monotonic()
+        with self.assertRaises(ApiUnreachable) as caught:
+            Netlog(f"http://127.0.0.1:{freePort()}", token="t").create_session()
+        self.assertLess(time.monotonic() - began, 1.0)
+        self.assertIn("Connection refused", str(caught.exception))
 
     def test_retryAfterForms(self) -> None:
         """Retry-After is seconds or an HTTP date; anything else is not read."""
@@ -167,7 +234,8 @@ class RealApiTests(SynchronousTestCase):
     def test_hundredAtOnce(self) -> None:
         """
         100 sessions made at once, each from its own thread, all succeed: the
-        API's 429s (20 a second) are waited out. The time it took is printed.
+        API's 429s (20 a second) are waited out, and the connections it closes
+        past its 64 are tried again. The time it took is printed.
         """
         made: list[Any] = [None] * AT_ONCE
         failed: list[BaseException] = []

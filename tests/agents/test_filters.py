@@ -172,9 +172,22 @@ class FilterTests(SynchronousTestCase):
 
     def test_bodyReadOnlyWhenAsked(self) -> None:
         """A filter with no body term never decodes a body (a search stays cheap)."""
-        facts = EXCHANGES["order"]
-        facts._entry = None
+        facts = RecordFacts(EXCHANGES["order"].opened, EXCHANGES["order"].ended)
         parseFilter("method:POST url:order status:2xx type:json reqheader:authorization").matches(facts)
-        self.assertIsNone(facts._entry)
+        self.assertNotIn("entry", vars(facts))
         parseFilter("body:tea").matches(facts)
-        self.assertIsNotNone(facts._entry)
+        self.assertIn("entry", vars(facts))
+
+    def test_linesParsedWhenAsked(self) -> None:
+        """
+        From log lines, a fact is read only when a term asks: a filter on the
+        request never parses the end line.
+        """
+        from tests.agents.records import logBytes
+
+        opening, ending = logBytes([opened(1, "POST", "http://shop.test/x"), ended(2, 1, 201)]).splitlines()
+        facts = RecordFacts(opening, ending)
+        self.assertTrue(parseFilter("method:POST url:/x").matches(facts))
+        self.assertNotIn("ended", vars(facts))
+        self.assertTrue(parseFilter("status:201").matches(facts))
+        self.assertIn("ended", vars(facts))

@@ -120,3 +120,18 @@ class WholeTests(SynchronousTestCase):
     def test_missing(self) -> None:
         """An id that is no open line is refused."""
         self.assertRaises(NoSuchExchange, exchangeWhole, reader(LOG), len(LOG), 3)
+
+
+class LineTests(SynchronousTestCase):
+
+    def test_otherKeyOrder(self) -> None:
+        """
+        A line that doesn't begin as the writer begins its lines (keys in
+        another order) is parsed to learn its number, type and exchange.
+        """
+        lines = LOG.splitlines()
+        record = json.loads(lines[2])
+        lines[2] = json.dumps(dict(reversed(list(record.items())))).encode()
+        data = b"\n".join(lines) + b"\n"
+        self.assertEqual([s["id"] for s in find("", data=data).summaries], [1, 2, 4])
+        self.assertEqual(find("status:200", data=data).summaries[0]["end_line"], 3)

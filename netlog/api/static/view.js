@@ -274,12 +274,12 @@
     schedule();
     if (!text) { settled(); return; }
     matchRun = new AbortController();
-    follow(matchRun, text);
+    followMatches(matchRun, text);
   }
 
   // Ask GET /exchanges for the expression's matches from the log's start,
   // then hold a wait for each next one: no polling while nothing matches.
-  async function follow(run, text) {
+  async function followMatches(run, text) {
     let caughtUp = false;
     while (!run.signal.aborted) {
       let found;
