@@ -1,5 +1,5 @@
 """
-C{netlog read|har|ca|view|session}: the command line.
+C{netlog read|har|ca|view|session|mcp}: the command line.
 
 Each subcommand lives with the code it drives; this only dispatches.
 """
@@ -19,6 +19,7 @@ _COMMANDS = {
     "ca": ("netlog.site.cacli", "print the site proxy's CA certificate and its SPKI hash"),
     "view": ("netlog.api.viewcli", "serve the live view of a log file on loopback and print its URL"),
     "session": ("netlog.session.cli", "make, list, export and stop a proxy's sessions over its API"),
+    "mcp": ("netlog.mcp.cli", "serve a proxy's API to agents over the Model Context Protocol"),
 }
 
 

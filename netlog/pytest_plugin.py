@@ -19,6 +19,14 @@ With pytest-playwright, route each test's context through its session::
 
 (C{netlog_session} first: fixtures end in the reverse order, so the context
 is closed before its HAR is saved.)
+
+A test asks its session what the browser did with the filter language
+(docs/agents.rst)::
+
+    order = netlog_session.wait_for('method:POST url:/api/cart reqbody:"\\"qty\\":2"', timeout=10)
+    assert order is not None and order["status"] == 200
+    whole = netlog_session.exchange(order["id"])
+    assert netlog_session.find("status:5xx").exchanges == []
 """
 
 from __future__ import annotations

@@ -435,26 +435,28 @@ class ExchangeResource(_LogResource):
             params["end"] or None,
         )
 
-        def done(body: bytes) -> None:
-            finishJSON(request, body)
-
-        def failed(failure: Failure) -> None:
-            from netlog.core.exchange import NoSuchExchange
-            from netlog.log.reader import LogUnreadable
-
-            if failure.check(NoSuchExchange):
-                body = sendJSON(request, 404, {"error": "no such exchange", "reason": str(failure.value)})
-            elif failure.check(LogUnreadable):
-                body = sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
-            else:
-                _log.failure("reading exchange {id}", failure, id=params["id"])
-                body = sendJSON(request, 500, {"error": "reading the exchange failed; see the proxy's log"})
-            request.write(body)
-            request.finish()
-
-        d.addCallbacks(done, failed)
+        d.addCallbacks(lambda body: finishJSON(request, body), lambda f: exchangeFailed(request, f))
         d.addErrback(lambda f: None)  # the client went away
         return NOT_DONE_YET
+
+
+def exchangeFailed(request: Request, failure: Failure) -> None:
+    """
+    Answer C{request} for a read of exchanges that failed: C{404} for no such
+    exchange, C{503} for a log that can't be read, else C{500} (logged).
+    """
+    from netlog.core.exchange import NoSuchExchange
+    from netlog.log.reader import LogUnreadable
+
+    if failure.check(NoSuchExchange):
+        body = sendJSON(request, 404, {"error": "no such exchange", "reason": str(failure.value)})
+    elif failure.check(LogUnreadable):
+        body = sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
+    else:
+        _log.failure("reading exchanges for {uri}", failure, uri=request.uri)
+        body = sendJSON(request, 500, {"error": "reading the exchange failed; see the proxy's log"})
+    request.write(body)
+    request.finish()
 
 
 def viewFile(name: str) -> bytes:

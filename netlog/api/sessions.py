@@ -9,6 +9,9 @@ The API's sessions (see L{netlog.session.manager}):
   - C{GET /sessions/NAME/network?after=N&limit=BYTES} and
     C{GET /sessions/NAME/network.har}: its log, as C{/network} and
     C{/network.har} serve the main one;
+  - C{GET /sessions/NAME/exchanges?filter=...} and
+    C{GET /sessions/NAME/exchanges/ID}: its exchanges found, and one whole
+    (L{netlog.api.exchanges});
   - C{GET} and C{PUT /sessions/NAME/rules}: its rules (L{netlog.api.rules});
   - C{DELETE /sessions/NAME?timeout=S}: stops it (its open exchanges have
     S seconds to end, default 10, then are ended as stopped); answers its
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Callable
 
 from twisted.logger import Logger
 from twisted.python.failure import Failure
@@ -33,6 +36,7 @@ from twisted.web.server import NOT_DONE_YET, Request
 
 from netlog.api import SESSION_RATE
 from netlog.api.answers import JSONError, sendJSON
+from netlog.api.exchanges import ExchangesResource
 from netlog.api.resource import BadParameter, HarResource, NetworkResource, _query, parseQuery
 from netlog.api.rules import MAX_RULES_BODY, RulesResource, readRules
 from netlog.core.rules import BadRules
@@ -60,7 +64,8 @@ def _base(request: Request) -> str:
 
 def _described(request: Request, info: dict[str, Any]) -> dict[str, Any]:
     base = f"{_base(request)}/sessions/{info['name']}"
-    return dict(info, urls={"session": base, "network": base + "/network", "har": base + "/network.har"})
+    return dict(info, urls={"session": base, "network": base + "/network", "har": base + "/network.har",
+                            "exchanges": base + "/exchanges"})
 
 
 class SessionsResource(Resource):
@@ -84,26 +89,36 @@ class SessionsResource(Resource):
         #: Per log path, its pages and its HAR: one reader per log keeps
         #: the cursor rules (a log begun again) across requests.
         self._logs: dict[str, tuple[NetworkResource, HarResource]] = {}
+        self._exchanges: dict[str, ExchangesResource] = {}
 
     def getChild(self, path: bytes, request: Request) -> Resource:
         if path == b"":
             return self
         return _SessionResource(self, path.decode("utf-8", "replace"))
 
+    def _firstOf(self, name: str) -> Callable[[], int]:
+        def first() -> int:
+            # Its HAR and its finds hold only the session's own lines.
+            try:
+                return int(self._manager.get(name).first)
+            except SessionError:
+                return 0
+
+        return first
+
     def resourcesFor(self, logPath: str, name: str) -> tuple[NetworkResource, HarResource]:
         if logPath not in self._logs:
-            def first() -> int:
-                # Its HAR holds only the session's own lines unless ?from=0.
-                try:
-                    return int(self._manager.get(name).first)
-                except SessionError:
-                    return 0
-
             self._logs[logPath] = (
                 NetworkResource(self._reactor, self._threadpool, logPath),
-                HarResource(self._reactor, self._harThreadpool, logPath, first),
+                HarResource(self._reactor, self._harThreadpool, logPath, self._firstOf(name)),
             )
         return self._logs[logPath]
+
+    def exchangesFor(self, logPath: str, name: str) -> ExchangesResource:
+        if logPath not in self._exchanges:
+            self._exchanges[logPath] = ExchangesResource(self._reactor, self._threadpool, logPath,
+                                                         self._firstOf(name))
+        return self._exchanges[logPath]
 
     def render(self, request: Request) -> bytes:
         if request.method in (b"GET", b"HEAD"):
@@ -164,11 +179,13 @@ class _SessionResource(Resource):
             return network
         if path == b"network.har":
             return har
+        if path == b"exchanges":
+            return self._parent.exchangesFor(session.logPath, self._name)
         if path == b"rules":
             return RulesResource(self._parent._manager, self._name)
         if path == b"":
             return self
-        return JSONError(404, {"error": "no such resource (a session has network, network.har and rules)"})
+        return JSONError(404, {"error": "no such resource (a session has network, network.har, exchanges and rules)"})
 
     def render(self, request: Request) -> Any:
         manager = self._parent._manager

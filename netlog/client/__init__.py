@@ -7,8 +7,16 @@ the log page by page, the HAR streamed to a file, the CA.
         ...
         s.save_har("task-17.har")
 
-An answer the API refuses raises L{ApiError}, carrying the API's JSON error
-and its status; an API that can't be reached (refused, reset, timed out)
+Exchanges are found by the filter language (docs/agents.rst): C{find} lists
+the ended ones that match, C{exchange} reads one whole, C{wait_for} waits
+until one has ended.
+
+A C{429} (too many sessions made at once) is waited out as its
+C{Retry-After} says and the call made again, for up to C{retry_within}
+seconds in all; past that, L{TooManyRequests}. A connection the API closes
+without answering (it holds 64 at once, and closes any more as it accepts
+them) is tried again too, after a moment, within the same bound. Any other answer the API
+refuses raises L{ApiError}, carrying the API's JSON error and its status; an API that can't be reached (refused, reset, timed out)
 raises L{ApiUnreachable}. Every call has a timeout. C{netlog session} is
 built on this client, so the two say the same.
 
@@ -22,7 +30,9 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import email.utils
 import os
+import random
 import re
 import socket
 import time
@@ -57,6 +67,19 @@ HAR_TIMEOUT = 300.0
 MAX_ERROR_BODY = 65536
 #: Bytes copied at a time when a HAR is streamed to a file.
 COPY_CHUNK = 1 << 20
+#: Seconds a call keeps waiting out C{429} answers, in all, before it gives
+#: up (a client's C{retry_within}).
+RETRY_WITHIN = 60.0
+#: The most a C{Retry-After} is stretched by, at random, so that many
+#: clients told the same second don't all come back in the same instant.
+RETRY_JITTER = 0.2
+#: Seconds before a call is made again whose connection the API closed
+#: without an answer (it holds L{netlog.api.MAX_API_CONNECTIONS} at once and
+#: closes any more as it accepts them), doubled at most, at random.
+CLOSED_PAUSE = 0.2
+#: The longest the API holds one wait, in seconds (its C{MAX_WAIT}):
+#: L{Netlog.wait_for} asks again for longer ones.
+WAIT_STEP = 60
 
 _MUTATIONS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -102,6 +125,24 @@ class NoTokenFile(NetlogError):
     The token file named does not exist, or is a folder: a mistake, not
     "no token" (which reads are fine with).
     """
+
+
+class TooManyRequests(ApiError):
+    """
+    The API kept answering C{429} for longer than the caller's
+    C{retry_within}: C{tries} calls over C{waited} seconds.
+    """
+
+    def __init__(self, method: str, url: str, error: dict[str, Any], tries: int, waited: float,
+                 within: float) -> None:
+        self.tries = tries
+        self.waited = waited
+        self.within = within
+        ApiError.__init__(self, method, url, 429, error)
+
+    def _describe(self) -> str:
+        return (f"{ApiError._describe(self)}: gave up after {self.tries} tries over {self.waited:.1f} s"
+                f" of waiting out Retry-After (retry_within={self.within:g} s; give a larger one to wait longer)")
 
 
 class ApiUnreachable(NetlogError):
@@ -166,6 +207,39 @@ def read_token(token: str | None = None, token_file: str | None = None) -> str |
     return findToken(token, token_file or defaultTokenPath(defaultState()))
 
 
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """
+    The seconds a C{Retry-After} header asks to wait (a number of seconds,
+    or an HTTP date), or None when there is none or it can't be read.
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+@dataclass(frozen=True)
+class Found:
+    """
+    The exchanges a search found (C{exchanges}: summaries, in the order they
+    ended), the cursor to search on from (C{next}), whether the log was
+    begun again, and whether there may be more past C{next} (C{more}).
+    """
+
+    exchanges: list[dict[str, Any]]
+    next: int
+    begun_again: bool
+    more: bool
+
+
 @dataclass(frozen=True)
 class Page:
     """
@@ -195,6 +269,7 @@ class Netlog:
         token: str | None = None,
         token_file: str | None = None,
         timeout: float = CALL_TIMEOUT,
+        retry_within: float = RETRY_WITHIN,
     ) -> None:
         """
         @param url: the API, e.g. C{http://127.0.0.1:8081} (default
@@ -205,9 +280,13 @@ class Netlog:
         @raise NoTokenFile: C{token_file} does not exist.
         @param timeout: seconds each call may wait to connect and for each
             read of its answer.
+        @param retry_within: seconds a call may spend waiting out C{429}
+            answers (as their C{Retry-After} says) before it raises
+            L{TooManyRequests}; 0 raises at the first.
         """
         self.url = api_url(url)
         self.timeout = timeout
+        self.retry_within = retry_within
         self._token = read_token(token, token_file)
         #: Where a 401 says the token comes from (the command line names
         #: its options here).
@@ -236,21 +315,41 @@ class Netlog:
         """
         url = self.url + path
         data = json.dumps(body).encode("utf-8") if body is not None else None
-        request = urllib.request.Request(url, data=data, method=method)
-        if method in _MUTATIONS:
-            request.add_header("Content-Type", "application/json")
-        if self._token is not None:
-            request.add_header("Authorization", f"Bearer {self._token}")
-        try:
-            response: http.client.HTTPResponse = self._opener.open(request, timeout=timeout or self.timeout)
-        except urllib.error.HTTPError as e:
-            with e:
-                raise ApiError(method, url, e.code, _error_of(e), self.token_hint) from None
-        except urllib.error.URLError as e:
-            raise ApiUnreachable(method, url, str(e.reason)) from None
-        except (OSError, http.client.HTTPException) as e:
-            raise ApiUnreachable(method, url, _reason_of(e)) from None
-        return response
+        tries = 0
+        waited = 0.0
+        while True:
+            request = urllib.request.Request(url, data=data, method=method)
+            if method in _MUTATIONS:
+                request.add_header("Content-Type", "application/json")
+            if self._token is not None:
+                request.add_header("Authorization", f"Bearer {self._token}")
+            tries += 1
+            try:
+                response: http.client.HTTPResponse = self._opener.open(request, timeout=timeout or self.timeout)
+            except urllib.error.HTTPError as e:
+                with e:
+                    error = _error_of(e)
+                    pause = retry_after(e.headers.get("Retry-After")) if e.code == 429 else None
+                if pause is None:
+                    raise ApiError(method, url, e.code, error, self.token_hint) from None
+                pause *= 1 + random.uniform(0, RETRY_JITTER)
+                if waited + pause > self.retry_within:
+                    raise TooManyRequests(method, url, error, tries, waited, self.retry_within) from None
+            except (OSError, http.client.HTTPException) as e:
+                reason = e.reason if isinstance(e, urllib.error.URLError) else e
+                if not isinstance(reason, (ConnectionResetError, BrokenPipeError)):
+                    raise ApiUnreachable(method, url, str(reason) if isinstance(reason, str)
+                                         else _reason_of(reason)) from None
+                # Closed without an answer: the API holds so many connections
+                # at once and closes any more as soon as it accepts them.
+                pause = CLOSED_PAUSE * (1 + random.uniform(0, 1))
+                if waited + pause > self.retry_within:
+                    raise ApiUnreachable(method, url, f"{_reason_of(reason)}, {tries} times over {waited:.1f} s"
+                                         f" (retry_within={self.retry_within:g} s)") from None
+            else:
+                return response
+            time.sleep(pause)
+            waited += pause
 
     def _json(self, method: str, path: str, body: dict[str, Any] | None = None,
               timeout: float | None = None) -> Any:
@@ -383,6 +482,67 @@ class Netlog:
         Stream the main log's HAR into C{out}; the bytes written.
         """
         return self._copy(_har_path("/network.har", upto), out, self._har_timeout)
+
+    # -- finding exchanges -----------------------------------------------------
+
+    def find(self, filter: str = "", *, after: int = 0, limit: int | None = None) -> Found:
+        """
+        The main log's exchanges that ended after line C{after} and match
+        C{filter} (the filter language, docs/agents.rst), as summaries:
+        C{id}, line numbers, C{method}, C{url}, C{status}, C{content_type},
+        times and sizes. At most C{limit} (the API's default 50); C{more}
+        says to ask again from C{next}. A filter with a mistake is a 400
+        L{ApiError} saying where.
+        """
+        return self._find("/exchanges", filter, after, limit)
+
+    def _find(self, path: str, filter: str, after: int, limit: int | None, wait: int = 0) -> Found:
+        query: dict[str, Any] = {"filter": filter, "after": after}
+        if limit is not None:
+            query["limit"] = limit
+        if wait:
+            query["wait"] = wait
+        answer = self._json("GET", f"{path}?{urlencode(query)}", timeout=self.timeout + wait)
+        return Found(list(answer["exchanges"]), int(answer["next"]), bool(answer["begun_again"]),
+                     bool(answer["more"]))
+
+    def exchange(self, id: int, *, offset: int = 0, chars: int | None = None) -> dict[str, Any]:
+        """
+        One exchange of the main log whole: C{summary}, C{request} and
+        C{response} (C{None} while it is open) with their headers and
+        bodies as text, each body C{chars} characters (the API's default
+        16384) from C{offset}; a body's C{next_offset} is where the rest
+        begins (None: no more).
+        """
+        return self._exchange("/exchanges", id, offset, chars)
+
+    def _exchange(self, path: str, id: int, offset: int, chars: int | None) -> dict[str, Any]:
+        query: dict[str, int] = {"offset": offset}
+        if chars is not None:
+            query["chars"] = chars
+        return dict(self._json("GET", f"{path}/{int(id)}?{urlencode(query)}"))
+
+    def wait_for(self, filter: str = "", timeout: float = 30.0, *, after: int = 0) -> dict[str, Any] | None:
+        """
+        Wait up to C{timeout} seconds for an exchange of the main log that
+        matches C{filter} to have ended after line C{after}; its summary,
+        or None when none did in time. With the default C{after=0} one that
+        ended before the call counts too (so a request made just before
+        isn't missed); give a cursor (a L{Found}'s C{next}) to wait only
+        for later ones. The API holds the call until then: no polling.
+        """
+        return self._wait_for("/exchanges", filter, timeout, after)
+
+    def _wait_for(self, path: str, filter: str, timeout: float, after: int) -> dict[str, Any] | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            found = self._find(path, filter, after, 1, max(0, min(WAIT_STEP, math.ceil(left))))
+            if found.exchanges:
+                return found.exchanges[0]
+            after = found.next
+            if not found.more and time.monotonic() >= deadline - 0.001:
+                return None
 
     # -- the CA ----------------------------------------------------------------
 
@@ -540,6 +700,24 @@ class Session:
         """
         return self.client._follow(_session_path(self.name) + "/network", after, poll, patience)
 
+    def find(self, filter: str = "", *, after: int = 0, limit: int | None = None) -> Found:
+        """
+        This session's exchanges that match C{filter} (see L{Netlog.find}).
+        """
+        return self.client._find(_session_path(self.name) + "/exchanges", filter, after, limit)
+
+    def exchange(self, id: int, *, offset: int = 0, chars: int | None = None) -> dict[str, Any]:
+        """
+        One of this session's exchanges whole (see L{Netlog.exchange}).
+        """
+        return self.client._exchange(_session_path(self.name) + "/exchanges", id, offset, chars)
+
+    def wait_for(self, filter: str = "", timeout: float = 30.0, *, after: int = 0) -> dict[str, Any] | None:
+        """
+        Wait for one of this session's exchanges (see L{Netlog.wait_for}).
+        """
+        return self.client._wait_for(_session_path(self.name) + "/exchanges", filter, timeout, after)
+
     def open_exchanges(self) -> set[int]:
         """
         The ids of this session's exchanges (and tunnels) that have an open
@@ -637,6 +815,6 @@ def _error_of(e: urllib.error.HTTPError) -> dict[str, Any]:
 
 
 __all__ = [
-    "ApiError", "ApiUnreachable", "Netlog", "NetlogError", "NoTokenFile", "Page", "Session",
-    "api_url", "read_token",
+    "ApiError", "ApiUnreachable", "Found", "Netlog", "NetlogError", "NoTokenFile", "Page", "Session",
+    "TooManyRequests", "api_url", "read_token", "retry_after",
 ]

@@ -22,18 +22,31 @@ from netlog.core.rules import BadRules, isTomlName, readRulesDocument
 from netlog.tap.rulesfile import readRulesText
 
 
+def api(p: argparse.ArgumentParser) -> None:
+    """
+    The options that say which API and its token (for L{clientOf}); C{netlog
+    mcp} takes them too.
+    """
+    p.add_argument("--api", metavar="URL",
+                   help=f"the proxy's API, e.g. http://127.0.0.1:8081 (default ${API_ENV})")
+    p.add_argument("--token", help=f"the API's token (default ${TOKEN_ENV}, else --token-file)")
+    p.add_argument("--token-file", metavar="FILE",
+                   help=f"where the API's token is kept (default {TOKEN_FILE} in the state folder)")
+    p.add_argument("--timeout", type=float, default=CALL_TIMEOUT, metavar="SECONDS",
+                   help=f"how long to wait for the API (default {CALL_TIMEOUT:g})")
+
+
+def clientOf(args: argparse.Namespace) -> Netlog:
+    """
+    The client that L{api}'s options name.
+
+    @raise ValueError: C{--api} (or C{$NETLOG_API}) is not the API's URL.
+    """
+    return Netlog(args.api, token=args.token, token_file=args.token_file, timeout=args.timeout)
+
+
 def addArguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
-
-    def api(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--api", metavar="URL",
-                       help=f"the proxy's API, e.g. http://127.0.0.1:8081 (default ${API_ENV})")
-        p.add_argument("--token", help=f"the API's token (default ${TOKEN_ENV}, else --token-file)")
-        p.add_argument("--token-file", metavar="FILE",
-                       help=f"where the API's token is kept (default {TOKEN_FILE} in the state folder)")
-        p.add_argument("--timeout", type=float, default=CALL_TIMEOUT, metavar="SECONDS",
-                       help=f"how long to wait for the API (default {CALL_TIMEOUT:g})")
-
     create = sub.add_parser("create", help="make a session; prints it (its proxy address among it)")
     api(create)
     create.add_argument("name", nargs="?", help="its name (default: netlog picks one)")
@@ -63,7 +76,7 @@ def _print(answer: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        client = Netlog(args.api, token=args.token, token_file=args.token_file, timeout=args.timeout)
+        client = clientOf(args)
     except ValueError as e:
         sys.stderr.write(f"netlog session {args.action}: --api: {e}\n")
         return 1

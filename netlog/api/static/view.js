@@ -1,6 +1,8 @@
 // netlog's live view: follows GET /network's cursor, keeps a small summary
 // of each exchange (never its bodies), renders only the rows in sight, and
-// fetches one exchange's detail from GET /exchange when it is opened.
+// fetches one exchange's detail from GET /exchange when it is opened. The
+// filter box takes the filter language (docs/agents.rst), matched by the
+// API's GET /exchanges, so the box and the API show the same exchanges.
 // Everything from the log is shown as text (textContent), never as markup.
 "use strict";
 
@@ -19,6 +21,12 @@
   const OVERSCAN = 8;
   // Characters of a body shown in the detail pane before "show all".
   const BODY_PREVIEW = 200000;
+  // Matches asked of GET /exchanges per request, and the seconds one waits
+  // for the next match once it has caught up with the log.
+  const MATCH_LIMIT = 1000;
+  const MATCH_WAIT = 30;
+  // Milliseconds of quiet in the filter box before its expression is asked.
+  const TYPING_MS = 150;
 
   const $ = (id) => document.getElementById(id);
   const scroller = $("scroller");
@@ -37,7 +45,7 @@
   let lastTime = 0;       // the latest start or end seen
   let selected = null;
   let followEnd = true;   // keep the newest row in sight
-  const filter = { text: "", status: "", kind: "", host: "" };
+  const filter = { status: "", kind: "", host: "" };
   const pool = [];        // row elements, reused
 
   const URL_PARTS = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)([^#]*)/i;
@@ -99,7 +107,7 @@
     const row = {
       id: line.id, endN: 0, started: started, ended: null,
       method: request.method || (tunnel ? "CONNECT" : ""),
-      url: url || (tunnel ? "https://" + host + "/" : ""), host: host, path: path, lower: null,
+      url: url || (tunnel ? "https://" + host + "/" : ""), host: host, path: path,
       tunnel: tunnel, ws: /^wss?:/i.test(url), dest: (header(request.headers, "sec-fetch-dest") || "").toLowerCase(),
       status: null, reason: "", state: "open", why: "", size: null, type: "other",
       // The protocol toward the browser, as DevTools names it.
@@ -215,11 +223,101 @@
     if (filter.host && row.host !== filter.host) return false;
     if (filter.kind && row.type !== filter.kind) return false;
     if (filter.status && statusClass(row) !== filter.status) return false;
-    if (filter.text) {
-      if (row.lower === null) row.lower = row.url.toLowerCase();
-      if (!row.lower.includes(filter.text)) return false;
-    }
+    if (matched !== null && !matched.has(row.id)) return false;
     return true;
+  }
+
+  // --- the filter box: the filter language, matched by the API -------------
+  let expression = "";      // the expression in force
+  let matched = null;       // ids of the ended exchanges it matched; null: none typed
+  let matchCursor = 0;      // the line GET /exchanges has read up to for it
+  let matchRun = null;      // the AbortController of the requests for it
+  let typing = 0;           // the timer that waits for the typing to stop
+  let settle = null;        // resolves matchSettled
+  let matchSettled = Promise.resolve();  // resolved once the expression has caught up
+
+  function unsettle() {
+    if (!settle) matchSettled = new Promise((resolve) => { settle = resolve; });
+  }
+
+  function settled() {
+    if (settle) { settle(); settle = null; }
+  }
+
+  const FILTER_HELP = $("filter-text").title;
+  let filterNoticed = false;
+  function filterError(text) {
+    const box = $("filter-text");
+    box.title = text ? "Filter: " + text : FILTER_HELP;
+    box.classList.toggle("bad", !!text);
+    box.setAttribute("aria-invalid", text ? "true" : "false");
+    if (text || filterNoticed) notice(text ? "Filter: " + text : "");
+    filterNoticed = !!text;
+  }
+
+  function typed(text) {
+    if (text === expression) return;
+    unsettle();
+    clearTimeout(typing);
+    // An emptied box shows every row at once; an expression waits for the typing to stop.
+    if (text) typing = setTimeout(() => useExpression(text), TYPING_MS); else useExpression(text);
+  }
+
+  function useExpression(text) {
+    expression = text;
+    if (matchRun) matchRun.abort();
+    matchRun = null;
+    matchCursor = 0;
+    filterError("");
+    matched = text ? new Set() : null;
+    dirty = true;
+    schedule();
+    if (!text) { settled(); return; }
+    matchRun = new AbortController();
+    followMatches(matchRun, text);
+  }
+
+  // Ask GET /exchanges for the expression's matches from the log's start,
+  // then hold a wait for each next one: no polling while nothing matches.
+  async function followMatches(run, text) {
+    let caughtUp = false;
+    while (!run.signal.aborted) {
+      let found;
+      try {
+        const answer = await fetch(
+          "exchanges?filter=" + encodeURIComponent(text) + "&after=" + matchCursor + "&limit=" + MATCH_LIMIT +
+            (caughtUp ? "&wait=" + MATCH_WAIT : ""),
+          { cache: "no-store", signal: run.signal });
+        if (answer.status === 400) {
+          const said = await answer.json();
+          if (run.signal.aborted) return;
+          filterError(said.reason || said.error || "not a filter");
+          dirty = true;
+          schedule();
+          settled();
+          return;
+        }
+        if (!answer.ok) throw new Error("the API answered " + answer.status);
+        found = await answer.json();
+      } catch (e) {
+        if (run.signal.aborted) return;
+        settled();
+        await sleep(RETRY_MS);
+        continue;
+      }
+      if (run.signal.aborted) return;
+      if (found.begun_again) matched.clear();
+      for (const exchange of found.exchanges) matched.add(exchange.id);
+      matchCursor = found.next;
+      if (found.exchanges.length || found.begun_again) {
+        dirty = true;
+        schedule();
+      }
+      if (!found.more && !caughtUp) {
+        caughtUp = true;
+        settled();
+      }
+    }
   }
 
   function refilter() {
@@ -238,7 +336,7 @@
   }
 
   function readFilters() {
-    filter.text = $("filter-text").value.trim().toLowerCase();
+    typed($("filter-text").value.trim());
     filter.status = $("filter-status").value;
     filter.kind = $("filter-kind").value;
     filter.host = $("filter-host").value;
@@ -647,6 +745,9 @@
   // The HAR of the rows shown: the export at the same cursor, its entries
   // kept when the filters show them.
   async function harShown() {
+    // the rows the filters show once the box's expression has caught up
+    await matchSettled;
+    refilter();
     const upto = cursor;
     const ids = new Set(shown.map((row) => row.id));
     const button = $("har-shown");
@@ -682,11 +783,11 @@
     // screen: a render asked for before this call runs first (animation
     // frame callbacks run in the order they were asked for), and one is
     // asked for in case nothing was pending
-    rendered: () => new Promise((resolve) => {
+    rendered: () => matchSettled.then(() => new Promise((resolve) => {
       dirty = true;
       schedule();
       requestAnimationFrame(() => resolve(cursor));
-    }),
+    })),
     // the milliseconds the last renders took (up to 1,000 of them), emptied
     renderTimes: () => renderMs.splice(0),
     // [id, ms when its open line was read, end line's n, ms when that was read]
