@@ -19,11 +19,15 @@ import time
 from typing import Callable, Iterator
 
 from netlog.core.paging import DEFAULT_LIMIT, Page, page
+from netlog.core.segments import Segment, locate
+from netlog.log.series import listing, readSegment, segmentPath
 
 __all__ = ["DEFAULT_LIMIT", "FOLLOW_INTERVAL", "LogReader", "LogUnreadable", "Page", "follow", "read"]
 
 #: Seconds between looks at the log while following it.
 FOLLOW_INTERVAL = 0.2
+#: Times a page is tried again when the segments change under it.
+_RELISTS = 5
 
 
 class LogUnreadable(Exception):
@@ -48,15 +52,27 @@ def _openForReading(path: str) -> int:
     return fd
 
 
+class _SegmentGone(Exception):
+    """
+    A closed segment went (compressed or removed) between listing and
+    opening it: list again.
+    """
+
+
 class LogReader:
     """
-    Pages through one log path, across calls.
+    Pages through one log path, across calls, and across the log's closed
+    segments (see L{netlog.core.segments}).
 
-    It keeps the identity (C{st_dev}, C{st_ino}) of the file it last read and
-    the offset its last page ended at, for the cursor that page handed out.
-    A call with that cursor on the same file starts at that offset; a
-    different file at the path, or one shorter than that offset, is the log
-    begun again.
+    It keeps the identity (C{st_dev}, C{st_ino}) of the live file it last
+    read and the offset its last page ended at, for the cursor that page
+    handed out. A call with that cursor on the same file starts at that
+    offset. While the log has no closed segment, a different file at the
+    path is the log begun again, and so is a file shorter than that offset
+    unless its first line goes on from the cursor's numbers (cut by an
+    outside rotation, as logrotate's C{copytruncate} does). With closed
+    segments, the numbers alone decide: the live file is replaced at each
+    rotation.
     """
 
     def __init__(self, path: str) -> None:
@@ -64,14 +80,94 @@ class LogReader:
         self._identity: tuple[int, int] | None = None
         self._cursor: int | None = None
         self._offset = 0
+        self._unpacked: tuple[str, bytes] | None = None
 
     def read(self, after: int = 0, limit: int = DEFAULT_LIMIT) -> Page:
         """
-        The lines with C{n > after}; see L{netlog.core.paging.page}.
+        The lines with C{n > after}; see L{netlog.core.paging.page}. With
+        closed segments, the page comes from the one segment that holds
+        line C{after + 1} (a page never spans two segments).
 
         @raise LogUnreadable: no file at the path, or not a regular file.
         """
-        fd = _openForReading(self.path)
+        for _ in range(_RELISTS):
+            found = listing(self.path)
+            if not found.segments:
+                return self._readLive(after, limit, series=False)
+            try:
+                return self._readSeries(found.segments, after, limit)
+            except _SegmentGone:
+                continue
+        raise LogUnreadable(f"the segments of the log {self.path} keep changing under the reader")
+
+    def _readSeries(self, segments: tuple[Segment, ...], after: int, limit: int) -> Page:
+        liveFirst = self._liveFirst()
+        starts = [s.first for s in segments] + ([liveFirst] if liveFirst is not None else [])
+        where = locate(after, starts[: len(segments)], liveFirst)
+        index, cursor, removed = where.index, where.after, where.removedUpTo
+        while True:
+            if index < len(segments):
+                result = self._readClosed(segments[index], cursor, limit)
+            elif liveFirst is None:
+                # Rotated a moment ago: no line after the closed ones yet.
+                return Page(next=cursor, removedUpTo=removed)
+            else:
+                result = self._readLive(cursor, limit, series=True)
+            if result.begunAgain and cursor > 0:
+                # The numbers don't fit the cursor: the numbering began again.
+                result = self._readSeries(segments, 0, limit)
+                result.begunAgain = True
+                return result
+            result.begunAgain = False
+            if result.lines or index >= len(segments):
+                result.removedUpTo = removed
+                return result
+            index += 1
+            if index < len(starts) and starts[index] > cursor + 1:
+                # Lines between the two segments are not kept (an outside
+                # rotation cut the live file).
+                removed, cursor = starts[index] - 1, 0
+
+    def _readClosed(self, segment: Segment, after: int, limit: int) -> Page:
+        if segment.compressed:
+            if self._unpacked is None or self._unpacked[0] != segment.name:
+                try:
+                    self._unpacked = (segment.name, readSegment(self.path, segment))
+                except FileNotFoundError:
+                    raise _SegmentGone() from None
+            data = self._unpacked[1]
+            return page(lambda offset, size: data[offset : offset + size], len(data), after, limit)
+        try:
+            fd = os.open(segmentPath(self.path, segment), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise _SegmentGone() from None
+        try:
+            return page(lambda offset, size: os.pread(fd, size, offset), os.fstat(fd).st_size, after, limit)
+        finally:
+            os.close(fd)
+
+    def _liveFirst(self) -> int | None:
+        """
+        The live file's first line's number; None when it has none (or
+        isn't there: a rotation is between closing it and opening the next).
+        """
+        try:
+            fd = _openForReading(self.path)
+        except LogUnreadable:
+            return None
+        try:
+            first = page(lambda offset, size: os.pread(fd, size, offset), os.fstat(fd).st_size, 0, 1)
+        finally:
+            os.close(fd)
+        return _firstNumber(first)
+
+    def _readLive(self, after: int, limit: int, series: bool) -> Page:
+        try:
+            fd = _openForReading(self.path)
+        except LogUnreadable:
+            if series:
+                return Page(next=after)
+            raise
         try:
             st = os.fstat(fd)
             identity = (st.st_dev, st.st_ino)
@@ -79,17 +175,29 @@ class LogReader:
             def readAt(offset: int, size: int) -> bytes:
                 return os.pread(fd, size, offset)
 
+            same = identity == self._identity and after == self._cursor
+            shrunk = same and st.st_size < self._offset
             replaced = (
-                after > 0
+                not series
+                and after > 0
                 and self._identity is not None
                 and after == self._cursor
-                and (identity != self._identity or st.st_size < self._offset)
+                and (identity != self._identity or shrunk)
             )
-            if replaced:
+            result = None
+            if replaced and shrunk:
+                # Cut to nothing under us and written on: the same log if
+                # its numbers go on past the cursor.
+                first = _firstNumber(page(readAt, st.st_size, 0, 1))
+                if first is not None and first > after:
+                    result = page(readAt, st.st_size, 0, limit)
+                    if first > after + 1:
+                        result.removedUpTo = first - 1
+            if result is None and replaced:
                 result = page(readAt, st.st_size, 0, limit)
                 result.begunAgain = True
-            else:
-                hint = self._offset if identity == self._identity and after == self._cursor else None
+            elif result is None:
+                hint = self._offset if same and not shrunk else None
                 result = page(readAt, st.st_size, after, limit, hint=hint)
         finally:
             os.close(fd)
@@ -97,6 +205,10 @@ class LogReader:
         self._cursor = result.next
         self._offset = result.offset
         return result
+
+
+def _firstNumber(first: Page) -> int | None:
+    return int(first.records()[0]["n"]) if first.lines else None
 
 
 def read(path: str, after: int = 0, limit: int = DEFAULT_LIMIT) -> Page:

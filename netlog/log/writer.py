@@ -18,6 +18,7 @@ import signal
 import stat
 import threading
 import time
+import weakref
 from collections import deque
 from typing import Any, Callable
 
@@ -35,7 +36,9 @@ from netlog.core.logline import (
     Buffer,
     encodePieces,
 )
+from netlog.core.paging import page
 from netlog.core.recovery import recover
+from netlog.core.segments import Rotation, dueBySize, segmentName
 from netlog.net.reactors import IProxyReactor
 
 _log = Logger()
@@ -490,8 +493,21 @@ class LogWriter(Service):
         fd: int | None = None,
         clock: Callable[[], float] = time.time,
         recoveryReason: str = REASON_RESTARTED,
+        rotation: Rotation | None = None,
     ) -> None:
         self.path = path
+        self.rotation = rotation or Rotation()
+        #: Only a writer that opened its log itself closes segments: whoever
+        #: handed a descriptor over (the supervisor, the session manager)
+        #: holds it too, and would write on in the closed segment.
+        self._rotates = fd is None and path is not None
+        #: Bytes on the live file, as far as this writer knows.
+        self._liveBytes = 0
+        #: The live file's first line's number; None while it has none.
+        self._liveFirst: int | None = None
+        self._rotateWanted = False
+        self._rotateTimer: Any = None
+        self._housekeeper: Any = None
         self._recoveryReason = recoveryReason
         self._reactor = reactor
         self._uid = uid
@@ -542,6 +558,10 @@ class LogWriter(Service):
         Service.startService(self)
 
     def stopService(self) -> None:
+        _rotatable.discard(self)
+        if self._rotateTimer is not None and self._rotateTimer.active():
+            self._rotateTimer.cancel()
+        self._rotateTimer = None
         for exchangeId in sorted(self._open):
             self.end(exchangeId, {"_failed": {"reason": REASON_STOPPED}})
         if self._retry is not None and self._retry.active():
@@ -573,12 +593,16 @@ class LogWriter(Service):
         if self._fd is not None and not self._recovered:
             self._recovered = True
             self._recover()
+            self._startRotating()
 
     def _recover(self) -> None:
         assert self._fd is not None
         fd = self._fd
         size = os.fstat(fd).st_size
-        found = recover(lambda offset, length: os.pread(fd, length, offset), size)
+        self._liveBytes = size
+        first = page(lambda offset, length: os.pread(fd, length, offset), size, 0, 1)
+        self._liveFirst = int(first.records()[0]["n"]) if first.lines else None
+        found = recover(*self._seriesTail(fd, size))
         if found.cut:
             self._pending.append([_NEWLINE])
             self._pendingBytes += 1
@@ -637,6 +661,8 @@ class LogWriter(Service):
             return 0
         n = self._next
         self._next += 1
+        if self._liveFirst is None:
+            self._liveFirst = n
         if exchangeId is None:
             exchangeId = n
             self._open.add(n)
@@ -744,6 +770,7 @@ class LogWriter(Service):
                 return
             del iov
             self._pendingBytes -= written
+            self._liveBytes += written
             while written:
                 line = pending[0]
                 while line:
@@ -761,6 +788,8 @@ class LogWriter(Service):
                 pending.popleft()
         if self._failing is not None:
             self._writesAgain()
+        if self._rotateWanted or dueBySize(self._liveBytes, self.rotation.size):
+            self.rotate()
 
     def _writeFailed(self, error: OSError) -> None:
         self.failedWrites += 1
@@ -798,3 +827,129 @@ class LogWriter(Service):
     def _retryWrite(self) -> None:
         self._retry = None
         self._flush()
+
+    # -- segments -------------------------------------------------------------
+
+    def _seriesTail(self, fd: int, size: int) -> tuple[Callable[[int, int], bytes], int]:
+        """
+        What recovery reads: the live file, after the log's closed segments
+        when it has some (an exchange open at a rotation has its open line
+        in an earlier segment).
+        """
+        if self.path is not None:
+            from netlog.log.series import SeriesBytes, listing
+
+            segments = listing(self.path).segments
+            if segments:
+                tail = SeriesBytes(self.path, segments, fd)
+                return tail.readAt, tail.size
+        return (lambda offset, length: os.pread(fd, length, offset)), size
+
+    def _startRotating(self) -> None:
+        if not self._rotates:
+            return
+        _rotatable.add(self)
+        _listenForRotation()
+        every = self.rotation.every
+        if every is not None and self._reactor is not None:
+            self._rotateTimer = self._reactor.callLater(every, self._rotateOnTime)
+        self._tidy()
+
+    def _rotateOnTime(self) -> None:
+        every = self.rotation.every
+        assert every is not None and self._reactor is not None
+        self._rotateTimer = self._reactor.callLater(every, self._rotateOnTime)
+        self.rotate()
+
+    def _tidy(self) -> None:
+        """
+        Compress closed segments and apply retention, in the background.
+        """
+        assert self.path is not None
+        if self._housekeeper is None:
+            from netlog.log.series import Housekeeper
+
+            self._housekeeper = Housekeeper(self.path, self.rotation.keepSegments, self.rotation.keepFor, self._clock)
+        self._housekeeper.ask()
+
+    def waitForHousekeeping(self, timeout: float | None = None) -> bool:
+        """
+        Wait until closed segments are compressed and retention applied;
+        whether that happened within C{timeout} seconds.
+        """
+        return self._housekeeper is None or bool(self._housekeeper.wait(timeout))
+
+    def rotate(self) -> bool:
+        """
+        Close the live segment (renamed after its first line, then
+        compressed in the background) and go on in a new one at the log's
+        path, between two whole lines: while lines are held (writes
+        failing), the rotation waits until they are written.
+
+        @return: whether a segment was closed now.
+        """
+        self._rotateWanted = False
+        path, fd = self.path, self._fd
+        if not self._rotates or path is None or fd is None or self._liveFirst is None:
+            return False
+        if self._pending:
+            self._rotateWanted = True
+            return False
+        path = os.path.abspath(path)
+        closed = os.path.join(os.path.dirname(path), segmentName(os.path.basename(path), self._liveFirst))
+        try:
+            ours = os.fstat(fd)
+            there = os.lstat(path)
+            if (ours.st_dev, ours.st_ino) != (there.st_dev, there.st_ino):
+                raise UnsafeLogPath(f"{path} is no longer the file netlog writes")
+            if os.path.lexists(closed):
+                raise UnsafeLogPath(f"{closed} is there already")
+            os.rename(path, closed)
+        except (OSError, UnsafeLogPath) as e:
+            _log.error("netlog could not close the segment of its log {path}: {reason}", path=path, reason=str(e))
+            return False
+        try:
+            newFd = openLogFile(path, self._uid, self._gid)
+        except (OSError, UnsafeLogPath) as e:
+            _log.error("netlog could not open a new segment of its log {path}: {reason}; it goes on "
+                       "writing the old one", path=path, reason=str(e))
+            os.rename(closed, path)
+            return False
+        os.close(fd)
+        self._fd = newFd
+        self._liveBytes = 0
+        self._liveFirst = None
+        _log.info("netlog closed the log segment {closed} and goes on in {path}", closed=closed, path=path)
+        self._tidy()
+        return True
+
+    def rotateSoon(self) -> None:
+        """
+        Ask for a rotation from a signal handler: done by the reactor (or at
+        the next line), never in the middle of a write.
+        """
+        self._rotateWanted = True
+        if self._reactor is not None:
+            self._reactor.callFromThread(self._rotateIfWanted)
+
+    def _rotateIfWanted(self) -> None:
+        if self._rotateWanted:
+            self.rotate()
+
+
+#: The writers a C{SIGUSR1} rotates.
+_rotatable: "weakref.WeakSet[LogWriter]" = weakref.WeakSet()
+
+
+def _onRotateSignal(signum: int, frame: Any) -> None:
+    for writer in list(_rotatable):
+        writer.rotateSoon()
+
+
+def _listenForRotation() -> None:
+    """
+    Rotate every running writer's log on C{SIGUSR1} (as nginx reopens its
+    logs), once installed in the main thread.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGUSR1, _onRotateSignal)

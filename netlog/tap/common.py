@@ -45,6 +45,7 @@ from twisted.python import usage
 from netlog.api import API_IDLE_TIMEOUT, SESSION_RATE
 from netlog.api.door import apiHostName
 from netlog.core.rules import NO_RULES
+from netlog.log.rotationoptions import ROTATION_OPTIONS, checkRotation, rotationOf
 from netlog.log.writer import LogWriter
 from netlog.net.endpoints import checkListen
 from netlog.net.options import DEFAULT_LISTEN, _seconds, splitDescription, withBacklog
@@ -163,7 +164,7 @@ class LogOptions(usage.Options):
         ["workers", None, "1", "Serving workers (processes), each with its own standby: the main "
          "listeners are one's, each session is one's (new ones go to the least busy); "
          "'auto' for one a core this process may run on.", workerCount],
-    ]
+    ] + ROTATION_OPTIONS
     optFlags = [
         ["no-log", None, "Keep no log (bodies are counted, neither kept nor hashed)."],
         ["api-token-reads", None, "The API's reads (the log, the HAR, the CA, the live view) "
@@ -260,6 +261,10 @@ class LogOptions(usage.Options):
             self["log-folder-made"] = os.path.dirname(os.path.abspath(self["log"])) in (
                 os.path.dirname(os.path.abspath(defaultLogPath(self.logName))), os.path.abspath(DEFAULT_STATE))
         self.checkApi()
+        try:
+            checkRotation(self)
+        except ValueError as e:
+            raise usage.UsageError(str(e)) from None
         self.setdefault("session", [])
         if self["session"] and self["no-log"]:
             raise usage.UsageError("--session keeps a log of its own: it can't be used with --no-log")
@@ -417,7 +422,7 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: IProxyReacto
     """
     uid, gid = dropIds(config)
     top = MultiService()
-    writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid)
+    writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid, rotation=rotationOf(config))
     writer.setServiceParent(top)
     proxy = buildProxy(config, writer, reactor)
     proxy.rules = config.get("rules") or NO_RULES
