@@ -503,8 +503,6 @@ class LogWriter(Service):
         self._rotates = fd is None and path is not None
         #: Bytes on the live file, as far as this writer knows.
         self._liveBytes = 0
-        #: The live file's first line's number; None while it has none.
-        self._liveFirst: int | None = None
         self._rotateWanted = False
         self._rotateTimer: Any = None
         self._housekeeper: Any = None
@@ -600,8 +598,6 @@ class LogWriter(Service):
         fd = self._fd
         size = os.fstat(fd).st_size
         self._liveBytes = size
-        first = page(lambda offset, length: os.pread(fd, length, offset), size, 0, 1)
-        self._liveFirst = int(first.records()[0]["n"]) if first.lines else None
         found = recover(*self._seriesTail(fd, size))
         if found.cut:
             self._pending.append([_NEWLINE])
@@ -661,8 +657,6 @@ class LogWriter(Service):
             return 0
         n = self._next
         self._next += 1
-        if self._liveFirst is None:
-            self._liveFirst = n
         if exchangeId is None:
             exchangeId = n
             self._open.add(n)
@@ -789,7 +783,10 @@ class LogWriter(Service):
         if self._failing is not None:
             self._writesAgain()
         if self._rotateWanted or dueBySize(self._liveBytes, self.rotation.size):
-            self.rotate()
+            # Cut under us (copytruncate) it holds less than counted.
+            self._liveBytes = os.fstat(fd).st_size
+            if self._rotateWanted or dueBySize(self._liveBytes, self.rotation.size):
+                self.rotate()
 
     def _writeFailed(self, error: OSError) -> None:
         self.failedWrites += 1
@@ -890,36 +887,56 @@ class LogWriter(Service):
         """
         self._rotateWanted = False
         path, fd = self.path, self._fd
-        if not self._rotates or path is None or fd is None or self._liveFirst is None:
+        if not self._rotates or path is None or fd is None:
             return False
         if self._pending:
             self._rotateWanted = True
             return False
         path = os.path.abspath(path)
-        closed = os.path.join(os.path.dirname(path), segmentName(os.path.basename(path), self._liveFirst))
+        # The file's own first line, not the one this writer remembers: an
+        # outside rotation (copytruncate) may have cut it since.
+        first = page(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size, 0, 1)
+        firstNumber = int(first.records()[0]["n"]) if first.lines else None
+        ours = os.fstat(fd)
         try:
-            ours = os.fstat(fd)
-            there = os.lstat(path)
-            if (ours.st_dev, ours.st_ino) != (there.st_dev, there.st_ino):
-                raise UnsafeLogPath(f"{path} is no longer the file netlog writes")
-            if os.path.lexists(closed):
+            there: os.stat_result | None = os.lstat(path)
+        except FileNotFoundError:
+            there = None
+        movedAway = there is None or (ours.st_dev, ours.st_ino) != (there.st_dev, there.st_ino)
+        if firstNumber is None and not movedAway:
+            return False
+        closed = None
+        if firstNumber is not None:
+            closed = os.path.join(os.path.dirname(path), segmentName(os.path.basename(path), firstNumber))
+        try:
+            if closed is not None and os.path.lexists(closed):
                 raise UnsafeLogPath(f"{closed} is there already")
-            os.rename(path, closed)
+            if not movedAway:
+                assert closed is not None
+                os.rename(path, closed)
+            elif closed is not None:
+                # Renamed away by an outside rotation (logrotate, before its
+                # postrotate SIGUSR1): the file keeps its new name, and gets
+                # a segment's name too, so the series stays whole.
+                _linkOpenFile(fd, closed)
         except (OSError, UnsafeLogPath) as e:
             _log.error("netlog could not close the segment of its log {path}: {reason}", path=path, reason=str(e))
-            return False
+            if not movedAway:
+                return False
+            closed = None
         try:
             newFd = openLogFile(path, self._uid, self._gid)
         except (OSError, UnsafeLogPath) as e:
             _log.error("netlog could not open a new segment of its log {path}: {reason}; it goes on "
                        "writing the old one", path=path, reason=str(e))
-            os.rename(closed, path)
+            if not movedAway and closed is not None:
+                os.rename(closed, path)
             return False
         os.close(fd)
         self._fd = newFd
-        self._liveBytes = 0
-        self._liveFirst = None
-        _log.info("netlog closed the log segment {closed} and goes on in {path}", closed=closed, path=path)
+        self._liveBytes = os.fstat(newFd).st_size
+        _log.info("netlog closed the log segment {closed} and goes on in {path}",
+                  closed=closed or "renamed away", path=path)
         self._tidy()
         return True
 
@@ -935,6 +952,18 @@ class LogWriter(Service):
     def _rotateIfWanted(self) -> None:
         if self._rotateWanted:
             self.rotate()
+
+
+def _linkOpenFile(fd: int, name: str) -> None:
+    """
+    Give the file open at C{fd} one more name (C{linkat} through
+    C{/proc/self/fd}, which C{os.link} does only when given a folder fd).
+    """
+    root = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.link(f"/proc/self/fd/{fd}", name, src_dir_fd=root, follow_symlinks=True)
+    finally:
+        os.close(root)
 
 
 #: The writers a C{SIGUSR1} rotates.

@@ -20,7 +20,7 @@ from netlog.log.reader import LogReader
 from netlog.log.series import listing, segmentPath, tidy
 from netlog.log.writer import LogWriter
 
-from .test_writer import publicTempDir
+from .test_writer import publicTempDir, readLines
 
 #: Seconds a test waits for the background compression at most.
 WAIT = 30.0
@@ -59,7 +59,11 @@ def readAll(reader: LogReader, after: int = 0, limit: int = 1000) -> tuple[list[
     raise AssertionError("the log never ended")
 
 
-class RotationTests(SynchronousTestCase):
+class _Logs(SynchronousTestCase):
+    """
+    A log path in a fresh folder, and writers on it.
+    """
+
     def setUp(self) -> None:
         self.folder = publicTempDir(self)
         self.path = os.path.join(self.folder, "network.jsonl")
@@ -76,6 +80,8 @@ class RotationTests(SynchronousTestCase):
             exchangeId = writer.open({"url": f"http://a.test/{i}", "pad": "p" * 100})
             writer.end(exchangeId, {"status": 200})
 
+
+class RotationTests(_Logs):
     def test_bySize(self) -> None:
         """
         With --rotate-size, the live file is closed once it holds that much:
@@ -230,7 +236,7 @@ class RotationTests(SynchronousTestCase):
         """
         writer = self.writer(Rotation())
         self.fill(writer, 5)
-        writer._housekeeper = None
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
         writer._tidy = lambda: None  # type: ignore[method-assign]
         self.assertTrue(writer.rotate())
         plain = segmentPath(self.path, segmentName("network.jsonl", 1))
@@ -242,7 +248,7 @@ class RotationTests(SynchronousTestCase):
         self.assertEqual(readAll(LogReader(self.path))[0], list(range(1, 11)))
 
 
-class OutsideRotationTests(SynchronousTestCase):
+class OutsideRotationTests(_Logs):
     def test_copytruncate(self) -> None:
         """
         The live file cut to nothing under the writer (logrotate's
@@ -250,10 +256,8 @@ class OutsideRotationTests(SynchronousTestCase):
         a reader goes on without a page that says begun again, told which
         lines it missed.
         """
-        path = os.path.join(publicTempDir(self), "network.jsonl")
-        writer = LogWriter(path)
-        writer.startService()
-        self.addCleanup(writer.stopService)
+        path = self.path
+        writer = self.writer(Rotation())
         for i in range(5):
             writer.refuse({"i": i}, {})
         reader = LogReader(path)
@@ -270,3 +274,41 @@ class OutsideRotationTests(SynchronousTestCase):
         writer.refuse({"i": 7}, {})
         page = reader.read(14)
         self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo), ([15, 16], False, None))
+
+    def test_renamedAway(self) -> None:
+        """
+        The live file renamed away by an outside rotation (logrotate
+        without copytruncate) and then a rotation asked (its postrotate
+        SIGUSR1): the renamed file keeps its name and gets a segment's name
+        too, and the writer goes on in a new file at the path, so readers
+        read on across.
+        """
+        path = self.path
+        writer = self.writer(Rotation())
+        for i in range(3):
+            writer.refuse({"i": i}, {})
+        os.rename(path, path + ".1")
+        writer.refuse({"i": 3}, {})
+        self.assertTrue(writer.rotate())
+        writer.refuse({"i": 4}, {})
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        self.assertEqual([r["n"] for r in readLines(path + ".1")], list(range(1, 9)))
+        self.assertEqual(readAll(LogReader(path))[0], list(range(1, 11)))
+        self.assertEqual([s.first for s in listing(path).segments], [1])
+
+    def test_cutThenRotated(self) -> None:
+        """
+        A live file cut under the writer (copytruncate) and later closed by
+        size is named after the first line it really holds.
+        """
+        writer = self.writer(Rotation(size=3000))
+        self.fill(writer, 5)
+        os.truncate(self.path, 0)
+        self.fill(writer, 40)
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        segments = listing(self.path).segments
+        self.assertEqual(segments[0].first, 11)
+        lines = seriesLines(self.path)
+        self.assertEqual([r["n"] for r in lines], list(range(11, 91)))
+        page = LogReader(self.path).read(4)
+        self.assertEqual((page.removedUpTo, page.records()[0]["n"]), (10, 11))
