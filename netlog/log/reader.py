@@ -18,6 +18,7 @@ import stat
 import time
 from typing import Callable, Iterator
 
+from netlog.core.logline import decodeLine
 from netlog.core.paging import DEFAULT_LIMIT, Page, page
 from netlog.core.segments import Segment, locate
 from netlog.log.series import listing, readSegment, segmentPath
@@ -26,6 +27,8 @@ __all__ = ["DEFAULT_LIMIT", "FOLLOW_INTERVAL", "LogReader", "LogUnreadable", "Pa
 
 #: Seconds between looks at the log while following it.
 FOLLOW_INTERVAL = 0.2
+#: Bytes read to find a file's first line, most often enough.
+_HEAD = 4096
 #: Times a page is tried again when the segments change under it.
 _RELISTS = 5
 
@@ -52,10 +55,11 @@ def _openForReading(path: str) -> int:
     return fd
 
 
-class _SegmentGone(Exception):
+class _ListAgain(Exception):
     """
-    A closed segment went (compressed or removed) between listing and
-    opening it: list again.
+    The segments changed under the reader: one went (compressed or removed)
+    between listing and opening it, or lines seem missing, which a rotation
+    between listing and reading also looks like. List again.
     """
 
 
@@ -80,6 +84,7 @@ class LogReader:
         self._identity: tuple[int, int] | None = None
         self._cursor: int | None = None
         self._offset = 0
+        self._fileFirst: int | None = None
         self._unpacked: tuple[str, bytes] | None = None
 
     def read(self, after: int = 0, limit: int = DEFAULT_LIMIT) -> Page:
@@ -90,21 +95,24 @@ class LogReader:
 
         @raise LogUnreadable: no file at the path, or not a regular file.
         """
-        for _ in range(_RELISTS):
+        for attempt in range(_RELISTS):
+            final = attempt > 0
             found = listing(self.path)
-            if not found.segments:
-                return self._readLive(after, limit, series=False)
             try:
-                return self._readSeries(found.segments, after, limit)
-            except _SegmentGone:
+                if not found.segments:
+                    return self._readLive(after, limit, series=False, final=final)
+                return self._readSeries(found.segments, after, limit, final)
+            except _ListAgain:
                 continue
         raise LogUnreadable(f"the segments of the log {self.path} keep changing under the reader")
 
-    def _readSeries(self, segments: tuple[Segment, ...], after: int, limit: int) -> Page:
+    def _readSeries(self, segments: tuple[Segment, ...], after: int, limit: int, final: bool) -> Page:
         liveFirst = self._liveFirst()
         starts = [s.first for s in segments] + ([liveFirst] if liveFirst is not None else [])
         where = locate(after, starts[: len(segments)], liveFirst)
         index, cursor, removed = where.index, where.after, where.removedUpTo
+        if removed is not None and not final:
+            raise _ListAgain()
         while True:
             if index < len(segments):
                 result = self._readClosed(segments[index], cursor, limit)
@@ -114,8 +122,10 @@ class LogReader:
             else:
                 result = self._readLive(cursor, limit, series=True)
             if result.begunAgain and cursor > 0:
+                if not final:
+                    raise _ListAgain()
                 # The numbers don't fit the cursor: the numbering began again.
-                result = self._readSeries(segments, 0, limit)
+                result = self._readSeries(segments, 0, limit, True)
                 result.begunAgain = True
                 return result
             result.begunAgain = False
@@ -124,6 +134,8 @@ class LogReader:
                 return result
             index += 1
             if index < len(starts) and starts[index] > cursor + 1:
+                if not final:
+                    raise _ListAgain()
                 # Lines between the two segments are not kept (an outside
                 # rotation cut the live file).
                 removed, cursor = starts[index] - 1, 0
@@ -134,13 +146,13 @@ class LogReader:
                 try:
                     self._unpacked = (segment.name, readSegment(self.path, segment))
                 except FileNotFoundError:
-                    raise _SegmentGone() from None
+                    raise _ListAgain() from None
             data = self._unpacked[1]
             return page(lambda offset, size: data[offset : offset + size], len(data), after, limit)
         try:
             fd = os.open(segmentPath(self.path, segment), os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
-            raise _SegmentGone() from None
+            raise _ListAgain() from None
         try:
             return page(lambda offset, size: os.pread(fd, size, offset), os.fstat(fd).st_size, after, limit)
         finally:
@@ -156,12 +168,11 @@ class LogReader:
         except LogUnreadable:
             return None
         try:
-            first = page(lambda offset, size: os.pread(fd, size, offset), os.fstat(fd).st_size, 0, 1)
+            return _firstLineNumber(lambda offset, size: os.pread(fd, size, offset), os.fstat(fd).st_size)
         finally:
             os.close(fd)
-        return _firstNumber(first)
 
-    def _readLive(self, after: int, limit: int, series: bool) -> Page:
+    def _readLive(self, after: int, limit: int, series: bool, final: bool = True) -> Page:
         try:
             fd = _openForReading(self.path)
         except LogUnreadable:
@@ -175,8 +186,12 @@ class LogReader:
             def readAt(offset: int, size: int) -> bytes:
                 return os.pread(fd, size, offset)
 
+            fileFirst = _firstLineNumber(readAt, st.st_size)
             same = identity == self._identity and after == self._cursor
-            shrunk = same and st.st_size < self._offset
+            # Cut under us, even if written past where we were since.
+            shrunk = same and (
+                st.st_size < self._offset or (self._fileFirst is not None and fileFirst != self._fileFirst)
+            )
             replaced = (
                 not series
                 and after > 0
@@ -185,11 +200,17 @@ class LogReader:
                 and (identity != self._identity or shrunk)
             )
             result = None
-            if replaced and shrunk:
-                # Cut to nothing under us and written on: the same log if
-                # its numbers go on past the cursor.
-                first = _firstNumber(page(readAt, st.st_size, 0, 1))
-                if first is not None and first > after:
+            if replaced:
+                # Cut under us (copytruncate) or renamed away (logrotate):
+                # the same log if its numbers go on past the cursor.
+                first = fileFirst
+                if first is None:
+                    # Nothing in it yet: the next look tells.
+                    return Page(next=after)
+                if first > after:
+                    if not final:
+                        # A file renamed away may be a segment by now.
+                        raise _ListAgain()
                     result = page(readAt, st.st_size, 0, limit)
                     if first > after + 1:
                         result.removedUpTo = first - 1
@@ -202,12 +223,23 @@ class LogReader:
         finally:
             os.close(fd)
         self._identity = identity
+        self._fileFirst = fileFirst
         self._cursor = result.next
         self._offset = result.offset
         return result
 
 
-def _firstNumber(first: Page) -> int | None:
+def _firstLineNumber(readAt: Callable[[int, int], bytes], size: int) -> int | None:
+    """
+    The number of a file's first netlog line (None for none), most often
+    from one small read.
+    """
+    head = readAt(0, min(size, _HEAD))
+    end = head.find(b"\n")
+    record = decodeLine(head[:end]) if end >= 0 else None
+    if record is not None:
+        return int(record["n"])
+    first = page(readAt, size, 0, 1)
     return int(first.records()[0]["n"]) if first.lines else None
 
 

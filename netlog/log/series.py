@@ -98,7 +98,10 @@ class SeriesBytes:
     def _sizeOf(self, segment: Segment) -> int:
         where = segmentPath(self._path, segment)
         if not segment.compressed:
-            return os.stat(where).st_size
+            try:
+                return os.stat(where).st_size
+            except FileNotFoundError:
+                where += COMPRESSED_SUFFIX
         with open(where, "rb") as f:
             size = zstandard.frame_content_size(f.read(_FRAME_HEADER_MAX))
         if size < 0:
@@ -126,9 +129,14 @@ class SeriesBytes:
             elif segment.compressed:
                 pieces.append(self._bytesOf(segment)[lo:hi])
             else:
-                with open(segmentPath(self._path, segment), "rb") as f:
-                    f.seek(lo)
-                    pieces.append(f.read(hi - lo))
+                try:
+                    with open(segmentPath(self._path, segment), "rb") as f:
+                        f.seek(lo)
+                        pieces.append(f.read(hi - lo))
+                except FileNotFoundError:
+                    # Compressed meanwhile: the same bytes, packed.
+                    packed = Segment(segment.first, segment.name + COMPRESSED_SUFFIX, True)
+                    pieces.append(self._bytesOf(packed)[lo:hi])
         return b"".join(pieces)
 
 

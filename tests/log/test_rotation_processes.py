@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
 import time
 import urllib.request
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
+from netlog.log.reader import LogReader, LogUnreadable
 from netlog.log.series import listing
 from tests.chaos.burst import Origin
 from tests.supervise.running import Twistd, alive, waitFor
@@ -59,41 +61,79 @@ class Follower:
         self.thread.join(WAIT)
 
 
-class Poller:
+class Along:
     """
-    Polls C{GET /network?after=N} on whichever API port the proxy has now.
+    A thread reading the log along, page after page, from line 1: what it
+    saw, and what the pages said.
     """
 
     def __init__(self) -> None:
-        self.port: int | None = None
         self.numbers: list[int] = []
         self.pages: list[dict[str, Any]] = []
+        self.removed: list[tuple[int, int]] = []
         self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
-    def _poll(self) -> None:
+    def page(self, cursor: int) -> dict[str, Any] | None:
+        """
+        The page after C{cursor} as the API serves it; None to try again.
+        """
+        raise NotImplementedError()
+
+    def _run(self) -> None:
         cursor = 0
         while not self._stop.is_set():
-            if self.port is None:
-                time.sleep(0.05)
-                continue
-            try:
-                url = f"http://127.0.0.1:{self.port}/network?after={cursor}&limit=8000"
-                with urllib.request.urlopen(url, timeout=10) as answer:
-                    page = json.loads(answer.read())
-            except OSError:
-                time.sleep(0.05)
+            page = self.page(cursor)
+            if page is None:
+                time.sleep(0.02)
                 continue
             self.pages.append(page)
+            if "removed_up_to" in page:
+                self.removed.append((cursor, page["removed_up_to"]))
             self.numbers.extend(record["n"] for record in page["lines"])
             cursor = page["next"]
             if not page["lines"]:
-                time.sleep(0.05)
+                time.sleep(0.02)
 
     def stop(self) -> None:
         self._stop.set()
         self.thread.join(WAIT)
+
+
+class Poller(Along):
+    """
+    Polls C{GET /network?after=N} on whichever API port the proxy has now.
+    """
+
+    port: int | None = None
+
+    def page(self, cursor: int) -> dict[str, Any] | None:
+        if self.port is None:
+            return None
+        try:
+            url = f"http://127.0.0.1:{self.port}/network?after={cursor}&limit=8000"
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                return cast(dict[str, Any], json.loads(answer.read()))
+        except OSError:
+            return None
+
+
+class ReaderThread(Along):
+    """
+    A L{LogReader} following the log in this process.
+    """
+
+    def __init__(self, log: str) -> None:
+        self.reader = LogReader(log)
+        super().__init__()
+
+    def page(self, cursor: int) -> dict[str, Any] | None:
+        try:
+            return cast(dict[str, Any], json.loads(self.reader.read(cursor, 16000).envelope()))
+        except LogUnreadable:
+            # Renamed away by logrotate, until netlog opens the next.
+            return None
 
 
 def ask(port: int, originPort: int, index: int) -> bytes:
@@ -108,8 +148,11 @@ def ask(port: int, originPort: int, index: int) -> bytes:
     return b"".join(chunks)
 
 
-@pytest.mark.slow
-class RotatingProxyTests(SynchronousTestCase):
+class _ProxyLog(SynchronousTestCase):
+    """
+    A loopback origin, and stand-ins run by twistd writing one log.
+    """
+
     def setUp(self) -> None:
         self.folder = publicTempDir(self)
         logs = os.path.join(self.folder, "logs")
@@ -118,16 +161,24 @@ class RotatingProxyTests(SynchronousTestCase):
         self.origin = Origin()
         self.addCleanup(self.origin.stop)
 
-    def start(self, run: int) -> Twistd:
+    def start(self, run: int, extra: list[str]) -> Twistd:
         folder = os.path.join(self.folder, f"run{run}")
         os.mkdir(folder)
         twistd = Twistd(folder, "netlog-standin", [
             "--no-supervise", "--log", self.log, "--listen", "tcp:0:interface=127.0.0.1",
-            "--api", "tcp:0:interface=127.0.0.1", "--api-token-file", os.path.join(self.folder, "token"),
-            "--resolve", "origin.test=127.0.0.1", "--resolve-only", "--rotate-size", "24KiB",
+            "--resolve", "origin.test=127.0.0.1", "--resolve-only", *extra,
         ])
         self.addCleanup(twistd.stop)
         return twistd
+
+
+@pytest.mark.slow
+class RotatingProxyTests(_ProxyLog):
+    def start(self, run: int, extra: list[str] = ()) -> Twistd:  # type: ignore[assignment]
+        return super().start(run, [
+            "--api", "tcp:0:interface=127.0.0.1", "--api-token-file", os.path.join(self.folder, "token"),
+            "--rotate-size", "24KiB",
+        ])
 
     def test_killAndSignal(self) -> None:
         """
@@ -173,3 +224,102 @@ class RotatingProxyTests(SynchronousTestCase):
         found = listing(self.log)
         self.assertGreaterEqual(len(found.segments), 10)
         self.assertTrue(all(s.compressed for s in found.segments))
+
+
+class Load:
+    """
+    Requests through the proxy, one after another, until stopped.
+    """
+
+    def __init__(self, port: int, originPort: int) -> None:
+        self.port, self.originPort = port, originPort
+        self.answered = 0
+        self.failures: list[bytes] = []
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for index in range(20000):
+            if self._stop.is_set():
+                return
+            answer = ask(self.port, self.originPort, index)
+            if answer.startswith(b"HTTP/1.1 200 "):
+                self.answered += 1
+            else:
+                self.failures.append(answer[:200])
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(WAIT)
+
+
+def numbersIn(path: str) -> list[int]:
+    with open(path, "rb") as f:
+        return [json.loads(line)["n"] for line in f.read().splitlines()]
+
+
+@pytest.mark.slow
+class LogrotateTests(_ProxyLog):
+    def setUp(self) -> None:
+        if not shutil.which("logrotate"):
+            raise AssertionError("logrotate is not installed (.ci/install.d/40-logrotate.sh installs it)")
+        super().setUp()
+
+    def logrotate(self, stanza: str) -> None:
+        conf = os.path.join(self.folder, "logrotate.conf")
+        with open(conf, "w") as f:
+            f.write(f"{self.log} {{\n{stanza}\n}}\n")
+        os.chmod(conf, 0o644)
+        subprocess.run(["logrotate", "-f", "-s", os.path.join(self.folder, "logrotate.state"), conf],
+                       check=True, timeout=WAIT)
+
+    def test_logrotate(self) -> None:
+        """
+        Debian's logrotate on a live stand-in under load, first with
+        copytruncate, then renaming the log and sending SIGUSR1 in
+        postrotate: the numbering goes on without a repeat, the rename
+        loses no line and leaves the series whole for readers, and a
+        reader following along sees every line of the series once, in
+        order, told of the lines copytruncate cut (those written between
+        logrotate's copy and its truncate, which only logrotate's copy
+        may hold).
+        """
+        twistd = self.start(1, [])
+        load = Load(twistd.listenerPort("forward"), self.origin.port)
+        self.addCleanup(load.stop)
+        reader = ReaderThread(self.log)
+        self.addCleanup(reader.stop)
+        waitFor(lambda: load.answered >= 100, "100 answers")
+        self.logrotate("    copytruncate\n    rotate 5\n    nocompress")
+        waitFor(lambda: load.answered >= 300, "300 answers")
+        pid = twistd.process.pid
+        self.logrotate(f"    rotate 5\n    nocompress\n    nocreate\n    postrotate\n        kill -USR1 {pid}\n"
+                       f"    endscript")
+        waitFor(lambda: load.answered >= 500, "500 answers")
+        load.stop()
+        self.assertEqual(load.failures, [])
+        twistd.stop()
+        copied = numbersIn(self.log + ".2")
+        renamed = numbersIn(self.log + ".1")
+        series = [r["n"] for r in seriesLines(self.log)]
+        self.assertEqual(copied[0], 1)
+        self.assertEqual(copied, list(range(1, copied[-1] + 1)))
+        # The rename loses nothing: the renamed file is a segment of the
+        # series too, and the series goes on from it without a gap.
+        self.assertEqual(series[: len(renamed)], renamed)
+        self.assertEqual(series, list(range(series[0], series[-1] + 1)))
+        self.assertGreater(series[0], copied[-1])
+        self.assertGreaterEqual(len(listing(self.log).segments), 1)
+        waitFor(lambda: reader.numbers[-1:] == series[-1:], "the reader to reach the end")
+        reader.stop()
+        self.assertFalse(any(page["begun_again"] for page in reader.pages))
+        cut = list(range(copied[-1] + 1, series[0]))
+        seen = [n for n in reader.numbers if n >= series[0]]
+        self.assertEqual(seen, series)
+        self.assertEqual(reader.numbers, sorted(set(reader.numbers)))
+        # A line copytruncate cut that the reader had not read yet, it was
+        # told of.
+        for n in cut:
+            if n not in reader.numbers:
+                self.assertTrue(any(cursor < n <= upTo for cursor, upTo in reader.removed), (n, reader.removed))
