@@ -69,6 +69,10 @@ PLUGIN_OPTIONS: dict[str, list[Any]] = {
     "replay-pace": ["x", "fast", ""],
     "replay-ignore-param": [""],
     "replay-ignore-field": [""],
+    "rotate-size": ["x", "0", "-1MiB", "1 parsec", "", ("1MiB", [])],
+    "rotate-every": ["x", "0", "1y", "", ("1d", [])],
+    "keep-segments": ["x", "0", "-1", "1.5", ""],
+    "keep-for": ["x", "0", "1y", ""],
 }
 #: Flags: given a value, and given where they make no sense.
 FLAG_MISUSES: dict[str, list[list[str]]] = {
