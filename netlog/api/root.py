@@ -18,6 +18,7 @@ from netlog.api.resource import (
     NetworkResource,
     ViewResource,
 )
+from netlog.api.rotate import RotateResource
 from netlog.api.rules import RulesResource
 from netlog.api.sessions import SessionsResource, unsupportedSessions
 from netlog.net.reactors import IProxyReactor
@@ -56,6 +57,7 @@ def makeApiRoot(
         b"network": NetworkResource(reactor, threadpool, logPath),
         b"network.har": HarResource(reactor, harThreadpool or threadpool, logPath),
         b"exchange": ExchangeResource(reactor, threadpool, logPath),
+        b"rotate": RotateResource(),
     }
     for path, (fileName, contentType) in VIEW_FILES.items():
         children[path] = ViewResource(fileName, contentType)

@@ -970,6 +970,13 @@ def _linkOpenFile(fd: int, name: str) -> None:
 _rotatable: "weakref.WeakSet[LogWriter]" = weakref.WeakSet()
 
 
+def rotatingWriters() -> list[LogWriter]:
+    """
+    The running writers of this process that close segments, by log path.
+    """
+    return sorted(_rotatable, key=lambda writer: writer.path or "")
+
+
 def _onRotateSignal(signum: int, frame: Any) -> None:
     for writer in list(_rotatable):
         writer.rotateSoon()

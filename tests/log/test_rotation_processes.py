@@ -180,13 +180,32 @@ class RotatingProxyTests(_ProxyLog):
             "--rotate-size", "24KiB",
         ])
 
+    def rotateOverApi(self, apiPort: int | None) -> None:
+        """
+        C{netlog rotate} closes a segment, given the token; without it,
+        nothing changes and it says why.
+        """
+        api = ["--api", f"http://127.0.0.1:{apiPort}"]
+        before = len(listing(self.log).segments)
+        refused = subprocess.run(netlogArgv() + ["rotate", *api, "--token", "wrong"],
+                                 capture_output=True, env=sourceEnv(), timeout=WAIT)
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn(b"netlog rotate: ", refused.stderr)
+        self.assertEqual(len(listing(self.log).segments), before)
+        done = subprocess.run(netlogArgv() + ["rotate", *api, "--token-file", os.path.join(self.folder, "token")],
+                              capture_output=True, env=sourceEnv(), timeout=WAIT)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual([log["log"] for log in json.loads(done.stdout)["logs"]], [self.log])
+        self.assertEqual(len(listing(self.log).segments), before + 1)
+
     def test_killAndSignal(self) -> None:
         """
         Through a stand-in closing a segment every 24 KiB and on SIGUSR1,
         killed with SIGKILL and started again: C{netlog read --follow} and
         an API poller each see every line once, in order, with no gap and no
-        page saying the log began again; every closed segment ends up
-        compressed, and the numbering goes on across the restart.
+        page saying the log began again (C{netlog rotate} closing one more
+        segment along the way); every closed segment ends up compressed,
+        and the numbering goes on across the restart.
         """
         twistd = self.start(1)
         port = twistd.listenerPort("forward")
@@ -208,6 +227,8 @@ class RotatingProxyTests(_ProxyLog):
                 twistd = self.start(2)
                 port = twistd.listenerPort("forward")
                 poller.port = twistd.apiPort()
+            if index == 5 * REQUESTS // 6:
+                self.rotateOverApi(poller.port)
             answer = ask(port, self.origin.port, index)
             self.assertTrue(answer.startswith(b"HTTP/1.1 200 "), answer[:200])
         lines = seriesLines(self.log)
