@@ -51,15 +51,3 @@ def rotationOf(config: Any) -> Rotation:
         keepFor=config.get("keep-for"),
     )
 
-
-def checkRotation(config: Any) -> None:
-    """
-    Refuse rotation under the supervisor, which hands its workers a log
-    descriptor it keeps (and hands again after a crash): a segment closed by
-    the worker would then be written on.
-
-    @raise ValueError: rotation asked for a supervised proxy.
-    """
-    asked = [name for name in ("rotate-size", "rotate-every") if config.get(name) is not None]
-    if asked and not config.get("no-supervise"):
-        raise ValueError(f"--{asked[0]} needs --no-supervise for now: the supervisor does not close segments yet")

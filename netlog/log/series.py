@@ -140,6 +140,27 @@ class SeriesBytes:
         return b"".join(pieces)
 
 
+def followRotation(path: str, fd: int, uid: int | None = None, gid: int | None = None) -> int:
+    """
+    The descriptor to write the log C{path} with, given the one held: the
+    same while it is still the file at the path, else (the writer closed
+    that segment since) the file at the path now, opened (made if the
+    writer died before making it) and the old descriptor closed.
+    """
+    from netlog.log.writer import openLogFile
+
+    ours = os.fstat(fd)
+    try:
+        there = os.lstat(path)
+        if (there.st_dev, there.st_ino) == (ours.st_dev, ours.st_ino):
+            return fd
+    except FileNotFoundError:
+        pass
+    newFd = openLogFile(path, uid, gid)
+    os.close(fd)
+    return newFd
+
+
 def _syncFolder(folder: str) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:

@@ -582,7 +582,22 @@ class LogWriter(Service):
             self._pendingBytes = 0
         Service.stopService(self)
 
+    def rotateHanded(self, rotation: Rotation) -> None:
+        """
+        Close segments of a log whose descriptor was handed over (by the
+        supervisor, which follows a rotation before it hands the log again,
+        see L{netlog.log.series.followRotation}).
+        """
+        self.rotation = rotation
+        self._rotates = self.path is not None
+
     def _ensureOpen(self) -> None:
+        if self._fd is not None and self._rotates and self.path is not None and not self._recovered:
+            # Handed over before a rotation (a standby started ahead): the
+            # log is the file at the path now.
+            from netlog.log.series import followRotation
+
+            self._fd = followRotation(self.path, self._fd, self._uid, self._gid)
         if self._fd is None and self.path is not None:
             self._fd = openLogFile(self.path, self._uid, self._gid)
         # A write past RLIMIT_FSIZE must fail with EFBIG, not kill the proxy.
@@ -846,7 +861,7 @@ class LogWriter(Service):
         if not self._rotates:
             return
         _rotatable.add(self)
-        _listenForRotation()
+        listenForRotation()
         every = self.rotation.every
         if every is not None and self._reactor is not None:
             self._rotateTimer = self._reactor.callLater(every, self._rotateOnTime)
@@ -977,12 +992,19 @@ def rotatingWriters() -> list[LogWriter]:
     return sorted(_rotatable, key=lambda writer: writer.path or "")
 
 
+#: What else a C{SIGUSR1} (or C{POST /rotate}) does: the supervisor's
+#: hand-on to the worker writing the log.
+rotationForwarders: list[Callable[[], None]] = []
+
+
 def _onRotateSignal(signum: int, frame: Any) -> None:
     for writer in list(_rotatable):
         writer.rotateSoon()
+    for forward in list(rotationForwarders):
+        forward()
 
 
-def _listenForRotation() -> None:
+def listenForRotation() -> None:
     """
     Rotate every running writer's log on C{SIGUSR1} (as nginx reopens its
     logs), once installed in the main thread.

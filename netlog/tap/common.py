@@ -45,7 +45,7 @@ from twisted.python import usage
 from netlog.api import API_IDLE_TIMEOUT, SESSION_RATE
 from netlog.api.door import apiHostName
 from netlog.core.rules import NO_RULES
-from netlog.log.rotationoptions import ROTATION_OPTIONS, checkRotation, rotationOf
+from netlog.log.rotationoptions import ROTATION_OPTIONS, rotationOf
 from netlog.log.writer import LogWriter
 from netlog.net.endpoints import checkListen
 from netlog.net.options import DEFAULT_LISTEN, _seconds, splitDescription, withBacklog
@@ -261,10 +261,6 @@ class LogOptions(usage.Options):
             self["log-folder-made"] = os.path.dirname(os.path.abspath(self["log"])) in (
                 os.path.dirname(os.path.abspath(defaultLogPath(self.logName))), os.path.abspath(DEFAULT_STATE))
         self.checkApi()
-        try:
-            checkRotation(self)
-        except ValueError as e:
-            raise usage.UsageError(str(e)) from None
         self.setdefault("session", [])
         if self["session"] and self["no-log"]:
             raise usage.UsageError("--session keeps a log of its own: it can't be used with --no-log")

@@ -161,11 +161,11 @@ class _ProxyLog(SynchronousTestCase):
         self.origin = Origin()
         self.addCleanup(self.origin.stop)
 
-    def start(self, run: int, extra: list[str]) -> Twistd:
+    def start(self, run: int, extra: list[str], supervised: bool = False) -> Twistd:
         folder = os.path.join(self.folder, f"run{run}")
         os.mkdir(folder)
         twistd = Twistd(folder, "netlog-standin", [
-            "--no-supervise", "--log", self.log, "--listen", "tcp:0:interface=127.0.0.1",
+            *([] if supervised else ["--no-supervise"]), "--log", self.log, "--listen", "tcp:0:interface=127.0.0.1",
             "--resolve", "origin.test=127.0.0.1", "--resolve-only", *extra,
         ])
         self.addCleanup(twistd.stop)
@@ -174,13 +174,13 @@ class _ProxyLog(SynchronousTestCase):
 
 @pytest.mark.slow
 class RotatingProxyTests(_ProxyLog):
-    def start(self, run: int, extra: list[str] = ()) -> Twistd:  # type: ignore[assignment]
-        return super().start(run, [
+    def startRotating(self, run: int, supervised: bool) -> Twistd:
+        return self.start(run, [
             "--api", "tcp:0:interface=127.0.0.1", "--api-token-file", os.path.join(self.folder, "token"),
             "--rotate-size", "24KiB",
-        ])
+        ], supervised)
 
-    def rotateOverApi(self, apiPort: int | None) -> None:
+    def rotateOverApi(self, apiPort: int | None, supervised: bool) -> None:
         """
         C{netlog rotate} closes a segment, given the token; without it,
         nothing changes and it says why.
@@ -195,8 +195,12 @@ class RotatingProxyTests(_ProxyLog):
         done = subprocess.run(netlogArgv() + ["rotate", *api, "--token-file", os.path.join(self.folder, "token")],
                               capture_output=True, env=sourceEnv(), timeout=WAIT)
         self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertEqual([log["log"] for log in json.loads(done.stdout)["logs"]], [self.log])
-        self.assertEqual(len(listing(self.log).segments), before + 1)
+        if supervised:
+            # The supervisor hands it on to its worker.
+            self.assertEqual(json.loads(done.stdout), {"logs": [], "forwarded": True})
+        else:
+            self.assertEqual([log["log"] for log in json.loads(done.stdout)["logs"]], [self.log])
+        waitFor(lambda: len(listing(self.log).segments) == before + 1, "a rotation by netlog rotate")
 
     def test_killAndSignal(self) -> None:
         """
@@ -207,7 +211,19 @@ class RotatingProxyTests(_ProxyLog):
         segment along the way); every closed segment ends up compressed,
         and the numbering goes on across the restart.
         """
-        twistd = self.start(1)
+        self.exercise(supervised=False)
+
+    def test_supervised(self) -> None:
+        """
+        The same through a supervised stand-in: SIGUSR1 to the supervisor
+        and C{netlog rotate} are handed on to the worker, whose SIGKILL the
+        next worker (a standby handed the log before the rotations) takes
+        over from without a gap.
+        """
+        self.exercise(supervised=True)
+
+    def exercise(self, supervised: bool) -> None:
+        twistd = self.startRotating(1, supervised)
         port = twistd.listenerPort("forward")
         poller = Poller()
         poller.port = twistd.apiPort()
@@ -219,16 +235,20 @@ class RotatingProxyTests(_ProxyLog):
                 before = len(listing(self.log).segments)
                 os.kill(twistd.process.pid, signal.SIGUSR1)
                 waitFor(lambda: len(listing(self.log).segments) == before + 1, "a rotation on SIGUSR1")
-            if index == 2 * REQUESTS // 3:
+            if index == 2 * REQUESTS // 3 and supervised:
+                pid = twistd.waitServing(1)
+                os.kill(pid, signal.SIGKILL)
+                twistd.waitServing(2)
+            elif index == 2 * REQUESTS // 3:
                 pid = twistd.process.pid
                 os.kill(pid, signal.SIGKILL)
                 twistd.process.wait(WAIT)
                 self.assertFalse(alive(pid))
-                twistd = self.start(2)
+                twistd = self.startRotating(2, supervised)
                 port = twistd.listenerPort("forward")
                 poller.port = twistd.apiPort()
             if index == 5 * REQUESTS // 6:
-                self.rotateOverApi(poller.port)
+                self.rotateOverApi(poller.port, supervised)
             answer = ask(port, self.origin.port, index)
             self.assertTrue(answer.startswith(b"HTTP/1.1 200 "), answer[:200])
         lines = seriesLines(self.log)

@@ -69,8 +69,8 @@ PLUGIN_OPTIONS: dict[str, list[Any]] = {
     "replay-pace": ["x", "fast", ""],
     "replay-ignore-param": [""],
     "replay-ignore-field": [""],
-    "rotate-size": ["x", "0", "-1MiB", "1 parsec", "", ("1MiB", [])],
-    "rotate-every": ["x", "0", "1y", "", ("1d", [])],
+    "rotate-size": ["x", "0", "-1MiB", "1 parsec", ""],
+    "rotate-every": ["x", "0", "1y", ""],
     "keep-segments": ["x", "0", "-1", "1.5", ""],
     "keep-for": ["x", "0", "1y", ""],
 }
