@@ -221,11 +221,12 @@ class Rotation:
     keepFor: float | None = None
 
 
-def dueBySize(size: int, rotateSize: int | None) -> bool:
+def closingSize(rotation: Rotation) -> float:
     """
-    Whether a live segment of C{size} bytes is due to be closed.
+    How many bytes the live segment holds when it is closed: the writer
+    compares each write's total with it (infinite: never by size).
     """
-    return rotateSize is not None and size >= rotateSize
+    return float("inf") if rotation.size is None else rotation.size
 
 
 def _amount(text: str, units: dict[str, int], what: str) -> float:

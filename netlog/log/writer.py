@@ -38,7 +38,7 @@ from netlog.core.logline import (
 )
 from netlog.core.paging import page
 from netlog.core.recovery import recover
-from netlog.core.segments import Rotation, dueBySize, segmentName
+from netlog.core.segments import Rotation, closingSize, segmentName
 from netlog.net.reactors import IProxyReactor
 
 _log = Logger()
@@ -497,6 +497,7 @@ class LogWriter(Service):
     ) -> None:
         self.path = path
         self.rotation = rotation or Rotation()
+        self._closingSize = closingSize(self.rotation)
         #: Only a writer that opened its log itself closes segments: whoever
         #: handed a descriptor over (the supervisor, the session manager)
         #: holds it too, and would write on in the closed segment.
@@ -589,6 +590,7 @@ class LogWriter(Service):
         see L{netlog.log.series.followRotation}).
         """
         self.rotation = rotation
+        self._closingSize = closingSize(rotation)
         self._rotates = self.path is not None
 
     def _ensureOpen(self) -> None:
@@ -797,10 +799,10 @@ class LogWriter(Service):
                 pending.popleft()
         if self._failing is not None:
             self._writesAgain()
-        if self._rotateWanted or dueBySize(self._liveBytes, self.rotation.size):
+        if self._rotateWanted or self._liveBytes >= self._closingSize:
             # Cut under us (copytruncate) it holds less than counted.
             self._liveBytes = os.fstat(fd).st_size
-            if self._rotateWanted or dueBySize(self._liveBytes, self.rotation.size):
+            if self._rotateWanted or self._liveBytes >= self._closingSize:
                 self.rotate()
 
     def _writeFailed(self, error: OSError) -> None:

@@ -12,7 +12,8 @@ from twisted.trial.unittest import SynchronousTestCase
 from netlog.core.segments import (
     Location,
     Segment,
-    dueBySize,
+    Rotation,
+    closingSize,
     expired,
     listSegments,
     locate,
@@ -178,13 +179,13 @@ class RetentionTests(SynchronousTestCase):
         self.assertEqual([s.name for s in expired(segments, 4, 45, 1000.0)], ["s0"])
         self.assertEqual([s.name for s in expired(segments, 2, 45, 1000.0)], ["s0", "s1", "s2"])
 
-    def test_dueBySize(self) -> None:
+    def test_closingSize(self) -> None:
         """
-        A live segment is due once it holds the size asked; never without one.
+        A live segment is closed once it holds the size asked; never by
+        size without one.
         """
-        self.assertFalse(dueBySize(99, 100))
-        self.assertTrue(dueBySize(100, 100))
-        self.assertFalse(dueBySize(10**12, None))
+        self.assertEqual(closingSize(Rotation(size=100)), 100)
+        self.assertFalse(10**15 >= closingSize(Rotation(every=60.0)))
 
 
 class ParseTests(SynchronousTestCase):
