@@ -13,6 +13,8 @@ is finished (or cleared) by the next L{Housekeeper} pass.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 import time
 from typing import Callable
@@ -36,6 +38,8 @@ _log = Logger()
 COMPRESSION_LEVEL = 3
 #: Bytes read from a segment at a time while compressing it.
 COPY_BLOCK = 1 << 20
+#: Times a series is copied again when its segments change meanwhile.
+_COPY_TRIES = 5
 #: The longest zstandard frame header (it holds the decompressed size).
 _FRAME_HEADER_MAX = 18
 
@@ -159,6 +163,46 @@ def followRotation(path: str, fd: int, uid: int | None = None, gid: int | None =
     newFd = openLogFile(path, uid, gid)
     os.close(fd)
     return newFd
+
+
+def openSeries(path: str) -> int:
+    """
+    A descriptor (read-only use, offset 0) of the whole series of the log
+    C{path}, oldest line first, for readers that read a log as one file
+    (the HAR export, replay's index): the log file itself while it has no
+    closed segment, else an unlinked temporary file holding every segment,
+    decompressed, then the live file.
+
+    @raise FileNotFoundError: the log isn't there.
+    """
+    for _ in range(_COPY_TRIES):
+        segments = listing(path).segments
+        if not segments:
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        out = tempfile.TemporaryFile(prefix="netlog-series-")
+        try:
+            for segment in segments:
+                with open(segmentPath(path, segment), "rb") as src:
+                    if segment.compressed:
+                        with zstandard.ZstdDecompressor().stream_reader(src) as reader:
+                            shutil.copyfileobj(reader, out, COPY_BLOCK)
+                    else:
+                        shutil.copyfileobj(src, out, COPY_BLOCK)
+            try:
+                with open(path, "rb") as live:
+                    shutil.copyfileobj(live, out, COPY_BLOCK)
+            except FileNotFoundError:
+                pass
+            out.flush()
+            fd = os.dup(out.fileno())
+        except FileNotFoundError:
+            # A segment compressed or removed meanwhile: list again.
+            continue
+        finally:
+            out.close()
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    raise FileNotFoundError(f"the segments of the log {path} keep changing")
 
 
 def _syncFolder(folder: str) -> None:

@@ -265,6 +265,24 @@ class RotatingProxyTests(_ProxyLog):
         found = listing(self.log)
         self.assertGreaterEqual(len(found.segments), 10)
         self.assertTrue(all(s.compressed for s in found.segments))
+        self.assertHarOfSeries(lines)
+
+    def assertHarOfSeries(self, lines: list[dict[str, Any]]) -> None:
+        """
+        C{netlog har} of the series is the HAR of the same lines in one
+        file: every exchange of every segment, in order.
+        """
+        whole = os.path.join(self.folder, "whole.jsonl")
+        with open(whole, "wb") as f:
+            f.write(b"".join(json.dumps(line, separators=(",", ":")).encode() + b"\n" for line in lines))
+        hars = []
+        for log in (self.log, whole):
+            done = subprocess.run(netlogArgv() + ["har", log, "--progress", "never"],
+                                  capture_output=True, env=sourceEnv(), timeout=WAIT)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            hars.append(json.loads(done.stdout))
+        self.assertEqual(hars[0], hars[1])
+        self.assertEqual(len(hars[0]["log"]["entries"]), sum(1 for line in lines if line["type"] == "open"))
 
 
 class Load:
