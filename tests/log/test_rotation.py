@@ -6,7 +6,9 @@ again numbers on from the segments.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import time
 from typing import Any, cast
 
@@ -19,6 +21,8 @@ from netlog.core.segments import Rotation, segmentName
 from netlog.log.reader import LogReader
 from netlog.log.series import listing, segmentPath, tidy
 from netlog.log.writer import LogWriter
+
+from tests.support import netlogArgv, sourceEnv
 
 from .test_writer import publicTempDir, readLines
 
@@ -162,6 +166,11 @@ class RotationTests(_Logs):
         self.assertIn(b'"removed_up_to":%d' % (oldest - 1), page.envelope())
         numbers, _ = readAll(LogReader(self.path), oldest - 1)
         self.assertEqual(numbers, list(range(oldest, 401)))
+        done = subprocess.run(netlogArgv() + ["read", self.path, "--after", "5", "--limit", "1"],
+                              capture_output=True, env=sourceEnv(), timeout=WAIT)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(done.stdout)["n"], oldest)
+        self.assertIn(f"the lines up to {oldest - 1} are no longer kept".encode(), done.stderr)
 
     def test_keepFor(self) -> None:
         """
