@@ -37,6 +37,8 @@ ROTATION_OPTIONS: list[list[Any]] = [
      "default: all).", _coerce("keep-segments", _count, "A number.")],
     ["keep-for", None, None, "Remove closed segments last written longer ago than this (e.g. 30d; "
      "default: never).", _coerce("keep-for", parseDuration, "A duration.")],
+    ["session-retention", None, None, "Remove a deleted session's log this long after it was deleted "
+     "(e.g. 7d; default: kept).", _coerce("session-retention", parseDuration, "A duration.")],
 ]
 
 

@@ -205,6 +205,27 @@ def openSeries(path: str) -> int:
     raise FileNotFoundError(f"the segments of the log {path} keep changing")
 
 
+def removeSeries(path: str) -> list[str]:
+    """
+    Remove the log C{path} and its closed segments; the paths removed.
+    """
+    return _unlinkAll([segmentPath(path, s) for s in listing(path).segments] + [path])
+
+
+def _unlinkAll(paths: list[str]) -> list[str]:
+    """
+    Remove each of C{paths} that is there; those removed.
+    """
+    removed = []
+    for where in paths:
+        try:
+            os.unlink(where)
+        except FileNotFoundError:
+            continue
+        removed.append(where)
+    return removed
+
+
 def _syncFolder(folder: str) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -270,15 +291,7 @@ def tidy(path: str, keepSegments: int | None, keepFor: float | None, now: float)
             dated.append((segment, os.stat(segmentPath(path, segment)).st_mtime))
         except FileNotFoundError:
             continue
-    removed = []
-    for segment in expired(dated, keepSegments, keepFor, now):
-        where = segmentPath(path, segment)
-        try:
-            os.unlink(where)
-        except FileNotFoundError:
-            continue
-        removed.append(where)
-    return removed
+    return _unlinkAll([segmentPath(path, segment) for segment in expired(dated, keepSegments, keepFor, now)])
 
 
 class Housekeeper:

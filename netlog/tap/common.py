@@ -339,7 +339,7 @@ def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: IProxyReactor
         top = makeSupervised(config, buildProxy, reactor)
         from netlog.session.manager import HeldSessions
 
-        sessions = HeldSessions(top, config["log"])
+        sessions = HeldSessions(top, config["log"], retention=config.get("session-retention"))
     api: Any = None
     if config.get("api"):
         from netlog.api.service import makeApiService
@@ -435,7 +435,8 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: IProxyReacto
         listener.setServiceParent(top)
     from netlog.session.manager import SessionManager
 
-    sessions = SessionManager(proxy, config["log"], reactor, config.get("session") or [], uid, gid)
+    sessions = SessionManager(proxy, config["log"], reactor, config.get("session") or [], uid, gid,
+                              retention=config.get("session-retention"))
     sessions.setServiceParent(top)
     return top
 

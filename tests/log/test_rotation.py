@@ -34,11 +34,17 @@ def seriesLines(path: str) -> list[dict[str, Any]]:
     """
     Every line of the log at C{path}, its closed segments first.
     """
-    data = b""
-    for segment in listing(path).segments:
-        with open(segmentPath(path, segment), "rb") as f:
-            raw = f.read()
-        data += zstandard.ZstdDecompressor().decompressobj().decompress(raw) if segment.compressed else raw
+    for _ in range(5):
+        data = b""
+        try:
+            for segment in listing(path).segments:
+                with open(segmentPath(path, segment), "rb") as f:
+                    raw = f.read()
+                data += zstandard.ZstdDecompressor().decompressobj().decompress(raw) if segment.compressed else raw
+        except FileNotFoundError:
+            # Compressed meanwhile by the writer's thread.
+            continue
+        break
     with open(path, "rb") as f:
         data += f.read()
     records = [decodeLine(line) for line in data.splitlines()]

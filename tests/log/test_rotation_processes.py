@@ -382,3 +382,44 @@ class LogrotateTests(_ProxyLog):
         for n in cut:
             if n not in reader.numbers:
                 self.assertTrue(any(cursor < n <= upTo for cursor, upTo in reader.removed), (n, reader.removed))
+
+
+@pytest.mark.slow
+class SessionRetentionTests(_ProxyLog):
+    def test_inProcess(self) -> None:
+        """
+        With C{--session-retention}, a deleted session's log is kept for
+        that long and then removed; the main log stays, and a live
+        session's log is never removed.
+        """
+        self.deletedSessionRemoved(supervised=False)
+
+    def test_supervised(self) -> None:
+        """
+        The same under the supervisor, which holds the sessions' logs.
+        """
+        self.deletedSessionRemoved(supervised=True)
+
+    def deletedSessionRemoved(self, supervised: bool) -> None:
+        from netlog.client import Netlog
+
+        twistd = self.start(1, [
+            "--api", "tcp:0:interface=127.0.0.1", "--api-token-file", os.path.join(self.folder, "token"),
+            "--session-retention", "2s",
+        ], supervised)
+        client = Netlog(f"http://127.0.0.1:{twistd.apiPort()}", token_file=os.path.join(self.folder, "token"))
+        gone = client.create_session("gone")
+        kept = client.create_session("kept")
+        for session in (gone, kept):
+            answer = ask(session.info["port"], self.origin.port, 1)
+            self.assertTrue(answer.startswith(b"HTTP/1.1 200 "), answer[:200])
+        logs = {name: session.info["log"] for name, session in (("gone", gone), ("kept", kept))}
+        client.delete_session("gone")
+        deletedAt = time.monotonic()
+        self.assertTrue(os.path.exists(logs["gone"]))
+        waitFor(lambda: not os.path.exists(logs["gone"]), "the deleted session's log to be removed")
+        self.assertGreaterEqual(time.monotonic() - deletedAt, 1.5)
+        self.assertIn("the log of the deleted session gone (--session-retention)", twistd.text())
+        time.sleep(2.5)
+        self.assertTrue(os.path.exists(logs["kept"]))
+        self.assertTrue(os.path.exists(self.log))

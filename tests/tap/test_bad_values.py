@@ -73,6 +73,7 @@ PLUGIN_OPTIONS: dict[str, list[Any]] = {
     "rotate-every": ["x", "0", "1y", ""],
     "keep-segments": ["x", "0", "-1", "1.5", ""],
     "keep-for": ["x", "0", "1y", ""],
+    "session-retention": ["x", "0", "1y", ""],
 }
 #: Flags: given a value, and given where they make no sense.
 FLAG_MISUSES: dict[str, list[list[str]]] = {
