@@ -20,11 +20,12 @@ import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.log.reader import LogReader, LogUnreadable
-from netlog.log.series import listing
+from netlog.log.series import listing, tidy
 from tests.chaos.burst import Origin
 from tests.supervise.running import Twistd, alive, waitFor
 from tests.support import netlogArgv, sourceEnv
 
+from .test_processes import STREAM, readLine, startChild
 from .test_rotation import WAIT, seriesLines
 from .test_writer import publicTempDir
 
@@ -423,3 +424,54 @@ class SessionRetentionTests(_ProxyLog):
         time.sleep(2.5)
         self.assertTrue(os.path.exists(logs["kept"]))
         self.assertTrue(os.path.exists(self.log))
+
+
+#: test_processes' streaming writer, closing a segment every argv[2] bytes.
+ROTATING_STREAM = STREAM.replace(
+    "writer = LogWriter(sys.argv[1])",
+    "from netlog.core.segments import Rotation\n"
+    "writer = LogWriter(sys.argv[1], rotation=Rotation(size=int(sys.argv[2])))",
+)
+assert ROTATING_STREAM != STREAM
+
+
+@pytest.mark.slow
+class KilledWhileRotatingTests(SynchronousTestCase):
+    def test_killedAtAnyPoint(self) -> None:
+        """
+        A writer closing a segment every 16 KiB and compressing them,
+        killed with SIGKILL again and again at whatever point it is (in a
+        write, a rename, a compression) and started again: the series holds
+        every number from 1 once, in order; each segment is named after its
+        first line; a last start finishes every compression.
+        """
+        path = os.path.join(publicTempDir(self), "network.jsonl")
+        starts = []
+        for round in range(8):
+            child = startChild(self, ROTATING_STREAM, path, str(16 * 1024))
+            starts.append(int(readLine(child).split()[1]))
+            self.assertEqual(readLine(child), b"streaming\n")
+            time.sleep(0.05 + 0.02 * round)
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(WAIT)
+        final = startChild(self, ROTATING_STREAM, path, str(16 * 1024))
+        readLine(final)
+        readLine(final)
+        os.kill(final.pid, signal.SIGTERM)
+        final.wait(WAIT)
+        tidy(path, None, None, 0.0)
+        lines = seriesLines(path)
+        numbers = [r["n"] for r in lines]
+        self.assertEqual(numbers, list(range(1, len(numbers) + 1)))
+        self.assertEqual(starts, sorted(starts))
+        found = listing(path)
+        self.assertGreater(len(found.segments), 20)
+        self.assertTrue(all(s.compressed for s in found.segments))
+        self.assertEqual(found.leftovers, ())
+        for segment in found.segments:
+            self.assertIn(segment.first, numbers)
+        # Every exchange left open by a kill was ended when the writer
+        # started again, in whichever segment it opened.
+        ended = {r["id"] for r in lines if r["type"] == "end"}
+        opened = [r["n"] for r in lines if r["type"] == "open"]
+        self.assertEqual([n for n in opened[:-10] if n not in ended], [])
