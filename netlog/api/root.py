@@ -19,6 +19,7 @@ from netlog.api.resource import (
     ViewResource,
 )
 from netlog.api.exchanges import ExchangesResource
+from netlog.api.rotate import RotateResource
 from netlog.api.rules import RulesResource
 from netlog.api.sessions import SessionsResource, unsupportedSessions
 from netlog.net.reactors import IProxyReactor
@@ -58,6 +59,7 @@ def makeApiRoot(
         b"network.har": HarResource(reactor, harThreadpool or threadpool, logPath),
         b"exchange": ExchangeResource(reactor, threadpool, logPath),
         b"exchanges": ExchangesResource(reactor, threadpool, logPath),
+        b"rotate": RotateResource(),
     }
     for path, (fileName, contentType) in VIEW_FILES.items():
         children[path] = ViewResource(fileName, contentType)

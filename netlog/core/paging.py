@@ -54,6 +54,10 @@ class Page:
     @ivar offset: the byte offset just past the last line this page consumed
         (returned or skipped): where the next page starts in this file.
     @ivar skipped: lines passed over because they are not netlog lines.
+    @ivar removedUpTo: when the lines after the cursor are no longer kept
+        (removed by retention, or cut by an outside rotation) but the
+        numbering goes on: the first line kept less one, and C{lines} start
+        there. Served as C{"removed_up_to"}. None otherwise.
     """
 
     lines: list[bytes] = field(default_factory=list)
@@ -61,6 +65,7 @@ class Page:
     begunAgain: bool = False
     offset: int = 0
     skipped: int = 0
+    removedUpTo: int | None = None
 
     def records(self) -> list[dict]:  # type: ignore[type-arg]
         """
@@ -86,6 +91,7 @@ class Page:
             + str(self.next).encode("ascii")
             + b',"begun_again":'
             + (b"true" if self.begunAgain else b"false")
+            + (b"" if self.removedUpTo is None else b',"removed_up_to":' + str(self.removedUpTo).encode("ascii"))
             + b"}"
         )
 

@@ -30,6 +30,7 @@ from itertools import islice
 from typing import Any, BinaryIO, Callable, Generator, Iterator
 
 from netlog.core.exchange import sizeThrough
+from netlog.log.series import openSeries
 from netlog.core.har import (
     ExchangeLines,
     JoinStats,
@@ -208,7 +209,7 @@ def writeHar(
         (L{netlog.har.redact.Redactor}), in whichever process builds it.
     @raise MissingLine: the log has no line C{fromLine - 1}.
     """
-    fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    fd = openSeries(logPath)
     try:
         size = os.fstat(fd).st_size
         if upTo is not None:

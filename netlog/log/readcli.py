@@ -52,6 +52,10 @@ def _emit(out: BinaryIO, result: Page, asJson: bool, why: str | None = None) -> 
             sys.stderr.write(f"netlog read: {why or 'the log was begun again (replaced or truncated)'}; "
                              f"reading from its start:\n")
             sys.stderr.flush()
+        if result.removedUpTo is not None:
+            sys.stderr.write(f"netlog read: the lines up to {result.removedUpTo} are no longer kept (removed by "
+                             f"retention, or cut by an outside rotation); reading on from {result.removedUpTo + 1}:\n")
+            sys.stderr.flush()
         for line in result.lines:
             out.write(line + b"\n")
     out.flush()

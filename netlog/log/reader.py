@@ -18,12 +18,19 @@ import stat
 import time
 from typing import Callable, Iterator
 
+from netlog.core.logline import decodeLine
 from netlog.core.paging import DEFAULT_LIMIT, Page, page
+from netlog.core.segments import Segment, locate
+from netlog.log.series import listing, readSegment, segmentPath
 
 __all__ = ["DEFAULT_LIMIT", "FOLLOW_INTERVAL", "LogReader", "LogUnreadable", "Page", "follow", "read"]
 
 #: Seconds between looks at the log while following it.
 FOLLOW_INTERVAL = 0.2
+#: Bytes read to find a file's first line, most often enough.
+_HEAD = 4096
+#: Times a page is tried again when the segments change under it.
+_RELISTS = 5
 
 
 class LogUnreadable(Exception):
@@ -48,15 +55,28 @@ def _openForReading(path: str) -> int:
     return fd
 
 
+class _ListAgain(Exception):
+    """
+    The segments changed under the reader: one went (compressed or removed)
+    between listing and opening it, or lines seem missing, which a rotation
+    between listing and reading also looks like. List again.
+    """
+
+
 class LogReader:
     """
-    Pages through one log path, across calls.
+    Pages through one log path, across calls, and across the log's closed
+    segments (see L{netlog.core.segments}).
 
-    It keeps the identity (C{st_dev}, C{st_ino}) of the file it last read and
-    the offset its last page ended at, for the cursor that page handed out.
-    A call with that cursor on the same file starts at that offset; a
-    different file at the path, or one shorter than that offset, is the log
-    begun again.
+    It keeps the identity (C{st_dev}, C{st_ino}) of the live file it last
+    read and the offset its last page ended at, for the cursor that page
+    handed out. A call with that cursor on the same file starts at that
+    offset. While the log has no closed segment, a different file at the
+    path is the log begun again, and so is a file shorter than that offset
+    unless its first line goes on from the cursor's numbers (cut by an
+    outside rotation, as logrotate's C{copytruncate} does). With closed
+    segments, the numbers alone decide: the live file is replaced at each
+    rotation.
     """
 
     def __init__(self, path: str) -> None:
@@ -64,14 +84,101 @@ class LogReader:
         self._identity: tuple[int, int] | None = None
         self._cursor: int | None = None
         self._offset = 0
+        self._fileFirst: int | None = None
+        self._unpacked: tuple[str, bytes] | None = None
 
     def read(self, after: int = 0, limit: int = DEFAULT_LIMIT) -> Page:
         """
-        The lines with C{n > after}; see L{netlog.core.paging.page}.
+        The lines with C{n > after}; see L{netlog.core.paging.page}. With
+        closed segments, the page comes from the one segment that holds
+        line C{after + 1} (a page never spans two segments).
 
         @raise LogUnreadable: no file at the path, or not a regular file.
         """
-        fd = _openForReading(self.path)
+        for attempt in range(_RELISTS):
+            final = attempt > 0
+            found = listing(self.path)
+            try:
+                if not found.segments:
+                    return self._readLive(after, limit, series=False, final=final)
+                return self._readSeries(found.segments, after, limit, final)
+            except _ListAgain:
+                continue
+        raise LogUnreadable(f"the segments of the log {self.path} keep changing under the reader")
+
+    def _readSeries(self, segments: tuple[Segment, ...], after: int, limit: int, final: bool) -> Page:
+        liveFirst = self._liveFirst()
+        starts = [s.first for s in segments] + ([liveFirst] if liveFirst is not None else [])
+        where = locate(after, starts[: len(segments)], liveFirst)
+        index, cursor, removed = where.index, where.after, where.removedUpTo
+        if removed is not None and not final:
+            raise _ListAgain()
+        while True:
+            if index < len(segments):
+                result = self._readClosed(segments[index], cursor, limit)
+            elif liveFirst is None:
+                # Rotated a moment ago: no line after the closed ones yet.
+                return Page(next=cursor, removedUpTo=removed)
+            else:
+                result = self._readLive(cursor, limit, series=True)
+            if result.begunAgain and cursor > 0:
+                if not final:
+                    raise _ListAgain()
+                # The numbers don't fit the cursor: the numbering began again.
+                result = self._readSeries(segments, 0, limit, True)
+                result.begunAgain = True
+                return result
+            result.begunAgain = False
+            if result.lines or index >= len(segments):
+                result.removedUpTo = removed
+                return result
+            index += 1
+            if index < len(starts) and starts[index] > cursor + 1:
+                if not final:
+                    raise _ListAgain()
+                # Lines between the two segments are not kept (an outside
+                # rotation cut the live file).
+                removed, cursor = starts[index] - 1, 0
+
+    def _readClosed(self, segment: Segment, after: int, limit: int) -> Page:
+        if segment.compressed:
+            if self._unpacked is None or self._unpacked[0] != segment.name:
+                try:
+                    self._unpacked = (segment.name, readSegment(self.path, segment))
+                except FileNotFoundError:
+                    raise _ListAgain() from None
+            data = self._unpacked[1]
+            return page(lambda offset, size: data[offset : offset + size], len(data), after, limit)
+        try:
+            fd = os.open(segmentPath(self.path, segment), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise _ListAgain() from None
+        try:
+            return page(lambda offset, size: os.pread(fd, size, offset), os.fstat(fd).st_size, after, limit)
+        finally:
+            os.close(fd)
+
+    def _liveFirst(self) -> int | None:
+        """
+        The live file's first line's number; None when it has none (or
+        isn't there: a rotation is between closing it and opening the next).
+        """
+        try:
+            fd = _openForReading(self.path)
+        except LogUnreadable:
+            return None
+        try:
+            return _firstLineNumber(lambda offset, size: os.pread(fd, size, offset), os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+
+    def _readLive(self, after: int, limit: int, series: bool, final: bool = True) -> Page:
+        try:
+            fd = _openForReading(self.path)
+        except LogUnreadable:
+            if series:
+                return Page(next=after)
+            raise
         try:
             st = os.fstat(fd)
             identity = (st.st_dev, st.st_ino)
@@ -79,24 +186,61 @@ class LogReader:
             def readAt(offset: int, size: int) -> bytes:
                 return os.pread(fd, size, offset)
 
+            fileFirst = _firstLineNumber(readAt, st.st_size)
+            same = identity == self._identity and after == self._cursor
+            # Cut under us, even if written past where we were since.
+            shrunk = same and (
+                st.st_size < self._offset or (self._fileFirst is not None and fileFirst != self._fileFirst)
+            )
             replaced = (
-                after > 0
+                not series
+                and after > 0
                 and self._identity is not None
                 and after == self._cursor
-                and (identity != self._identity or st.st_size < self._offset)
+                and (identity != self._identity or shrunk)
             )
+            result = None
             if replaced:
+                # Cut under us (copytruncate) or renamed away (logrotate):
+                # the same log if its numbers go on past the cursor.
+                first = fileFirst
+                if first is None:
+                    # Nothing in it yet: the next look tells.
+                    return Page(next=after)
+                if first > after:
+                    if not final:
+                        # A file renamed away may be a segment by now.
+                        raise _ListAgain()
+                    result = page(readAt, st.st_size, 0, limit)
+                    if first > after + 1:
+                        result.removedUpTo = first - 1
+            if result is None and replaced:
                 result = page(readAt, st.st_size, 0, limit)
                 result.begunAgain = True
-            else:
-                hint = self._offset if identity == self._identity and after == self._cursor else None
+            elif result is None:
+                hint = self._offset if same and not shrunk else None
                 result = page(readAt, st.st_size, after, limit, hint=hint)
         finally:
             os.close(fd)
         self._identity = identity
+        self._fileFirst = fileFirst
         self._cursor = result.next
         self._offset = result.offset
         return result
+
+
+def _firstLineNumber(readAt: Callable[[int, int], bytes], size: int) -> int | None:
+    """
+    The number of a file's first netlog line (None for none), most often
+    from one small read.
+    """
+    head = readAt(0, min(size, _HEAD))
+    end = head.find(b"\n")
+    record = decodeLine(head[:end]) if end >= 0 else None
+    if record is not None:
+        return int(record["n"])
+    first = page(readAt, size, 0, 1)
+    return int(first.records()[0]["n"]) if first.lines else None
 
 
 def read(path: str, after: int = 0, limit: int = DEFAULT_LIMIT) -> Page:

@@ -18,6 +18,7 @@ import signal
 import stat
 import threading
 import time
+import weakref
 from collections import deque
 from typing import Any, Callable
 
@@ -35,7 +36,9 @@ from netlog.core.logline import (
     Buffer,
     encodePieces,
 )
+from netlog.core.paging import page
 from netlog.core.recovery import recover
+from netlog.core.segments import Rotation, closingSize, segmentName
 from netlog.net.reactors import IProxyReactor
 
 _log = Logger()
@@ -490,8 +493,20 @@ class LogWriter(Service):
         fd: int | None = None,
         clock: Callable[[], float] = time.time,
         recoveryReason: str = REASON_RESTARTED,
+        rotation: Rotation | None = None,
     ) -> None:
         self.path = path
+        self.rotation = rotation or Rotation()
+        self._closingSize = closingSize(self.rotation)
+        #: Only a writer that opened its log itself closes segments: whoever
+        #: handed a descriptor over (the supervisor, the session manager)
+        #: holds it too, and would write on in the closed segment.
+        self._rotates = fd is None and path is not None
+        #: Bytes on the live file, as far as this writer knows.
+        self._liveBytes = 0
+        self._rotateWanted = False
+        self._rotateTimer: Any = None
+        self._housekeeper: Any = None
         self._recoveryReason = recoveryReason
         self._reactor = reactor
         self._uid = uid
@@ -542,6 +557,10 @@ class LogWriter(Service):
         Service.startService(self)
 
     def stopService(self) -> None:
+        _rotatable.discard(self)
+        if self._rotateTimer is not None and self._rotateTimer.active():
+            self._rotateTimer.cancel()
+        self._rotateTimer = None
         for exchangeId in sorted(self._open):
             self.end(exchangeId, {"_failed": {"reason": REASON_STOPPED}})
         if self._retry is not None and self._retry.active():
@@ -564,7 +583,23 @@ class LogWriter(Service):
             self._pendingBytes = 0
         Service.stopService(self)
 
+    def rotateHanded(self, rotation: Rotation) -> None:
+        """
+        Close segments of a log whose descriptor was handed over (by the
+        supervisor, which follows a rotation before it hands the log again,
+        see L{netlog.log.series.followRotation}).
+        """
+        self.rotation = rotation
+        self._closingSize = closingSize(rotation)
+        self._rotates = self.path is not None
+
     def _ensureOpen(self) -> None:
+        if self._fd is not None and self._rotates and self.path is not None and not self._recovered:
+            # Handed over before a rotation (a standby started ahead): the
+            # log is the file at the path now.
+            from netlog.log.series import followRotation
+
+            self._fd = followRotation(self.path, self._fd, self._uid, self._gid)
         if self._fd is None and self.path is not None:
             self._fd = openLogFile(self.path, self._uid, self._gid)
         # A write past RLIMIT_FSIZE must fail with EFBIG, not kill the proxy.
@@ -573,12 +608,14 @@ class LogWriter(Service):
         if self._fd is not None and not self._recovered:
             self._recovered = True
             self._recover()
+            self._startRotating()
 
     def _recover(self) -> None:
         assert self._fd is not None
         fd = self._fd
         size = os.fstat(fd).st_size
-        found = recover(lambda offset, length: os.pread(fd, length, offset), size)
+        self._liveBytes = size
+        found = recover(*self._seriesTail(fd, size))
         if found.cut:
             self._pending.append([_NEWLINE])
             self._pendingBytes += 1
@@ -744,6 +781,7 @@ class LogWriter(Service):
                 return
             del iov
             self._pendingBytes -= written
+            self._liveBytes += written
             while written:
                 line = pending[0]
                 while line:
@@ -761,6 +799,11 @@ class LogWriter(Service):
                 pending.popleft()
         if self._failing is not None:
             self._writesAgain()
+        if self._rotateWanted or self._liveBytes >= self._closingSize:
+            # Cut under us (copytruncate) it holds less than counted.
+            self._liveBytes = os.fstat(fd).st_size
+            if self._rotateWanted or self._liveBytes >= self._closingSize:
+                self.rotate()
 
     def _writeFailed(self, error: OSError) -> None:
         self.failedWrites += 1
@@ -798,3 +841,175 @@ class LogWriter(Service):
     def _retryWrite(self) -> None:
         self._retry = None
         self._flush()
+
+    # -- segments -------------------------------------------------------------
+
+    def _seriesTail(self, fd: int, size: int) -> tuple[Callable[[int, int], bytes], int]:
+        """
+        What recovery reads: the live file, after the log's closed segments
+        when it has some (an exchange open at a rotation has its open line
+        in an earlier segment).
+        """
+        if self.path is not None:
+            from netlog.log.series import SeriesBytes, listing
+
+            segments = listing(self.path).segments
+            if segments:
+                tail = SeriesBytes(self.path, segments, fd)
+                return tail.readAt, tail.size
+        return (lambda offset, length: os.pread(fd, length, offset)), size
+
+    def _startRotating(self) -> None:
+        if not self._rotates:
+            return
+        _rotatable.add(self)
+        listenForRotation()
+        every = self.rotation.every
+        if every is not None and self._reactor is not None:
+            self._rotateTimer = self._reactor.callLater(every, self._rotateOnTime)
+        self._tidy()
+
+    def _rotateOnTime(self) -> None:
+        every = self.rotation.every
+        assert every is not None and self._reactor is not None
+        self._rotateTimer = self._reactor.callLater(every, self._rotateOnTime)
+        self.rotate()
+
+    def _tidy(self) -> None:
+        """
+        Compress closed segments and apply retention, in the background.
+        """
+        assert self.path is not None
+        if self._housekeeper is None:
+            from netlog.log.series import Housekeeper
+
+            self._housekeeper = Housekeeper(self.path, self.rotation.keepSegments, self.rotation.keepFor, self._clock)
+        self._housekeeper.ask()
+
+    def waitForHousekeeping(self, timeout: float | None = None) -> bool:
+        """
+        Wait until closed segments are compressed and retention applied;
+        whether that happened within C{timeout} seconds.
+        """
+        return self._housekeeper is None or bool(self._housekeeper.wait(timeout))
+
+    def rotate(self) -> bool:
+        """
+        Close the live segment (renamed after its first line, then
+        compressed in the background) and go on in a new one at the log's
+        path, between two whole lines: while lines are held (writes
+        failing), the rotation waits until they are written.
+
+        @return: whether a segment was closed now.
+        """
+        self._rotateWanted = False
+        path, fd = self.path, self._fd
+        if not self._rotates or path is None or fd is None:
+            return False
+        if self._pending:
+            self._rotateWanted = True
+            return False
+        path = os.path.abspath(path)
+        # The file's own first line, not the one this writer remembers: an
+        # outside rotation (copytruncate) may have cut it since.
+        first = page(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size, 0, 1)
+        firstNumber = int(first.records()[0]["n"]) if first.lines else None
+        ours = os.fstat(fd)
+        try:
+            there: os.stat_result | None = os.lstat(path)
+        except FileNotFoundError:
+            there = None
+        movedAway = there is None or (ours.st_dev, ours.st_ino) != (there.st_dev, there.st_ino)
+        if firstNumber is None and not movedAway:
+            return False
+        closed = None
+        if firstNumber is not None:
+            closed = os.path.join(os.path.dirname(path), segmentName(os.path.basename(path), firstNumber))
+        try:
+            if closed is not None and os.path.lexists(closed):
+                raise UnsafeLogPath(f"{closed} is there already")
+            if not movedAway:
+                assert closed is not None
+                os.rename(path, closed)
+            elif closed is not None:
+                # Renamed away by an outside rotation (logrotate, before its
+                # postrotate SIGUSR1): the file keeps its new name, and gets
+                # a segment's name too, so the series stays whole.
+                _linkOpenFile(fd, closed)
+        except (OSError, UnsafeLogPath) as e:
+            _log.error("netlog could not close the segment of its log {path}: {reason}", path=path, reason=str(e))
+            if not movedAway:
+                return False
+            closed = None
+        try:
+            newFd = openLogFile(path, self._uid, self._gid)
+        except (OSError, UnsafeLogPath) as e:
+            _log.error("netlog could not open a new segment of its log {path}: {reason}; it goes on "
+                       "writing the old one", path=path, reason=str(e))
+            if not movedAway and closed is not None:
+                os.rename(closed, path)
+            return False
+        os.close(fd)
+        self._fd = newFd
+        self._liveBytes = os.fstat(newFd).st_size
+        _log.info("netlog closed the log segment {closed} and goes on in {path}",
+                  closed=closed or "renamed away", path=path)
+        self._tidy()
+        return True
+
+    def rotateSoon(self) -> None:
+        """
+        Ask for a rotation from a signal handler: done by the reactor (or at
+        the next line), never in the middle of a write.
+        """
+        self._rotateWanted = True
+        if self._reactor is not None:
+            self._reactor.callFromThread(self._rotateIfWanted)
+
+    def _rotateIfWanted(self) -> None:
+        if self._rotateWanted:
+            self.rotate()
+
+
+def _linkOpenFile(fd: int, name: str) -> None:
+    """
+    Give the file open at C{fd} one more name (C{linkat} through
+    C{/proc/self/fd}, which C{os.link} does only when given a folder fd).
+    """
+    root = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.link(f"/proc/self/fd/{fd}", name, src_dir_fd=root, follow_symlinks=True)
+    finally:
+        os.close(root)
+
+
+#: The writers a C{SIGUSR1} rotates.
+_rotatable: "weakref.WeakSet[LogWriter]" = weakref.WeakSet()
+
+
+def rotatingWriters() -> list[LogWriter]:
+    """
+    The running writers of this process that close segments, by log path.
+    """
+    return sorted(_rotatable, key=lambda writer: writer.path or "")
+
+
+#: What else a C{SIGUSR1} (or C{POST /rotate}) does: the supervisor's
+#: hand-on to the worker writing the log.
+rotationForwarders: list[Callable[[], None]] = []
+
+
+def _onRotateSignal(signum: int, frame: Any) -> None:
+    for writer in list(_rotatable):
+        writer.rotateSoon()
+    for forward in list(rotationForwarders):
+        forward()
+
+
+def listenForRotation() -> None:
+    """
+    Rotate every running writer's log on C{SIGUSR1} (as nginx reopens its
+    logs), once installed in the main thread.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGUSR1, _onRotateSignal)

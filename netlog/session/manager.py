@@ -25,6 +25,7 @@ from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.logger import Logger
 
 from netlog.core.rules import NO_RULES, Rules, compileRules
+from netlog.log.series import removeSeries
 from netlog.log.writer import LogWriter, UnsafeLogPath, lastLineOf, openLogFile
 from netlog.net.options import LISTEN_BACKLOG
 from netlog.net.reactors import IProxyReactor
@@ -216,6 +217,26 @@ class HeldSession:
         }
 
 
+def removeLater(reactor: Any, retention: float | None, name: str, logPath: str,
+                inUse: Callable[[], bool]) -> None:
+    """
+    Remove a deleted session's log and its segments C{retention} seconds
+    from now (C{--session-retention}; None: keep them), unless a session
+    of its name writes it again by then.
+    """
+    if retention is None:
+        return
+
+    def remove() -> None:
+        if inUse():
+            return
+        for path in removeSeries(logPath):
+            _log.info("removed {path}, the log of the deleted session {name} (--session-retention)",
+                      path=path, name=name)
+
+    reactor.callLater(retention, remove)
+
+
 class HeldSessions:
     """
     The sessions of a supervised proxy, for its API (served by the
@@ -224,8 +245,10 @@ class HeldSessions:
     L{netlog.supervise.control}).
     """
 
-    def __init__(self, supervisor: Any, logPath: str | None, stopTimeout: float = STOP_TIMEOUT) -> None:
+    def __init__(self, supervisor: Any, logPath: str | None, stopTimeout: float = STOP_TIMEOUT,
+                 retention: float | None = None) -> None:
         self._supervisor = supervisor
+        self._retention = retention
         self._logPath = logPath
         self._stopTimeout = stopTimeout
 
@@ -295,8 +318,16 @@ class HeldSessions:
         """
         @raise SessionError: (404) there is no session C{name}.
         """
-        self.get(name)
-        return self._supervisor.deleteSession(name, self._stopTimeout if timeout is None else timeout)  # type: ignore[no-any-return]
+        logPath = self.get(name).logPath
+        d: defer.Deferred[dict[str, Any]] = self._supervisor.deleteSession(
+            name, self._stopTimeout if timeout is None else timeout)
+
+        def deleted(result: dict[str, Any]) -> dict[str, Any]:
+            removeLater(self._supervisor._reactor, self._retention, name, logPath,
+                        lambda: name in self._supervisor.sessionNames())
+            return result
+
+        return d.addCallback(deleted)
 
 
 class SessionManager(MultiService):
@@ -317,9 +348,15 @@ class SessionManager(MultiService):
         uid: int | None = None,
         gid: int | None = None,
         stopTimeout: float = STOP_TIMEOUT,
+        retention: float | None = None,
     ) -> None:
+        """
+        @param retention: seconds after which a deleted session's log is
+            removed (C{--session-retention}); None: kept.
+        """
         MultiService.__init__(self)
         self._proxy = proxy
+        self._retention = retention
         self._logPath = logPath
         self._reactor = reactor
         self._fixed = list(fixed)
@@ -466,6 +503,8 @@ class SessionManager(MultiService):
         def stopped(_: object) -> dict[str, Any]:
             last = session.writer.nextNumber - 1
             _log.info("session {name} deleted; its log {log} ends at line {last}", name=name, log=session.logPath, last=last)
+            removeLater(self._reactor, self._retention, name, session.logPath,
+                        lambda: name in self.sessions or name in self._stopping)
             return {"name": name, "log": session.logPath, "last": last}
 
         def done(result: Any) -> Any:

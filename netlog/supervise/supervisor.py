@@ -31,6 +31,8 @@ from twisted.python.failure import Failure
 from netlog.core.logline import REASON_STOPPED
 from netlog.core.recovery import recover
 from netlog.core.rules import NO_RULES, Rules
+from netlog.log.series import followRotation
+from netlog.log.supervised import followRotations, unfollowRotations
 from netlog.log.writer import LogWriter, lastLineOf, openLogFile
 from netlog.net.reactors import IProxyReactor
 from netlog.supervise.adopt import BoundListener, bindListener
@@ -628,6 +630,8 @@ class Supervisor(MultiService):
         self.privilegedStartService()
         MultiService.startService(self)
         self._stopping = False
+        if self.logPath is not None:
+            followRotations(self)
         if self.hangTimeout > 0:
             self._hangCheck = LoopingCall(self._checkAlive)
             self._hangCheck.clock = self._reactor
@@ -641,6 +645,7 @@ class Supervisor(MultiService):
 
     def stopService(self) -> Deferred[None]:
         self._stopping = True
+        unfollowRotations(self)
         if self._hangCheck is not None and self._hangCheck.running:
             self._hangCheck.stop()
         d: Deferred[Any] = gatherResults([slot.stop() for slot in self.slots])
@@ -679,6 +684,8 @@ class Supervisor(MultiService):
         with "the proxy stopped", numbering on, as a worker's LogWriter would.
         """
         paths = self._sessionPaths
+        if self.logPath is not None and self.logFd is not None:
+            self.logFd = followRotation(self.logPath, self.logFd, self._uid, self._gid)
         logs = [(self.logPath, self.logFd)] + [(paths[name], fd) for name, (fd, _) in self.sessions.items()]
         for path, fd in logs:
             if fd is not None:
@@ -729,7 +736,8 @@ class Supervisor(MultiService):
         childFDs: dict[int, Any] = {0: "w", 1: "r", 2: "r", STATUS_FD: "r"}
         nextFd = FIRST_HANDED_FD
         logFd = None
-        if self.logFd is not None and slot.servesMain:
+        if self.logPath is not None and self.logFd is not None and slot.servesMain:
+            self.logFd = followRotation(self.logPath, self.logFd, self._uid, self._gid)
             logFd = nextFd
             childFDs[logFd] = self.logFd
             nextFd += 1

@@ -337,6 +337,7 @@ def main(argv: list[str], forked: bool = False) -> int:
     from twisted.logger import Logger
     from twisted.python.reflect import namedAny
 
+    from netlog.log.rotationoptions import rotationOf
     from netlog.log.writer import LogWriter
     from netlog.supervise.adopt import AdoptedListeners
     from netlog.supervise.privileged import inheritPrivilegedFiles
@@ -356,6 +357,8 @@ def main(argv: list[str], forked: bool = False) -> int:
         # of one slot only, and the worker writes only what it was handed
         # (a log it was not handed, it refuses, see handedWriter).
         writer = handedWriter(logSpec, servesMain, reactor, log)
+        if servesMain and logSpec["fd"] is not None:
+            writer.rotateHanded(rotationOf(config))
         top = MultiService()
         writer.setServiceParent(top)
         proxy: ServedProxy = buildProxy(config, writer, reactor)

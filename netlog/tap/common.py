@@ -45,6 +45,7 @@ from twisted.python import usage
 from netlog.api import API_IDLE_TIMEOUT, SESSION_RATE
 from netlog.api.door import apiHostName
 from netlog.core.rules import NO_RULES
+from netlog.log.rotationoptions import ROTATION_OPTIONS, rotationOf
 from netlog.log.writer import LogWriter
 from netlog.net.endpoints import checkListen
 from netlog.net.options import DEFAULT_LISTEN, _seconds, splitDescription, withBacklog
@@ -163,7 +164,7 @@ class LogOptions(usage.Options):
         ["workers", None, "1", "Serving workers (processes), each with its own standby: the main "
          "listeners are one's, each session is one's (new ones go to the least busy); "
          "'auto' for one a core this process may run on.", workerCount],
-    ]
+    ] + ROTATION_OPTIONS
     optFlags = [
         ["no-log", None, "Keep no log (bodies are counted, neither kept nor hashed)."],
         ["api-token-reads", None, "The API's reads (the log, the HAR, the CA, the live view) "
@@ -340,7 +341,7 @@ def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: IProxyReactor
         top = makeSupervised(config, buildProxy, reactor)
         from netlog.session.manager import HeldSessions
 
-        sessions = HeldSessions(top, config["log"])
+        sessions = HeldSessions(top, config["log"], retention=config.get("session-retention"))
     api: Any = None
     if config.get("api"):
         from netlog.api.service import makeApiService
@@ -419,7 +420,7 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: IProxyReacto
     """
     uid, gid = dropIds(config)
     top = MultiService()
-    writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid)
+    writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid, rotation=rotationOf(config))
     writer.setServiceParent(top)
     proxy = buildProxy(config, writer, reactor)
     proxy.rules = config.get("rules") or NO_RULES
@@ -436,7 +437,8 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: IProxyReacto
         listener.setServiceParent(top)
     from netlog.session.manager import SessionManager
 
-    sessions = SessionManager(proxy, config["log"], reactor, config.get("session") or [], uid, gid)
+    sessions = SessionManager(proxy, config["log"], reactor, config.get("session") or [], uid, gid,
+                              retention=config.get("session-retention"))
     sessions.setServiceParent(top)
     return top
 

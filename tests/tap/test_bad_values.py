@@ -69,6 +69,11 @@ PLUGIN_OPTIONS: dict[str, list[Any]] = {
     "replay-pace": ["x", "fast", ""],
     "replay-ignore-param": [""],
     "replay-ignore-field": [""],
+    "rotate-size": ["x", "0", "-1MiB", "1 parsec", ""],
+    "rotate-every": ["x", "0", "1y", ""],
+    "keep-segments": ["x", "0", "-1", "1.5", ""],
+    "keep-for": ["x", "0", "1y", ""],
+    "session-retention": ["x", "0", "1y", ""],
 }
 #: Flags: given a value, and given where they make no sense.
 FLAG_MISUSES: dict[str, list[list[str]]] = {
@@ -155,6 +160,10 @@ CLI_CASES[("mcp", "--token")] = [["mcp", "--api", NOWHERE, "--token", "x"]]
 CLI_CASES[("mcp", "--token-file")] = [["mcp", "--api", NOWHERE, "--token-file", "{folder}/missing/token"]]
 CLI_CASES[("mcp", "--timeout")] = [["mcp", "--api", NOWHERE, "--timeout", v] for v in ("x", "")]
 CLI_CASES[("mcp", "--http")] = [["mcp", "--api", NOWHERE, "--http", v] for v in ("x", "0.0.0.0:8999", "127.0.0.1:0", "")]
+CLI_CASES[("rotate", "--api")] = [["rotate", "--api", v] for v in ("8081", "tcp:8081", "ftp://x", "", "http://", NOWHERE)]
+CLI_CASES[("rotate", "--token")] = [["rotate", "--api", NOWHERE, "--token", "x"]]
+CLI_CASES[("rotate", "--token-file")] = [["rotate", "--api", NOWHERE, "--token-file", "{folder}/missing/token"]]
+CLI_CASES[("rotate", "--timeout")] = [["rotate", "--api", NOWHERE, "--timeout", v] for v in ("x", "")]
 CLI_CASES[("session create", "name")] = [["session", "create", "a/b", "--api", NOWHERE]]
 CLI_CASES[("session create", "--port")] = [
     ["session", "create", "--api", NOWHERE, "--port", v] for v in ("x", "")]

@@ -1,0 +1,329 @@
+"""
+A log in segments, on real files: the writer closes, compresses and removes
+segments; readers page across them, compressed or not; a writer started
+again numbers on from the segments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from typing import Any, cast
+
+import zstandard
+from twisted.internet.task import Clock
+from twisted.trial.unittest import SynchronousTestCase
+
+from netlog.core.logline import REASON_RESTARTED, decodeLine
+from netlog.core.segments import Rotation, segmentName
+from netlog.log.reader import LogReader
+from netlog.log.series import listing, segmentPath, tidy
+from netlog.log.writer import LogWriter
+
+from tests.support import netlogArgv, sourceEnv
+
+from .test_writer import publicTempDir, readLines
+
+#: Seconds a test waits for the background compression at most.
+WAIT = 30.0
+
+
+def seriesLines(path: str) -> list[dict[str, Any]]:
+    """
+    Every line of the log at C{path}, its closed segments first.
+    """
+    for _ in range(5):
+        data = b""
+        try:
+            for segment in listing(path).segments:
+                with open(segmentPath(path, segment), "rb") as f:
+                    raw = f.read()
+                data += zstandard.ZstdDecompressor().decompressobj().decompress(raw) if segment.compressed else raw
+        except FileNotFoundError:
+            # Compressed meanwhile by the writer's thread.
+            continue
+        break
+    with open(path, "rb") as f:
+        data += f.read()
+    records = [decodeLine(line) for line in data.splitlines()]
+    assert all(r is not None for r in records)
+    return cast(list[dict[str, Any]], records)
+
+
+def readAll(reader: LogReader, after: int = 0, limit: int = 1000) -> tuple[list[int], list[Any]]:
+    """
+    Page through the log from C{after} to its end: the numbers read, and
+    the pages.
+    """
+    numbers: list[int] = []
+    pages = []
+    for _ in range(10000):
+        page = reader.read(after, limit)
+        pages.append(page)
+        if not page.lines:
+            return numbers, pages
+        numbers.extend(r["n"] for r in page.records())
+        after = page.next
+    raise AssertionError("the log never ended")
+
+
+class _Logs(SynchronousTestCase):
+    """
+    A log path in a fresh folder, and writers on it.
+    """
+
+    def setUp(self) -> None:
+        self.folder = publicTempDir(self)
+        self.path = os.path.join(self.folder, "network.jsonl")
+
+    def writer(self, rotation: Rotation, clock: Clock | None = None) -> LogWriter:
+        writer = LogWriter(self.path, reactor=cast(Any, clock), rotation=rotation)
+        writer.startService()
+        self.addCleanup(lambda: writer.running and writer.stopService())
+        self.addCleanup(writer.waitForHousekeeping, WAIT)
+        return writer
+
+    def fill(self, writer: LogWriter, exchanges: int) -> None:
+        for i in range(exchanges):
+            exchangeId = writer.open({"url": f"http://a.test/{i}", "pad": "p" * 100})
+            writer.end(exchangeId, {"status": 200})
+
+
+class RotationTests(_Logs):
+    def test_bySize(self) -> None:
+        """
+        With --rotate-size, the live file is closed once it holds that much:
+        closed segments are named after their first line, all compressed,
+        and together with the live file hold every line once, in order.
+        """
+        writer = self.writer(Rotation(size=4000))
+        self.fill(writer, 200)
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        found = listing(self.path)
+        self.assertGreaterEqual(len(found.segments), 10)
+        self.assertTrue(all(s.compressed for s in found.segments))
+        self.assertEqual(found.toCompress, ())
+        self.assertEqual([n for n in os.listdir(self.folder) if n.endswith(".tmp")], [])
+        self.assertEqual([r["n"] for r in seriesLines(self.path)], list(range(1, 401)))
+        for segment in found.segments:
+            with open(segmentPath(self.path, segment), "rb") as f:
+                text = zstandard.ZstdDecompressor().decompressobj().decompress(f.read())
+            self.assertEqual(decodeLine(text.split(b"\n", 1)[0])["n"], segment.first)  # type: ignore[index]
+            self.assertGreaterEqual(len(text), 4000)
+            self.assertEqual(os.stat(segmentPath(self.path, segment)).st_mode & 0o777, 0o644)
+
+    def test_readAcross(self) -> None:
+        """
+        A reader pages through every segment from any cursor, seeing each
+        line once and in order, whether the segments are compressed yet or
+        not; a cursor past the log's end is the log begun again.
+        """
+        writer = self.writer(Rotation(size=4000))
+        self.fill(writer, 150)
+        numbers, pages = readAll(LogReader(self.path), 0, 1500)
+        self.assertEqual(numbers, list(range(1, 301)))
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        for after in (0, 1, 57, 99, 150, 299):
+            numbers, pages = readAll(LogReader(self.path), after, 700)
+            self.assertEqual(numbers, list(range(after + 1, 301)), after)
+            self.assertFalse(any(p.begunAgain or p.removedUpTo for p in pages))
+        page = LogReader(self.path).read(500)
+        self.assertTrue(page.begunAgain)
+        self.assertEqual(page.records()[0]["n"], 1)
+
+    def test_followAcrossRotation(self) -> None:
+        """
+        One reader following the log while it rotates sees every line once,
+        and never a page that says begun again.
+        """
+        writer = self.writer(Rotation(size=3000))
+        reader = LogReader(self.path)
+        seen: list[int] = []
+        cursor = 0
+        for _ in range(40):
+            self.fill(writer, 7)
+            for _ in range(10):
+                page = reader.read(cursor, 900)
+                self.assertFalse(page.begunAgain)
+                self.assertIsNone(page.removedUpTo)
+                seen.extend(r["n"] for r in page.records())
+                cursor = page.next
+        seen.extend(readAll(reader, cursor)[0])
+        self.assertEqual(seen, list(range(1, 561)))
+
+    def test_keepSegments(self) -> None:
+        """
+        --keep-segments 3 leaves three closed segments and the live one; a
+        cursor into a removed segment reads on from the oldest line kept,
+        and is told where the log now begins.
+        """
+        writer = self.writer(Rotation(size=4000, keepSegments=3))
+        self.fill(writer, 200)
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        writer.stopService()
+        found = listing(self.path)
+        self.assertEqual(len(found.segments), 3)
+        oldest = found.segments[0].first
+        page = LogReader(self.path).read(5, 10**6)
+        self.assertEqual((page.begunAgain, page.removedUpTo), (False, oldest - 1))
+        self.assertEqual(page.records()[0]["n"], oldest)
+        self.assertIn(b'"removed_up_to":%d' % (oldest - 1), page.envelope())
+        numbers, _ = readAll(LogReader(self.path), oldest - 1)
+        self.assertEqual(numbers, list(range(oldest, 401)))
+        done = subprocess.run(netlogArgv() + ["read", self.path, "--after", "5", "--limit", "1"],
+                              capture_output=True, env=sourceEnv(), timeout=WAIT)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(done.stdout)["n"], oldest)
+        self.assertIn(f"the lines up to {oldest - 1} are no longer kept".encode(), done.stderr)
+
+    def test_keepFor(self) -> None:
+        """
+        --keep-for removes closed segments last written longer ago.
+        """
+        writer = self.writer(Rotation(size=4000))
+        self.fill(writer, 50)
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        old = listing(self.path).segments
+        for segment in old:
+            os.utime(segmentPath(self.path, segment), (1000, 1000))
+        self.fill(writer, 50)
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        removed = tidy(self.path, None, 3600.0, time.time())
+        self.assertEqual(sorted(removed), [segmentPath(self.path, s) for s in old])
+        self.assertEqual(tidy(self.path, None, 3600.0, time.time()), [])
+        kept = listing(self.path).segments
+        self.assertTrue(kept)
+        self.assertFalse(set(old) & set(kept))
+
+    def test_byTime(self) -> None:
+        """
+        With --rotate-every, the live file is closed on time, and not when
+        it has no line.
+        """
+        clock = Clock()
+        writer = self.writer(Rotation(every=60.0), clock)
+        self.fill(writer, 3)
+        clock.advance(59)
+        self.assertEqual(listing(self.path).segments, ())
+        clock.advance(1)
+        self.assertEqual([s.first for s in listing(self.path).segments], [1])
+        clock.advance(60)
+        self.assertEqual(len(listing(self.path).segments), 1)
+        self.fill(writer, 1)
+        clock.advance(60)
+        self.assertEqual([s.first for s in listing(self.path).segments], [1, 7])
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+
+    def test_restart(self) -> None:
+        """
+        A writer started again on a log whose live file is empty (just
+        rotated) or missing (killed between closing one segment and opening
+        the next) numbers on after the last closed segment, and ends the
+        exchanges left open in earlier segments.
+        """
+        writer = self.writer(Rotation())
+        self.fill(writer, 3)
+        left = writer.open({"url": "http://a.test/open"})
+        self.assertTrue(writer.rotate())
+        writer._closing = True
+        os.close(cast(int, writer._fd))
+        writer._fd = None
+        writer.running = False
+        again = self.writer(Rotation())
+        self.assertEqual(again.nextNumber, 9)
+        lines = seriesLines(self.path)
+        self.assertEqual(lines[-1]["id"], left)
+        self.assertEqual(lines[-1]["_failed"]["reason"], REASON_RESTARTED)
+        again.stopService()
+        self.assertTrue(again.rotate() is False)
+        os.rename(self.path, segmentPath(self.path, segmentName("network.jsonl", 8)))
+        third = self.writer(Rotation())
+        self.assertEqual(third.nextNumber, 9)
+        self.assertEqual([r["n"] for r in seriesLines(self.path)], list(range(1, 9)))
+
+    def test_halfCompressed(self) -> None:
+        """
+        What a kill during compression leaves is finished by the next
+        pass: a partial copy is dropped and the segment compressed again;
+        a reader meanwhile reads the uncompressed segment.
+        """
+        writer = self.writer(Rotation())
+        self.fill(writer, 5)
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        writer._tidy = lambda: None  # type: ignore[method-assign]
+        self.assertTrue(writer.rotate())
+        plain = segmentPath(self.path, segmentName("network.jsonl", 1))
+        with open(plain + ".zst.tmp", "wb") as f:
+            f.write(b"\x28\xb5\x2f\xfd cut")
+        self.assertEqual(readAll(LogReader(self.path))[0], list(range(1, 11)))
+        tidy(self.path, None, None, 0.0)
+        self.assertEqual(sorted(os.listdir(self.folder)), ["network.000000000001.jsonl.zst", "network.jsonl"])
+        self.assertEqual(readAll(LogReader(self.path))[0], list(range(1, 11)))
+
+
+class OutsideRotationTests(_Logs):
+    def test_copytruncate(self) -> None:
+        """
+        The live file cut to nothing under the writer (logrotate's
+        copytruncate): the writer goes on numbering from where it was, and
+        a reader goes on without a page that says begun again, told which
+        lines it missed.
+        """
+        path = self.path
+        writer = self.writer(Rotation())
+        for i in range(5):
+            writer.refuse({"i": i}, {})
+        reader = LogReader(path)
+        page = reader.read(0)
+        self.assertEqual(page.next, 10)
+        writer.refuse({"i": 5}, {})
+        os.truncate(path, 0)
+        writer.refuse({"i": 6}, {})
+        page = reader.read(10)
+        self.assertFalse(page.begunAgain)
+        self.assertEqual([r["n"] for r in page.records()], [13, 14])
+        self.assertEqual(page.removedUpTo, 12)
+        os.truncate(path, 0)
+        writer.refuse({"i": 7}, {})
+        page = reader.read(14)
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo), ([15, 16], False, None))
+
+    def test_renamedAway(self) -> None:
+        """
+        The live file renamed away by an outside rotation (logrotate
+        without copytruncate) and then a rotation asked (its postrotate
+        SIGUSR1): the renamed file keeps its name and gets a segment's name
+        too, and the writer goes on in a new file at the path, so readers
+        read on across.
+        """
+        path = self.path
+        writer = self.writer(Rotation())
+        for i in range(3):
+            writer.refuse({"i": i}, {})
+        os.rename(path, path + ".1")
+        writer.refuse({"i": 3}, {})
+        self.assertTrue(writer.rotate())
+        writer.refuse({"i": 4}, {})
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        self.assertEqual([r["n"] for r in readLines(path + ".1")], list(range(1, 9)))
+        self.assertEqual(readAll(LogReader(path))[0], list(range(1, 11)))
+        self.assertEqual([s.first for s in listing(path).segments], [1])
+
+    def test_cutThenRotated(self) -> None:
+        """
+        A live file cut under the writer (copytruncate) and later closed by
+        size is named after the first line it really holds.
+        """
+        writer = self.writer(Rotation(size=3000))
+        self.fill(writer, 5)
+        os.truncate(self.path, 0)
+        self.fill(writer, 40)
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        segments = listing(self.path).segments
+        self.assertEqual(segments[0].first, 11)
+        lines = seriesLines(self.path)
+        self.assertEqual([r["n"] for r in lines], list(range(11, 91)))
+        page = LogReader(self.path).read(4)
+        self.assertEqual((page.removedUpTo, page.records()[0]["n"]), (10, 11))
