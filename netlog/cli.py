@@ -19,6 +19,7 @@ _COMMANDS = {
     "ca": ("netlog.site.cacli", "print the site proxy's CA certificate and its SPKI hash"),
     "view": ("netlog.api.viewcli", "serve the live view of a log file on loopback and print its URL"),
     "session": ("netlog.session.cli", "make, list, export and stop a proxy's sessions over its API"),
+    "warc": ("netlog.warc.cli", "export the log as WARC 1.1 (.warc.gz)"),
 }
 
 

@@ -182,6 +182,27 @@ class _Reader:
         return os.pread(self._fd, length, offset)
 
 
+def exportSpan(fd: int, upTo: Callable[[int, int], int] | None, fromLine: int,
+               wholeIfMissing: bool) -> tuple[int, int]:
+    """
+    How many of the log's first bytes an export reads, and the offset it
+    starts at (see L{writeHar}'s parameters, which this reads).
+
+    @raise MissingLine: the log has no line C{fromLine - 1}.
+    """
+    size = os.fstat(fd).st_size
+    if upTo is not None:
+        size = min(size, upTo(fd, size))
+    start = 0
+    if fromLine > 1:
+        found = sizeThrough(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size,
+                            fromLine - 1)
+        if found is None and not wholeIfMissing:
+            raise MissingLine(fromLine - 1)
+        start = found or 0
+    return size, start
+
+
 def writeHar(
     logPath: str, out: BinaryIO, progress: Progress | None = None, workers: int = 1,
     upTo: Callable[[int, int], int] | None = None, fromLine: int = 0, wholeIfMissing: bool = False,
@@ -205,16 +226,7 @@ def writeHar(
     """
     fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
-        size = os.fstat(fd).st_size
-        if upTo is not None:
-            size = min(size, upTo(fd, size))
-        start = 0
-        if fromLine > 1:
-            found = sizeThrough(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size,
-                                fromLine - 1)
-            if found is None and not wholeIfMissing:
-                raise MissingLine(fromLine - 1)
-            start = found or 0
+        size, start = exportSpan(fd, upTo, fromLine, wholeIfMissing)
         with _Workers(fd, workers) if workers > 1 else nullcontext() as pool:
             # forked first, so that they start while this process indexes,
             # and hold none of the index
