@@ -105,9 +105,7 @@ def exchangeRecords(builder: RecordBuilder, opened: dict[str, Any], ended: dict[
     if payload[1] or ended.get("_failed"):
         # cut at the log's limit, or the answer broke off
         responseFields["WARC-Truncated"] = "length" if payload[1] else "disconnect"
-    response = builder.create_warc_record(url, "response", payload=io.BytesIO(payload[0]),
-                                          length=len(payload[0]), warc_headers_dict=responseFields,
-                                          http_headers=responseHead)
+    response = _httpRecord(builder, url, "response", responseHead, payload[0], responseFields)
     responseId = response.rec_headers.get_header("WARC-Record-ID")
 
     method = _str(request.get("method")) or "GET"
@@ -116,14 +114,30 @@ def exchangeRecords(builder: RecordBuilder, opened: dict[str, Any], ended: dict[
     requestFields = dict(common, **{"WARC-Concurrent-To": responseId})
     if reqPayload[1]:
         requestFields["WARC-Truncated"] = "length"
-    records = [response, builder.create_warc_record(
-        url, "request", payload=io.BytesIO(reqPayload[0]), length=len(reqPayload[0]),
-        warc_headers_dict=requestFields, http_headers=requestHead)]
+    records = [response, _httpRecord(builder, url, "request", requestHead, reqPayload[0], requestFields)]
 
     messages = [n for n in notes if n.get("type") == "message"]
     if messages or isinstance(ended.get("_websocket"), dict):
         records.append(_webSocketRecord(builder, url, common, responseId, started, messages))
     return Built(records, None)
+
+
+def _httpRecord(builder: RecordBuilder, url: str, kind: str, head: StatusAndHeaders, body: bytes,
+                fields: dict[str, str]) -> ArcWarcRecord:
+    """
+    A C{request} or C{response} record of an HTTP message. For a
+    WebSocket's (a C{ws:} or C{wss:} URL), the head goes in the payload:
+    warcio, and so pywb, reads HTTP heads only in records of C{http:} and
+    C{https:} URLs, and takes a payload digest over the whole block for
+    any other, so that is the digest written.
+    """
+    if url.startswith(("http:", "https:")):
+        return builder.create_warc_record(url, kind, payload=io.BytesIO(body), length=len(body),
+                                          warc_headers_dict=fields, http_headers=head)
+    block = head.to_ascii_bytes() + body
+    return builder.create_warc_record(url, kind, payload=io.BytesIO(block), length=len(block),
+                                      warc_content_type=f"application/http; msgtype={kind}",
+                                      warc_headers_dict=fields)
 
 
 def _dict(value: object) -> dict[str, Any]:
