@@ -39,6 +39,7 @@ from netlog.core.rules import BadRules
 from netlog.core.ratelimit import TokenBucket
 from netlog.net.reactors import IProxyReactor
 from netlog.session.manager import STOP_TIMEOUT, SessionError
+from netlog.warc.resource import WarcResource
 
 _log = Logger()
 
@@ -60,7 +61,8 @@ def _base(request: Request) -> str:
 
 def _described(request: Request, info: dict[str, Any]) -> dict[str, Any]:
     base = f"{_base(request)}/sessions/{info['name']}"
-    return dict(info, urls={"session": base, "network": base + "/network", "har": base + "/network.har"})
+    return dict(info, urls={"session": base, "network": base + "/network", "har": base + "/network.har",
+                                    "warc": base + "/network.warc.gz"})
 
 
 class SessionsResource(Resource):
@@ -164,11 +166,13 @@ class _SessionResource(Resource):
             return network
         if path == b"network.har":
             return har
+        if path == b"network.warc.gz":
+            return WarcResource.beside(har)
         if path == b"rules":
             return RulesResource(self._parent._manager, self._name)
         if path == b"":
             return self
-        return JSONError(404, {"error": "no such resource (a session has network, network.har and rules)"})
+        return JSONError(404, {"error": "no such resource (a session has network, network.har, network.warc.gz and rules)"})
 
     def render(self, request: Request) -> Any:
         manager = self._parent._manager

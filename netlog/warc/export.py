@@ -14,14 +14,14 @@ from __future__ import annotations
 import os
 import zlib
 from collections import Counter
-from typing import BinaryIO, Callable
+from typing import Any, BinaryIO, Callable
 
 from warcio.warcwriter import WARCWriter
 
 import netlog
 from netlog.core.har import JoinStats, LineIndex, _parse, exchangeLines, joinRecords
 from netlog.core.paging import _lastRecordBefore
-from netlog.har.export import _Reader, exportSpan, indexLog
+from netlog.har.export import WRITE_SIZE, _Reader, exportSpan, indexLog
 from netlog.warc.build import WARC_VERSION, exchangeRecords, infoRecord
 
 #: zlib's level for each record's gzip member: warcio's own wrapper takes
@@ -54,27 +54,46 @@ class WarcResult:
         return line
 
 
-class _GzipMembers:
+class _Sink:
     """
-    A file object that gzips what is written to it, one gzip member from
-    one C{flush} to the next: warcio flushes after each record, so each
-    record is a member of its own, as WARC readers seek to them.
+    What warcio writes to: gzipped one member from one C{flush} to the next
+    (warcio flushes after each record, so each record is a member of its
+    own, as WARC readers seek to them), or plain; gathered into writes of
+    L{WRITE_SIZE} to C{out} (the API's stream hands each to the event loop).
     """
 
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: BinaryIO, gzip: bool) -> None:
         self._out = out
-        self._compressor: zlib._Compress | None = None
+        self._gzip = gzip
+        self._compressor: Any = None
+        self._pending = bytearray()
 
     def write(self, data: bytes) -> int:
-        if self._compressor is None:
-            self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
-        self._out.write(self._compressor.compress(data))
+        if self._gzip:
+            if self._compressor is None:
+                self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+            self._add(self._compressor.compress(data))
+        else:
+            self._add(data)
         return len(data)
 
     def flush(self) -> None:
         if self._compressor is not None:
-            self._out.write(self._compressor.flush())
+            self._add(self._compressor.flush())
             self._compressor = None
+
+    def _add(self, data: bytes) -> None:
+        self._pending += data
+        if len(self._pending) >= WRITE_SIZE:
+            self.close()
+
+    def close(self) -> None:
+        """
+        Write what is gathered.
+        """
+        if self._pending:
+            self._out.write(bytes(self._pending))
+            self._pending.clear()
 
 
 def writeWarc(logPath: str, out: BinaryIO, upTo: Callable[[int, int], int] | None = None,
@@ -100,7 +119,7 @@ def writeWarc(logPath: str, out: BinaryIO, upTo: Callable[[int, int], int] | Non
             return os.pread(fd, length, offset)
 
         index = indexLog(fd, max(size, start), None, start, fromLine if start else 0)
-        sink = _GzipMembers(out) if gzip else out
+        sink = _Sink(out, gzip)
         writer = WARCWriter(sink, gzip=False, warc_version=WARC_VERSION)
         stats = JoinStats()
         exchanges = joinRecords(exchangeLines(index), _Reader(fd, index).readAt, stats)
@@ -126,8 +145,7 @@ def writeWarc(logPath: str, out: BinaryIO, upTo: Callable[[int, int], int] | Non
                 writer.write_record(record)
             archived += 1
             records += len(built.records)
-        if not gzip:
-            out.flush()
+        sink.close()
         return WarcResult(archived, records + 1, leftOut, index.unreadable + stats.unreadable)
     finally:
         os.close(fd)
