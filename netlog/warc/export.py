@@ -97,7 +97,8 @@ class _Sink:
 
 
 def writeWarc(logPath: str, out: BinaryIO, upTo: Callable[[int, int], int] | None = None,
-              fromLine: int = 0, wholeIfMissing: bool = False, gzip: bool = True) -> WarcResult:
+              fromLine: int = 0, wholeIfMissing: bool = False, gzip: bool = True,
+              onExchange: Callable[[dict[str, Any], dict[str, Any] | None], None] | None = None) -> WarcResult:
     """
     Write the WARC 1.1 of the log at C{logPath} to C{out}: a C{warcinfo}
     record, then each exchange's records in the order they started.
@@ -109,6 +110,8 @@ def writeWarc(logPath: str, out: BinaryIO, upTo: Callable[[int, int], int] | Non
     @param wholeIfMissing: when the log has no line C{fromLine - 1}, export
         it whole rather than raise.
     @param gzip: one gzip member per record (C{.warc.gz}), else plain.
+    @param onExchange: called with each exchange's open and end lines as
+        it is archived (the WACZ's pages are found so).
     @raise MissingLine: the log has no line C{fromLine - 1}.
     """
     fd = os.open(logPath, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
@@ -143,6 +146,8 @@ def writeWarc(logPath: str, out: BinaryIO, upTo: Callable[[int, int], int] | Non
                 continue
             for record in built.records:
                 writer.write_record(record)
+            if onExchange is not None:
+                onExchange(opened, ended)
             archived += 1
             records += len(built.records)
         sink.close()

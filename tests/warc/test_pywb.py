@@ -112,8 +112,8 @@ class PywbReplayTests(SynchronousTestCase):
         original, unrewritten form, C{id_}) with a status and a body whose
         sha256 the log has for it (of what it kept, for the big text it
         cut at 1 MB); the WARC passes C{warcio check}, and
-        C{warcio index} lists a response and a request per exchange; the
-        front page opened in Chromium from pywb shows the logo.
+        C{warcio index} lists a response and a request per exchange, and
+        its WACZ passes C{wacz validate}; the front page opened in Chromium from pywb shows the logo.
         """
         log = self.record()
         warc = os.path.join(self.tmp, "shop.warc.gz")
@@ -134,6 +134,11 @@ class PywbReplayTests(SynchronousTestCase):
         self.assertIn(BASE + "/logo.png", kept)
         self.assertIn(BASE + "/big.txt", cut)
         self.assertIn(BASE + "/api/cart", responses)  # the fetched JSON (a POST)
+
+        wacz = os.path.join(self.tmp, "shop.wacz")
+        procs.runNetlog(["wacz", log, "-o", wacz])
+        checked = subprocess.run([pywbTool("wacz"), "validate", "-f", wacz], capture_output=True, timeout=120)
+        self.assertEqual(checked.returncode, 0, checked.stdout.decode())
 
         port = self.pywb(warc)
         for url, answers in sorted(kept.items()):
