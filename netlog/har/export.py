@@ -27,7 +27,7 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import nullcontext
 from itertools import islice
-from typing import BinaryIO, Callable, Generator, Iterator
+from typing import Any, BinaryIO, Callable, Generator, Iterator
 
 from netlog.core.exchange import sizeThrough
 from netlog.core.har import (
@@ -473,7 +473,15 @@ class _Workers:
     it).
     """
 
-    def __init__(self, fd: int, workers: int) -> None:
+    def __init__(self, fd: int, workers: int,
+                 buildBatch: Callable[[_Batch, int], tuple[Any, ...]] | None = None) -> None:
+        """
+        @param buildBatch: C{buildBatch(batch, slot)}, run in a worker: the
+            stretch's bytes' length in its slot of the shared memory (or
+            the bytes themselves), then what else it tells; default
+            L{_buildBatch}, a stretch of HAR entries.
+        """
+        self._buildBatch = buildBatch or _buildBatch
         self._workers = workers
         self._limit = workers * BATCHES_AHEAD
         self._slots = mmap.mmap(-1, self._limit * SLOT_SIZE)
@@ -491,26 +499,27 @@ class _Workers:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._slots.close()
 
-    def build(self, index: LineIndex) -> Generator[Built, None, None]:
+    def build(self, index: LineIndex) -> Generator[tuple[Any, ...], None, None]:
         """
-        Every entry, a stretch at a time, given back in order; at most
+        Every stretch built (by default: its entries, their count and the
+        lines it could not use), given back in order; at most
         L{BATCHES_AHEAD} stretches per worker in flight.
         """
-        pool, slots = self._pool, self._slots
-        inFlight: deque[tuple[int, Future[tuple[int | bytes, int, int]]]] = deque()
+        pool, slots, buildBatch = self._pool, self._slots, self._buildBatch
+        inFlight: deque[tuple[int, Future[tuple[Any, ...]]]] = deque()
         batches = _batches(index)
         for slot, batch in enumerate(islice(batches, self._limit)):
-            inFlight.append((slot, pool.submit(_buildBatch, batch, slot)))
+            inFlight.append((slot, pool.submit(buildBatch, batch, slot)))
         while inFlight:
             slot, result = inFlight.popleft()
             # a worker that died (killed, out of memory) fails the export
             # with BrokenProcessPool rather than leave it waiting
-            built, entries, lost = result.result()
+            built, *told = result.result()
             if isinstance(built, bytes):
-                yield built, entries, lost
+                yield built, *told
             else:
                 # the caller writes or copies it before asking for the next
                 with memoryview(slots) as view, view[slot * SLOT_SIZE : slot * SLOT_SIZE + built] as stretch:
-                    yield stretch, entries, lost
+                    yield stretch, *told
             for batch in islice(batches, 1):
-                inFlight.append((slot, pool.submit(_buildBatch, batch, slot)))
+                inFlight.append((slot, pool.submit(buildBatch, batch, slot)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from datetime import datetime, timezone
 from http import HTTPStatus
 from typing import Any, Iterable, NamedTuple
@@ -29,6 +30,9 @@ H2_PROTOCOL = "h2"
 #: Why an exchange is left out of the WARC, as the command's last line says.
 OPEN = "still open"
 BODY_NOT_KEPT = "body not kept (record with --keep-bodies all)"
+#: Bytes of a page's HTML looked through for its title.
+TITLE_WINDOW = 64 * 1024
+_TITLE = re.compile(rb"<title[^>]*>([^<]{0,500})</title", re.IGNORECASE)
 #: Header fields of a message whose body the log keeps with its transfer
 #: coding undone: left out of the record, which holds the body that way.
 _TRANSFER_FIELDS = frozenset({"transfer-encoding"})
@@ -263,3 +267,27 @@ def _webSocketRecord(builder: RecordBuilder, url: str, common: dict[str, str], r
     fields = dict(common, **{"WARC-Concurrent-To": responseId, "WARC-Resource-Type": "websocket"})
     return builder.create_warc_record(url, "resource", payload=io.BytesIO(data), length=len(data),
                                       warc_content_type="application/jsonl", warc_headers_dict=fields)
+
+
+def pageOf(opened: dict[str, Any], ended: dict[str, Any]) -> dict[str, Any] | None:
+    """
+    A WACZ page (C{pages.jsonl}'s line) for a top-level navigation: a
+    C{GET} the browser made for a top-level document (C{Sec-Fetch-Dest:
+    document}, C{Sec-Fetch-Mode: navigate}) that was answered, with the
+    title of its HTML when kept; L{None} for any other exchange.
+    """
+    request = _dict(opened.get("request"))
+    response = ended.get("response")
+    if not isinstance(response, dict) or request.get("method") != "GET":
+        return None
+    fields = {h["name"].lower(): h["value"].lower() for h in _pairs(request.get("headers"))}
+    if fields.get("sec-fetch-dest") != "document" or fields.get("sec-fetch-mode") != "navigate":
+        return None
+    page: dict[str, Any] = {"id": str(opened.get("id")), "url": request.get("url"),
+                            "ts": warcDate(_num(opened.get("started")) or 0.0)}
+    body = _dict(response.get("body"))
+    if "data" in body:
+        found = _TITLE.search(_b64(body["data"])[:TITLE_WINDOW])
+        if found is not None:
+            page["title"] = found.group(1).decode("utf-8", "replace").strip()
+    return page

@@ -16,17 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tempfile
 import zipfile
 from datetime import datetime, timezone
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from cdxj_indexer.main import CDXJIndexer
 
 import netlog
-from netlog.core.har import _b64
-from netlog.warc.build import warcDate
 from netlog.warc.export import WarcResult, writeWarc
 
 WACZ_VERSION = "1.1.1"
@@ -34,56 +31,25 @@ WACZ_VERSION = "1.1.1"
 WARC_PATH = "archive/data.warc.gz"
 INDEX_PATH = "indexes/index.cdx"
 PAGES_PATH = "pages/pages.jsonl"
-#: Bytes of a page's HTML looked through for its title.
-TITLE_WINDOW = 64 * 1024
-_TITLE = re.compile(rb"<title[^>]*>([^<]{0,500})</title", re.IGNORECASE)
+#: The first line of pages.jsonl.
+PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
 #: Bytes hashed at a time.
 HASH_CHUNK = 1024 * 1024
 
 
-class _Pages:
-    """
-    The top-level navigations of the log, as pages.jsonl lines written to
-    C{out} as the WARC export passes each exchange: a C{GET} the browser
-    made for a top-level document (C{Sec-Fetch-Dest: document}, C{Mode:
-    navigate}) that was answered.
-    """
-
-    def __init__(self, out: Any) -> None:
-        self._out = out
-        out.write(json.dumps({"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}) + "\n")
-
-    def __call__(self, opened: dict[str, Any], ended: dict[str, Any] | None) -> None:
-        request = opened.get("request")
-        response = ended.get("response") if ended is not None else None
-        if not isinstance(request, dict) or not isinstance(response, dict) or request.get("method") != "GET":
-            return
-        headers = {str(h[0]).lower(): str(h[1]).lower() for h in request.get("headers") or ()
-                   if isinstance(h, list) and len(h) == 2}
-        if headers.get("sec-fetch-dest") != "document" or headers.get("sec-fetch-mode") != "navigate":
-            return
-        page: dict[str, Any] = {"id": str(opened.get("id")), "url": request.get("url"),
-                                "ts": warcDate(float(opened.get("started") or 0))}
-        body = response.get("body")
-        if isinstance(body, dict) and "data" in body:
-            found = _TITLE.search(_b64(body["data"])[:TITLE_WINDOW])
-            if found is not None:
-                page["title"] = found.group(1).decode("utf-8", "replace").strip()
-        self._out.write(json.dumps(page, ensure_ascii=False) + "\n")
-
-
-def writeWacz(logPath: str, out: BinaryIO, workDir: str | None = None) -> WarcResult:
+def writeWacz(logPath: str, out: BinaryIO, workDir: str | None = None, workers: int = 1) -> WarcResult:
     """
     Write the WACZ of the log at C{logPath} to C{out} (a seekable binary
     file), its parts made first in a folder in C{workDir} (default the
-    system's).
+    system's); C{workers} as for L{writeWarc}.
     """
     with tempfile.TemporaryDirectory(dir=workDir, prefix=".netlog-wacz-") as work:
         warc = os.path.join(work, "data.warc.gz")
         pages = os.path.join(work, "pages.jsonl")
         index = os.path.join(work, "index.cdx")
         with open(warc, "wb") as warcOut, open(pages, "w", encoding="utf-8") as pagesOut:
-            result = writeWarc(logPath, warcOut, onExchange=_Pages(pagesOut))
+            pagesOut.write(json.dumps(PAGES_HEADER) + "\n")
+            result = writeWarc(logPath, warcOut, workers=workers, pages=pagesOut)
         # (Without post_append, py-wacz's choice, which keys a POST by its
         # body too: warcio undoes a br coding to read it only with brotlipy,
         # whose module's name is the brotli netlog reads bodies with.)

@@ -7,15 +7,14 @@ from __future__ import annotations
 import argparse
 import os
 
-from netlog.warc.cli import exportTo
+from netlog.warc import cli
 from netlog.warc.wacz import writeWacz
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("log", metavar="LOG", help="the network log (JSON lines)")
-    parser.add_argument("-o", "--output", metavar="FILE", required=True, help="where to write the WACZ")
+    cli.addArguments(parser, "the WACZ")
 
 
 def run(args: argparse.Namespace) -> int:
     workDir = os.path.dirname(os.path.abspath(args.output))
-    return exportTo("wacz", args.log, args.output, lambda out: writeWacz(args.log, out, workDir))
+    return cli.exportTo("wacz", args, lambda out, workers: writeWacz(args.log, out, workDir, workers))
