@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
+from netlog.core.capture import MAX_RESPONSE_BODY
 from tests.browser import browser, procs
 from tests.support import freePort
 from tests.warc.support import pywbTool
@@ -78,16 +79,23 @@ class PywbReplayTests(SynchronousTestCase):
         """
         Walk the shop through a site proxy keeping every body; its log.
         """
-        site = procs.startSite(self.tmp, self.addCleanup)
-        directory = os.path.join(self.tmp, "record")
+        self.site = procs.startSite(self.tmp, self.addCleanup)
+        return self.walk("record", ("--keep-bodies", "all"))[0]
+
+    def walk(self, name: str, extra: tuple[str, ...], webSocket: bool = True) -> tuple[str, dict[str, Any]]:
+        """
+        Walk the shop through a site proxy with C{extra} options; its log
+        and what the pages showed.
+        """
+        directory = os.path.join(self.tmp, name)
         os.makedirs(directory)
-        proxy = procs.startSiteProxy(directory, site, self.addCleanup, extra=("--keep-bodies", "all"))
+        proxy = procs.startSiteProxy(directory, self.site, self.addCleanup, extra=extra)
         spki = procs.runNetlog(["ca", "--state", str(proxy.state), "--spki-only"]).stdout.decode().strip()
         run = browser.Run(proxy=f"http://127.0.0.1:{proxy.port}", spkiHashes=[spki])
-        browser.withBrowser(run, lambda page: browser.shopScenario(page, BASE))
+        seen = browser.withBrowser(run, lambda page: browser.shopScenario(page, BASE, webSocket=webSocket))
         procs.waitForEnds(proxy.log)
         procs.stop(proxy.proc)
-        return proxy.log
+        return proxy.log, seen
 
     def pywb(self, warc: str) -> int:
         """
@@ -167,3 +175,29 @@ class PywbReplayTests(SynchronousTestCase):
             return int(width)
 
         self.assertGreater(browser.withBrowser(browser.Run(), look), 0)
+
+    def test_netlogReplaysTheWarc(self) -> None:
+        """
+        The WARC of a recording is a recording: a site proxy replaying it
+        (C{--replay FILE.warc.gz}) serves every step of the shop with no
+        connection to the site, each answer with the body the first run
+        got (the WebSocket left out: its messages aren't replayed from a
+        WARC), and marks each exchange replayed.
+        """
+        from tests.browser.test_replay import expectedSeen, keptAnswers
+
+        log = self.record()
+        warc = os.path.join(self.tmp, "shop.warc.gz")
+        procs.runNetlog(["warc", log, "-o", warc])
+        before = len(self.site.connections())
+        replayed, seen = self.walk("replay", ("--keep-bodies", "all", "--replay", warc), webSocket=False)
+        seen.pop("searchURL")
+        self.assertEqual(seen, expectedSeen(MAX_RESPONSE_BODY, webSocket=False))
+        self.assertEqual(len(self.site.connections()), before, "a replay reached the site")
+        # (the walk without its WebSocket leaves the chat page out)
+        recorded = [a for a in keptAnswers(log) if a[1] != BASE + "/chat" and not a[1].startswith("wss:")]
+        self.assertEqual(keptAnswers(replayed), recorded)
+        with open(replayed, "rb") as f:
+            ends = [json.loads(line) for line in f if b'"type":"end"' in line]
+        self.assertTrue(ends)
+        self.assertTrue(all(isinstance(end.get("_replayed"), int) for end in ends))
