@@ -163,9 +163,13 @@ def writeSmall(path: str, count: int, late: float = 0.0) -> int:
     return count
 
 
-def writeLarge(path: str, megabytes: int, count: int) -> int:
+def writeLarge(path: str, megabytes: int, count: int, words: bytes | None = None) -> int:
+    """
+    The large log; its bodies are C{words} repeated (by default a short
+    run of Latin, which compresses 300 to 1).
+    """
     bodyBytes = max(1, int(megabytes * 1024 * 1024 / count * 3 / 4) - 400)
-    words = ("lorem ipsum dolor sit amet café crème %d " * 1000).encode()
+    words = words or ("lorem ipsum dolor sit amet café crème %d " * 1000).encode()
     n = 0
     with open(path, "wb", buffering=1 << 20) as f:
         n += 1

@@ -21,6 +21,8 @@ _COMMANDS = {
     "session": ("netlog.session.cli", "make, list, export and stop a proxy's sessions over its API"),
     "mcp": ("netlog.mcp.cli", "serve a proxy's API to agents over the Model Context Protocol"),
     "rotate": ("netlog.log.rotatecli", "close the running proxy's live log segment now, over its API"),
+    "warc": ("netlog.warc.cli", "export the log as WARC 1.1 (.warc.gz)"),
+    "wacz": ("netlog.warc.waczcli", "export the log as a WACZ 1.1.1 package (WARC, index, pages)"),
 }
 
 

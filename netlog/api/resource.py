@@ -329,32 +329,57 @@ class HarResource(_LogResource):
         a log begun again since then is exported whole.
     """
 
+    #: What it serves: its type, the file name it suggests, and what it is
+    #: called in the proxy's log (a subclass exports another format).
+    contentType = JSON_TYPE
+    fileName = b"network.har"
+    what = "the HAR"
+
     def __init__(self, reactor: IProxyReactor, threadpool: Any, logPath: str | None,
                  first: Callable[[], int] = lambda: 0) -> None:
         _LogResource.__init__(self, reactor, threadpool, logPath)
         self._first = first
+
+    def export(self) -> Callable[..., Any]:
+        """
+        The export run in a thread: C{export(logPath, out, upTo=,
+        fromLine=, wholeIfMissing=)}, as L{netlog.har.export.writeHar}.
+        """
+        from netlog.har.export import writeHar
+
+        return writeHar
+
+    def exportOptions(self, redactor: Any) -> dict[str, Any]:
+        """
+        The export's keyword arguments beyond the span: for the HAR, the
+        redaction asked for (None for none).
+
+        @raise BadParameter: this export can't do what is asked.
+        """
+        return {"transform": redactor}
 
     def renderGET(self, request: Request) -> Any:
         from netlog.api.redaction import takeRedaction
 
         query, redactor = takeRedaction(_query(request))
         params = parseQuery(query, {"upto": (-1, 0, 2**63 - 1), "from": (-1, 0, 2**63 - 1)})
+        options = self.exportOptions(redactor)
         upto = params["upto"]
         fromLine = params["from"] if params["from"] >= 0 else self._first()
         if self._logPath is None:
             return self._noLog(request)
-        from netlog.har.export import MissingLine, writeHar
+        from netlog.har.export import MissingLine
 
-        request.setHeader(b"content-type", JSON_TYPE)
-        request.setHeader(b"content-disposition", b'attachment; filename="network.har"')
+        request.setHeader(b"content-type", self.contentType)
+        request.setHeader(b"content-disposition", b'attachment; filename="%s"' % self.fileName)
         request.setHeader(b"cache-control", b"no-store")
         if request.method == b"HEAD":
             return b""
         stream = _ThreadStream(self._reactor, request)
         out: Any = stream
         upTo = _sizeThrough(upto) if upto >= 0 else None
-        d = deferToThreadPool(self._reactor, self._threadpool, writeHar, self._logPath, out, None, upTo=upTo,
-                              fromLine=fromLine, wholeIfMissing=params["from"] < 0, transform=redactor)
+        d = deferToThreadPool(self._reactor, self._threadpool, self.export(), self._logPath, out, upTo=upTo,
+                              fromLine=fromLine, wholeIfMissing=params["from"] < 0, **options)
 
         def done(result: Any) -> None:
             if stream.gone:
@@ -368,7 +393,7 @@ class HarResource(_LogResource):
             request.unregisterProducer()
             if stream.started:
                 # Half a HAR is no HAR: cut the answer so the client sees it.
-                _log.failure("exporting the HAR failed midway", failure)
+                _log.failure("exporting {what} failed midway", failure, what=self.what)
                 request.channel.transport.abortConnection()  # type: ignore[union-attr]
                 return
             if failure.check(_NoSuchLine, MissingLine):
@@ -382,8 +407,8 @@ class HarResource(_LogResource):
             elif isinstance(failure.value, FileNotFoundError):
                 body = sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
             else:
-                _log.failure("exporting the HAR failed", failure)
-                body = sendJSON(request, 500, {"error": "exporting the HAR failed; see the proxy's log"})
+                _log.failure("exporting {what} failed", failure, what=self.what)
+                body = sendJSON(request, 500, {"error": f"exporting {self.what} failed; see the proxy's log"})
             request.write(body)
             request.finish()
 

@@ -23,6 +23,7 @@ from netlog.api.rotate import RotateResource
 from netlog.api.rules import RulesResource
 from netlog.api.sessions import SessionsResource, unsupportedSessions
 from netlog.net.reactors import IProxyReactor
+from netlog.warc.resource import WarcResource
 
 
 def makeApiRoot(
@@ -57,6 +58,7 @@ def makeApiRoot(
     children: dict[bytes, Any] = {
         b"network": NetworkResource(reactor, threadpool, logPath),
         b"network.har": HarResource(reactor, harThreadpool or threadpool, logPath),
+        b"network.warc.gz": WarcResource(reactor, harThreadpool or threadpool, logPath),
         b"exchange": ExchangeResource(reactor, threadpool, logPath),
         b"exchanges": ExchangesResource(reactor, threadpool, logPath),
         b"rotate": RotateResource(),

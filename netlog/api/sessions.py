@@ -43,6 +43,7 @@ from netlog.core.rules import BadRules
 from netlog.core.ratelimit import TokenBucket
 from netlog.net.reactors import IProxyReactor
 from netlog.session.manager import STOP_TIMEOUT, SessionError
+from netlog.warc.resource import WarcResource
 
 _log = Logger()
 
@@ -65,7 +66,7 @@ def _base(request: Request) -> str:
 def _described(request: Request, info: dict[str, Any]) -> dict[str, Any]:
     base = f"{_base(request)}/sessions/{info['name']}"
     return dict(info, urls={"session": base, "network": base + "/network", "har": base + "/network.har",
-                            "exchanges": base + "/exchanges"})
+                            "exchanges": base + "/exchanges", "warc": base + "/network.warc.gz"})
 
 
 class SessionsResource(Resource):
@@ -181,11 +182,14 @@ class _SessionResource(Resource):
             return har
         if path == b"exchanges":
             return self._parent.exchangesFor(session.logPath, self._name)
+        if path == b"network.warc.gz":
+            return WarcResource.beside(har)
         if path == b"rules":
             return RulesResource(self._parent._manager, self._name)
         if path == b"":
             return self
-        return JSONError(404, {"error": "no such resource (a session has network, network.har, exchanges and rules)"})
+        return JSONError(404, {"error": "no such resource (a session has network, network.har, network.warc.gz,"
+                                        " exchanges and rules)"})
 
     def render(self, request: Request) -> Any:
         manager = self._parent._manager

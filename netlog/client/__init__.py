@@ -544,6 +544,13 @@ class Netlog:
             if not found.more and time.monotonic() >= deadline - 0.001:
                 return None
 
+    def save_warc(self, path: str, *, upto: int | None = None) -> int:
+        """
+        Stream the main log's WARC (C{.warc.gz}) into the file C{path}, as
+        L{save_har} does its HAR; the bytes written.
+        """
+        return self._save(_har_path("/network.warc.gz", upto), path, self._har_timeout)
+
     # -- the CA ----------------------------------------------------------------
 
     def ca(self) -> bytes:
@@ -769,6 +776,14 @@ class Session:
         Stream this session's HAR into C{out}, as L{save_har} does; the bytes written.
         """
         return self.client._copy(_har_path(_session_path(self.name) + "/network.har", upto, from_line), out,
+                                 self.client._har_timeout)
+
+    def save_warc(self, path: str, *, upto: int | None = None, from_line: int | None = None) -> int:
+        """
+        Stream this session's WARC into the file C{path} (see L{save_har});
+        the bytes written.
+        """
+        return self.client._save(_har_path(_session_path(self.name) + "/network.warc.gz", upto, from_line), path,
                                  self.client._har_timeout)
 
     def delete(self, timeout: float | None = None) -> dict[str, Any]:

@@ -565,6 +565,21 @@ def joinLines(
     @param stats: counts the lines found unusable on the way.
     """
     stats = stats if stats is not None else JoinStats()
+    for opened, ended, notes in joinRecords(exchanges, readAt, stats):
+        try:
+            yield buildEntry(opened, ended, notes)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError):
+            stats.unreadable += 1 + (1 if ended is not None else 0)
+
+
+def joinRecords(
+    exchanges: Iterable[ExchangeLines], readAt: Callable[[int, int], bytes], stats: JoinStats
+) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]]:
+    """
+    Each exchange's lines parsed: its open line, its end line (L{None}
+    while it is open) and its head and message lines, for a builder of
+    entries (the HAR's, the WARC's) to turn into its own.
+    """
     for openOffset, openLength, ends, noteLines in exchanges:
         opened = _parse(readAt(openOffset, openLength))
         if opened is None:
@@ -586,10 +601,7 @@ def joinLines(
                 stats.unreadable += 1
             else:
                 notes.append(note)
-        try:
-            yield buildEntry(opened, ended, notes)
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError):
-            stats.unreadable += 1 + (1 if ended is not None else 0)
+        yield opened, ended, notes
 
 
 def entriesFromLines(lines: list[bytes], stats: JoinStats | None = None) -> tuple[list[dict[str, Any]], int]:

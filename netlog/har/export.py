@@ -185,6 +185,27 @@ class _Reader:
         return os.pread(self._fd, length, offset)
 
 
+def exportSpan(fd: int, upTo: Callable[[int, int], int] | None, fromLine: int,
+               wholeIfMissing: bool) -> tuple[int, int]:
+    """
+    How many of the log's first bytes an export reads, and the offset it
+    starts at (see L{writeHar}'s parameters, which this reads).
+
+    @raise MissingLine: the log has no line C{fromLine - 1}.
+    """
+    size = os.fstat(fd).st_size
+    if upTo is not None:
+        size = min(size, upTo(fd, size))
+    start = 0
+    if fromLine > 1:
+        found = sizeThrough(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size,
+                            fromLine - 1)
+        if found is None and not wholeIfMissing:
+            raise MissingLine(fromLine - 1)
+        start = found or 0
+    return size, start
+
+
 def writeHar(
     logPath: str, out: BinaryIO, progress: Progress | None = None, workers: int = 1,
     upTo: Callable[[int, int], int] | None = None, fromLine: int = 0, wholeIfMissing: bool = False,
@@ -211,17 +232,8 @@ def writeHar(
     """
     fd = openSeries(logPath)
     try:
-        size = os.fstat(fd).st_size
-        if upTo is not None:
-            size = min(size, upTo(fd, size))
-        start = 0
-        if fromLine > 1:
-            found = sizeThrough(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size,
-                                fromLine - 1)
-            if found is None and not wholeIfMissing:
-                raise MissingLine(fromLine - 1)
-            start = found or 0
-        with _Workers(fd, workers, transform) if workers > 1 else nullcontext() as pool:
+        size, start = exportSpan(fd, upTo, fromLine, wholeIfMissing)
+        with _Workers(fd, workers, transform=transform) if workers > 1 else nullcontext() as pool:
             # forked first, so that they start while this process indexes,
             # and hold none of the index
             index = indexLog(fd, max(size, start), progress, start, fromLine if start else 0)
@@ -468,7 +480,17 @@ class _Workers:
     it).
     """
 
-    def __init__(self, fd: int, workers: int, transform: Transform | None = None) -> None:
+    def __init__(self, fd: int, workers: int, transform: Transform | None = None,
+                 buildBatch: Callable[[_Batch, int], tuple[Any, ...]] | None = None) -> None:
+        """
+        @param transform: what each entry goes through before it is encoded
+            (L{netlog.har.redact.Redactor}), in the worker.
+        @param buildBatch: C{buildBatch(batch, slot)}, run in a worker: the
+            stretch's bytes' length in its slot of the shared memory (or
+            the bytes themselves), then what else it tells; default
+            L{_buildBatch}, a stretch of HAR entries.
+        """
+        self._buildBatch = buildBatch or _buildBatch
         self._workers = workers
         self._limit = workers * BATCHES_AHEAD
         self._slots = mmap.mmap(-1, self._limit * SLOT_SIZE)
@@ -486,26 +508,27 @@ class _Workers:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._slots.close()
 
-    def build(self, index: LineIndex) -> Generator[Built, None, None]:
+    def build(self, index: LineIndex) -> Generator[tuple[Any, ...], None, None]:
         """
-        Every entry, a stretch at a time, given back in order; at most
+        Every stretch built (by default: its entries, their count and the
+        lines it could not use), given back in order; at most
         L{BATCHES_AHEAD} stretches per worker in flight.
         """
-        pool, slots = self._pool, self._slots
-        inFlight: deque[tuple[int, Future[tuple[int | bytes, int, int]]]] = deque()
+        pool, slots, buildBatch = self._pool, self._slots, self._buildBatch
+        inFlight: deque[tuple[int, Future[tuple[Any, ...]]]] = deque()
         batches = _batches(index)
         for slot, batch in enumerate(islice(batches, self._limit)):
-            inFlight.append((slot, pool.submit(_buildBatch, batch, slot)))
+            inFlight.append((slot, pool.submit(buildBatch, batch, slot)))
         while inFlight:
             slot, result = inFlight.popleft()
             # a worker that died (killed, out of memory) fails the export
             # with BrokenProcessPool rather than leave it waiting
-            built, entries, lost = result.result()
+            built, *told = result.result()
             if isinstance(built, bytes):
-                yield built, entries, lost
+                yield built, *told
             else:
                 # the caller writes or copies it before asking for the next
                 with memoryview(slots) as view, view[slot * SLOT_SIZE : slot * SLOT_SIZE + built] as stretch:
-                    yield stretch, entries, lost
+                    yield stretch, *told
             for batch in islice(batches, 1):
-                inFlight.append((slot, pool.submit(_buildBatch, batch, slot)))
+                inFlight.append((slot, pool.submit(buildBatch, batch, slot)))

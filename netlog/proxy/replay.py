@@ -114,7 +114,7 @@ class Replay:
     def __init__(self, path: str, rules: MatchRules, unmatched: str = UNMATCHED_404,
                  pace: str = PACE_NOW, refresh: bool = False) -> None:
         """
-        Index the recording at C{path} (a netlog log or a HAR).
+        Index the recording at C{path} (a netlog log, a HAR or a WARC).
 
         @param refresh: move the answers' dates to now
             (L{netlog.core.replay.refreshed}).
@@ -129,6 +129,7 @@ class Replay:
         self.refresh = refresh
         self.index = ReplayIndex()
         self._har: list[Any] | None = None
+        self._warc: str | None = None
         #: Answers read back, by their recorded mark, least recently served
         #: first, their bodies at most L{MAX_CACHED_ANSWER_BYTES} together.
         self._answers: OrderedDict[int, RecordedAnswer] = OrderedDict()
@@ -150,8 +151,14 @@ class Replay:
                 recordedFromLog(exchangeLines(indexLog(fd, size)), self._readAt, rules, self.index)
             elif start.startswith(b"{"):
                 self._loadHar(fd, size)
+            elif start.startswith((b"\x1f\x8b", b"WARC/")):
+                from netlog.warc.replay import recordedFromWarc
+
+                with open(path, "rb") as stream:
+                    recordedFromWarc(stream, rules, self.index)
+                self._warc = path
             else:
-                raise RecordingError(f"the recording {path} is neither a netlog log nor a HAR")
+                raise RecordingError(f"the recording {path} is neither a netlog log nor a HAR (nor a WARC)")
         finally:
             os.close(fd)
         if not self.index.firstServable(self.answerFor):
@@ -209,6 +216,12 @@ class Replay:
         """
         if self._har is not None:
             return answerFromHar(self._har[where])
+        if self._warc is not None:
+            from netlog.warc.replay import answerFromWarc
+
+            with open(self._warc, "rb") as stream:
+                stream.seek(where)
+                return answerFromWarc(stream)
         openOffset, openLength, endOffset, endLength, notes = where
         return answerFromLog(self._readAt(openOffset, openLength), self._readAt(endOffset, endLength),
                              [self._readAt(offset, length) for offset, length in notes])

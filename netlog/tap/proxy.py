@@ -45,7 +45,7 @@ class Options(LogOptions, DestinationOptions):
          "What of answers' bodies the log keeps: text (text, JSON, forms, XML, scripts; other types as "
          "size and sha256) or all (every type, to the same limit: a recording to --replay)."],
         ["replay", None, None,
-         "Answer the sites from this recording (a netlog log kept with --keep-bodies all, or a HAR) "
+         "Answer the sites from this recording (a netlog log kept with --keep-bodies all, a HAR or a WARC) "
          "instead of their backends; a site's replay = \"PATH\" in sites.toml wins."],
         ["replay-unmatched", None, UNMATCHED_404,
          "What a replayed request with no recorded answer gets: 404 (an answer saying so) or forward "

@@ -139,6 +139,8 @@ CLI_CASES: dict[tuple[str, str], list[list[str]]] = {
     ("har", "--output"): [["har", "{log}", "-o", "{folder}/missing/network.har"], ["har", "{log}", "-o", "{folder}"]],
     ("har", "--jobs"): [["har", "{log}", "-j", v] for v in ("x", "")],
     ("har", "--progress"): [["har", "{log}", "--progress", "sometimes"]],
+    ("har", "--redact"): [["har", "{log}", "--redact", v] for v in ("nosuch", "{folder}/missing.toml", "")],
+    ("har", "--redact-key"): [["har", "{log}", "--redact-key", "k"], ["har", "{log}", "--redact", "secrets", "--redact-key", ""]],
     ("ca", "--state"): [["ca", "--state", "{folder}/missing/state"], ["ca", "--state", "{log}"]],
     ("ca", "--spki-only"): [["ca", "--state", "{folder}/missing/state", "--spki-only"], ["ca", "--spki-only=1"]],
     ("view", "LOG"): [["view", "{folder}/missing.jsonl"]],
