@@ -53,6 +53,24 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def logSize(command: str, path: str) -> int | None:
+    """
+    The size of the log at C{path} that C{netlog COMMAND} exports, or None
+    once it has said on stderr, in one line, why it can't: the file can't
+    be read, or it is not a netlog log (a folder, a HAR, TOML...).
+    """
+    try:
+        size = os.stat(path).st_size
+    except OSError as e:
+        print(f"netlog {command}: can't read the log {path}: {e.strerror}", file=sys.stderr)
+        return None
+    why = notALog(path)
+    if why is not None:
+        print(f"netlog {command}: {path} {why}; give the log file a proxy writes (its --log)", file=sys.stderr)
+        return None
+    return size
+
+
 class _Bar:
     """
     A one-line progress bar: the first pass (indexing) is the first half,
@@ -89,15 +107,9 @@ def run(args: argparse.Namespace) -> int:
         redactor = redactorFor(args.redact, args.redact_key)
     except PolicyError as e:
         print(f"netlog har: --redact: {e}", file=sys.stderr)
-        return 2
-    try:
-        size = os.stat(args.log).st_size
-    except OSError as e:
-        print(f"netlog har: can't read the log {args.log}: {e.strerror}", file=sys.stderr)
         return 1
-    why = notALog(args.log)
-    if why is not None:
-        print(f"netlog har: {args.log} {why}; give the log file a proxy writes (its --log)", file=sys.stderr)
+    size = logSize("har", args.log)
+    if size is None:
         return 1
     show = args.progress == "always" or (
         args.progress == "auto" and size >= PROGRESS_MIN_BYTES and sys.stderr.isatty()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netlog.client import NetlogError
+from netlog.client import NetlogError, NoTokenFile
 from netlog.session.cli import api, clientOf
 
 #: Where C{--http} listens when only a port is given.
@@ -48,6 +48,9 @@ def run(args: argparse.Namespace) -> int:
         listen = _listenOn(args.http) if args.http else None
     except ValueError as e:
         sys.stderr.write(f"netlog mcp: {e}\n")
+        return 1
+    except NoTokenFile as e:
+        sys.stderr.write(f"netlog mcp: --token-file: {e}\n")
         return 1
     try:
         client.sessions()

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import BinaryIO, Callable
 
-from netlog.har.cli import PARALLEL_MIN_BYTES, _cpus
+from netlog.har.cli import PARALLEL_MIN_BYTES, _cpus, logSize
 from netlog.warc.export import WarcResult, writeWarc
 
 
@@ -34,10 +34,8 @@ def exportTo(command: str, args: argparse.Namespace, write: Callable[[BinaryIO, 
     file renamed when whole), and say in one line on stderr what went in
     and what was left out.
     """
-    try:
-        size = os.stat(args.log).st_size
-    except OSError as e:
-        print(f"netlog {command}: can't read the log {args.log}: {e.strerror}", file=sys.stderr)
+    size = logSize(command, args.log)
+    if size is None:
         return 1
     workers = args.jobs if args.jobs is not None else (_cpus() if size >= PARALLEL_MIN_BYTES else 1)
     tmp = args.output + ".partial"

@@ -225,7 +225,7 @@ class RedactedLoginTests(SynchronousTestCase):
             f.write('[cookies]\ndrop = "session"\n')
         bad = os.path.join(self.folder, "bad.har")
         done = self.netlogHar("--redact", policy, "-o", bad)
-        self.assertEqual(done.returncode, 2)
+        self.assertEqual(done.returncode, 1)
         self.assertEqual(done.stderr.decode(), f"netlog har: --redact: {policy}: [cookies] drop must be a list of "
                                               f"non-empty names, got 'session'\n")
         self.assertFalse(os.path.exists(bad))
