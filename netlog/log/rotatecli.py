@@ -11,8 +11,8 @@ import argparse
 import json
 import sys
 
-from netlog.client import NetlogError, NoTokenFile
-from netlog.session.cli import api, clientOf
+from netlog.client import NetlogError
+from netlog.session.cli import ClientOptionError, api, clientOf
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
@@ -22,12 +22,8 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         client = clientOf(args)
-    except ValueError as e:
-        # No API named, or not a URL (NetlogError is not one).
-        sys.stderr.write(f"netlog rotate: --api: {e}\n")
-        return 1
-    except NoTokenFile as e:
-        sys.stderr.write(f"netlog rotate: --token-file: {e}\n")
+    except ClientOptionError as e:
+        sys.stderr.write(f"netlog rotate: {e}\n")
         return 1
     try:
         answer = client._json("POST", "/rotate", {})

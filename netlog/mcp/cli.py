@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from netlog.client import NetlogError, NoTokenFile
-from netlog.session.cli import api, clientOf
+from netlog.client import NetlogError
+from netlog.session.cli import ClientOptionError, api, clientOf
 
 #: Where C{--http} listens when only a port is given.
 LOOPBACK = "127.0.0.1"
@@ -46,11 +46,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         client = clientOf(args)
         listen = _listenOn(args.http) if args.http else None
-    except ValueError as e:
+    except (ClientOptionError, ValueError) as e:
+        # ValueError: --http's.
         sys.stderr.write(f"netlog mcp: {e}\n")
-        return 1
-    except NoTokenFile as e:
-        sys.stderr.write(f"netlog mcp: --token-file: {e}\n")
         return 1
     try:
         client.sessions()

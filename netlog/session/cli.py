@@ -36,13 +36,37 @@ def api(p: argparse.ArgumentParser) -> None:
                    help=f"how long to wait for the API (default {CALL_TIMEOUT:g})")
 
 
+class ClientOptionError(Exception):
+    """
+    One of L{api}'s options is wrong: a command says C{{option}: {message}}
+    in one line and exits 1.
+
+    @ivar option: the option, e.g. C{--api}.
+    @ivar message: what is wrong with it, in one line.
+    """
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(option, message)
+        self.option = option
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.option}: {self.message}"
+
+
 def clientOf(args: argparse.Namespace) -> Netlog:
     """
     The client that L{api}'s options name.
 
-    @raise ValueError: C{--api} (or C{$NETLOG_API}) is not the API's URL.
+    @raise ClientOptionError: C{--api} (or C{$NETLOG_API}) is not the API's
+        URL, or C{--token-file} is not there.
     """
-    return Netlog(args.api, token=args.token, token_file=args.token_file, timeout=args.timeout)
+    try:
+        return Netlog(args.api, token=args.token, token_file=args.token_file, timeout=args.timeout)
+    except ValueError as e:
+        raise ClientOptionError("--api", str(e)) from None
+    except NoTokenFile as e:
+        raise ClientOptionError("--token-file", str(e)) from None
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
@@ -77,11 +101,8 @@ def _print(answer: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         client = clientOf(args)
-    except ValueError as e:
-        sys.stderr.write(f"netlog session {args.action}: --api: {e}\n")
-        return 1
-    except NoTokenFile as e:
-        sys.stderr.write(f"netlog session {args.action}: --token-file: {e}\n")
+    except ClientOptionError as e:
+        sys.stderr.write(f"netlog session {args.action}: {e}\n")
         return 1
     client.token_hint = f"--token TOKEN, ${TOKEN_ENV}, or --token-file FILE (default {TOKEN_FILE} in the state folder)"
     try:
