@@ -113,11 +113,16 @@ class ApiError(NetlogError):
         """
         return str(self.error.get("error", ""))
 
+    @property
+    def hint(self) -> str:
+        """
+        For a 401, where the token comes from (C{" (give the API's token:
+        ...)"}); else nothing.
+        """
+        return f" (give the API's token: {self._token_hint})" if self.status == 401 else ""
+
     def _describe(self) -> str:
-        text = f"{self.method} {self.url}: {self.status} {json.dumps(self.error)}"
-        if self.status == 401:
-            text += f" (give the API's token: {self._token_hint})"
-        return text
+        return f"{self.method} {self.url}: {self.status} {json.dumps(self.error)}{self.hint}"
 
 
 class NoTokenFile(NetlogError):

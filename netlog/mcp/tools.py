@@ -140,7 +140,7 @@ def _told(e: Exception) -> str:
     """
     if isinstance(e, ApiError) and not isinstance(e, TooManyRequests):
         said = "; ".join(f"{k}: {v}" for k, v in e.error.items() if k != "error")
-        return f"netlog refused ({e.status}): {e.message}" + (f" ({said})" if said else "")
+        return f"netlog refused ({e.status}): {e.message}" + (f" ({said})" if said else "") + e.hint
     return str(e)
 
 

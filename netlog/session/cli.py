@@ -22,6 +22,11 @@ from netlog.core.rules import BadRules, isTomlName, readRulesDocument
 from netlog.tap.rulesfile import readRulesText
 
 
+#: Where a 401 says the token comes from: L{api}'s options, not the Python
+#: client's keywords.
+CLI_TOKEN_HINT = f"--token TOKEN, ${TOKEN_ENV}, or --token-file FILE (default {TOKEN_FILE} in the state folder)"
+
+
 def api(p: argparse.ArgumentParser) -> None:
     """
     The options that say which API and its token (for L{clientOf}); C{netlog
@@ -56,17 +61,19 @@ class ClientOptionError(Exception):
 
 def clientOf(args: argparse.Namespace) -> Netlog:
     """
-    The client that L{api}'s options name.
+    The client that L{api}'s options name, whose 401s name those options.
 
     @raise ClientOptionError: C{--api} (or C{$NETLOG_API}) is not the API's
         URL, or C{--token-file} is not there.
     """
     try:
-        return Netlog(args.api, token=args.token, token_file=args.token_file, timeout=args.timeout)
+        client = Netlog(args.api, token=args.token, token_file=args.token_file, timeout=args.timeout)
     except ValueError as e:
         raise ClientOptionError("--api", str(e)) from None
     except NoTokenFile as e:
         raise ClientOptionError("--token-file", str(e)) from None
+    client.token_hint = CLI_TOKEN_HINT
+    return client
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:
@@ -104,7 +111,6 @@ def run(args: argparse.Namespace) -> int:
     except ClientOptionError as e:
         sys.stderr.write(f"netlog session {args.action}: {e}\n")
         return 1
-    client.token_hint = f"--token TOKEN, ${TOKEN_ENV}, or --token-file FILE (default {TOKEN_FILE} in the state folder)"
     try:
         if args.action == "create":
             _print(client.create_session(args.name, args.port).info)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
+from typing import Any
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from netlog.session.cli import CLI_TOKEN_HINT
 from tests.client.support import startStandin
 from tests.standin.support import tempDirectory
 from tests.support import netlogArgv, sourceEnv
@@ -34,9 +37,16 @@ class SessionCommandMistakeTests(SynchronousTestCase):
         C{netlog session ARGS --api URL}, with no C{$NETLOG_API_TOKEN}: its
         status, standard error and output.
         """
+        return self.netlog("session", *args)
+
+    def netlog(self, *args: str) -> tuple[int, str, bytes]:
+        """
+        C{netlog ARGS --api URL}, with no C{$NETLOG_API_TOKEN}: its status,
+        standard error and output.
+        """
         env = sourceEnv()
         env.pop("NETLOG_API_TOKEN", None)
-        done = subprocess.run([*netlogArgv(), "session", *args, "--api", self.api], env=env,
+        done = subprocess.run([*netlogArgv(), *args, "--api", self.api], env=env,
                               capture_output=True, timeout=TIMEOUT, cwd=self.folder, stdin=subprocess.DEVNULL)
         return done.returncode, done.stderr.decode(), done.stdout
 
@@ -66,6 +76,51 @@ class SessionCommandMistakeTests(SynchronousTestCase):
         status, said, out = self.session("create", "t1", "--token-file", self.tokenFile)
         self.assertEqual(status, 0, said)
         self.assertIn(b'"name": "t1"', out)
+
+    def test_wrongTokenRotate(self) -> None:
+        """
+        C{netlog rotate} given a wrong token says so in one line whose hint
+        names C{--token} and C{--token-file}, as C{netlog session} does,
+        not the Python keyword.
+        """
+        status, said, out = self.netlog("rotate", "--token", "not-the-token")
+        self.assertEqual((status, out), (1, b""), said)
+        self.assertOneLine(said, "netlog rotate: POST ", ": 401 ", f"the token given is not the one in {self.tokenFile}",
+                           f"give the API's token: {CLI_TOKEN_HINT}")
+        self.assertNotIn("token=", said)
+
+    def test_wrongTokenMcp(self) -> None:
+        """
+        An agent's tool call through C{netlog mcp --token WRONG} is refused
+        with the API's words and a hint that names C{netlog mcp}'s own
+        C{--token} and C{--token-file}, not the Python keyword.
+        """
+        import anyio
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        env = sourceEnv()
+        env.pop("NETLOG_API_TOKEN", None)
+        params = StdioServerParameters(command=sys.executable, env=env,
+                                       args=["-m", "netlog.cli", "mcp", "--api", self.api, "--token", "not-the-token"])
+        seen: dict[str, Any] = {}
+        errors = open(os.path.join(self.folder, "mcp.err"), "w")
+        self.addCleanup(errors.close)
+
+        async def agent() -> None:
+            with anyio.fail_after(TIMEOUT):
+                async with stdio_client(params, errlog=errors) as (read, write), ClientSession(read, write) as mcp:
+                    await mcp.initialize()
+                    made = await mcp.call_tool("make_session", {"name": "agent"})
+                    seen["made"] = (made.is_error, " ".join(getattr(c, "text", "") for c in made.content))
+
+        anyio.run(agent)
+        isError, text = seen["made"]
+        self.assertTrue(isError, text)
+        self.assertIn("netlog refused (401): ", text)
+        self.assertIn(f"the token given is not the one in {self.tokenFile}", text)
+        self.assertIn(f"give the API's token: {CLI_TOKEN_HINT}", text)
+        self.assertNotIn("token=", text)
 
     def test_missingTokenFile(self) -> None:
         """
