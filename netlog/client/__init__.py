@@ -776,12 +776,14 @@ class Session:
             _har_path(_session_path(self.name) + "/network.har", upto, from_line, redact, redact_key), path,
             self.client._har_timeout)
 
-    def write_har(self, out: BinaryIO, *, upto: int | None = None, from_line: int | None = None) -> int:
+    def write_har(self, out: BinaryIO, *, upto: int | None = None, from_line: int | None = None,
+                  redact: str | None = None, redact_key: str | None = None) -> int:
         """
         Stream this session's HAR into C{out}, as L{save_har} does; the bytes written.
         """
-        return self.client._copy(_har_path(_session_path(self.name) + "/network.har", upto, from_line), out,
-                                 self.client._har_timeout)
+        return self.client._copy(
+            _har_path(_session_path(self.name) + "/network.har", upto, from_line, redact, redact_key), out,
+            self.client._har_timeout)
 
     def save_warc(self, path: str, *, upto: int | None = None, from_line: int | None = None) -> int:
         """

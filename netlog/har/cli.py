@@ -37,14 +37,7 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="processes to build the entries in (default: one per CPU for a log of 16 MB or more, else 1)",
     )
-    parser.add_argument(
-        "--redact", metavar="POLICY", default=None,
-        help="redact by a policy: a built-in's name (secrets) or a TOML file (docs/redaction.rst)",
-    )
-    parser.add_argument(
-        "--redact-key", metavar="KEY", default=None,
-        help="the key values are hashed under (default: one made for this export)",
-    )
+    redaction(parser)
     parser.add_argument(
         "--progress",
         choices=("auto", "always", "never"),
@@ -100,6 +93,21 @@ class _Bar:
         if self._last:
             self._stream.write("\n")
             self._stream.flush()
+
+
+def redaction(parser: argparse.ArgumentParser) -> None:
+    """
+    C{--redact} and C{--redact-key}, for L{redactorFor}; C{netlog session
+    har} takes them too.
+    """
+    parser.add_argument(
+        "--redact", metavar="POLICY", default=None,
+        help="redact by a policy: a built-in's name (secrets) or a TOML file (docs/redaction.rst)",
+    )
+    parser.add_argument(
+        "--redact-key", metavar="KEY", default=None,
+        help="the key values are hashed under (default: one made for this export)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -264,6 +264,38 @@ class RedactedLoginTests(SynchronousTestCase):
             self.assertIn(TOKEN.encode(), f.read())
 
 
+    def netlogSessionHar(self, *args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([*netlogArgv(), "session", "har", "login", "--api", self.client.url,
+                               "--token-file", os.path.join(self.folder, "api-token"), *args],
+                              env=sourceEnv(), capture_output=True, timeout=WAIT)
+
+    def test_sessionCommand(self) -> None:
+        """
+        C{netlog session har NAME --redact secrets} (done by the API): no
+        secret in what it writes, the cookie kept; without C{--redact} the
+        secrets are there. A policy file (done by the command on the HAR it
+        fetched) redacts as C{netlog har --redact FILE} does, into C{-o}.
+        """
+        done = self.netlogSessionHar("--redact", "secrets")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.checkSecretsGone(done.stdout)
+
+        plain = self.netlogSessionHar()
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        self.assertIn(TOKEN.encode(), plain.stdout)
+        self.assertIn(quote_plus(PASSWORD).encode(), plain.stdout)
+
+        policy = os.path.join(self.folder, "cookies.toml")
+        with open(policy, "w") as f:
+            f.write('extends = "secrets"\n[cookies]\ndrop = ["session"]\n')
+        out = os.path.join(self.folder, "session.har")
+        done = self.netlogSessionHar("--redact", policy, "--redact-key", "k", "-o", out)
+        self.assertEqual((done.returncode, done.stdout, done.stderr), (0, b"", b""))
+        with open(out, "rb") as f:
+            document = self.checkSecretsGone(f.read(), cookieKept=False)
+        self.assertEqual(document["log"]["entries"][0]["response"]["cookies"], [])
+
+
 class PluginOptionTests(SynchronousTestCase):
     def test_badPolicy(self) -> None:
         """

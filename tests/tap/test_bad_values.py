@@ -182,6 +182,12 @@ CLI_CASES[("session create", "--port")] = [
 CLI_CASES[("session har", "name")] = [["session", "har", "--api", NOWHERE]]
 CLI_CASES[("session har", "--output")] = [
     ["session", "har", "task-1", "--api", NOWHERE, "-o", "{folder}/missing/x.har"]]
+CLI_CASES[("session har", "--redact")] = [
+    ["session", "har", "task-1", "--api", NOWHERE, "--redact", v] for v in ("nosuch", "{folder}/missing.toml", "",
+                                                                           "{badSites}")]
+CLI_CASES[("session har", "--redact-key")] = [
+    ["session", "har", "task-1", "--api", NOWHERE, "--redact-key", "k"],
+    ["session", "har", "task-1", "--api", NOWHERE, "--redact", "secrets", "--redact-key", ""]]
 CLI_CASES[("session har", "--from")] = [["session", "har", "task-1", "--api", NOWHERE, "--from", v] for v in ("x", "")]
 CLI_CASES[("session delete", "name")] = [["session", "delete", "--api", NOWHERE]]
 CLI_CASES[("session rules", "name")] = [["session", "rules", "--api", NOWHERE]]
