@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from typing import Any, Callable
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 from twisted.internet.threads import deferToThreadPool
 from twisted.logger import Logger
@@ -30,16 +30,8 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
 
 from netlog.api.answers import JSONError, finishJSON, jsonBytes, sendJSON
-from netlog.api.resource import (
-    MAX_QUERY,
-    BadParameter,
-    _JSONResource,
-    _LogResource,
-    _query,
-    _readerAt,
-    exchangeFailed,
-    parseQuery,
-)
+from netlog.api.params import MAX_QUERY, BadParameter, parseQuery, queryOf, queryPairs
+from netlog.api.resource import _JSONResource, _LogResource, _readerAt, exchangeFailed
 from netlog.api.watch import LogChanges
 from netlog.core.filters import MAX_FILTER, BadFilter, Filter, parseFilter
 from netlog.core.finding import (
@@ -94,10 +86,7 @@ def _filterOf(query: bytes) -> tuple[Filter, bytes]:
     """
     if len(query) > MAX_QUERY + 3 * MAX_FILTER:
         raise BadParameter("query", "the query string is too long")
-    try:
-        pairs = parse_qsl(query.decode("ascii"), keep_blank_values=True, strict_parsing=bool(query))
-    except (UnicodeDecodeError, ValueError):
-        raise BadParameter("query", "the query string is not name=value pairs joined by &") from None
+    pairs = queryPairs(query)
     texts = [value for name, value in pairs if name == "filter"]
     if len(texts) > 1:
         raise BadParameter("filter", "given more than once")
@@ -132,7 +121,7 @@ class ExchangesResource(_LogResource):
         return _OneExchange(self, int(path))
 
     def renderGET(self, request: Request) -> Any:
-        wanted, rest = _filterOf(_query(request))
+        wanted, rest = _filterOf(queryOf(request))
         params = parseQuery(rest, {
             "after": (0, 0, 2**63 - 1),
             "limit": (DEFAULT_RESULTS, 1, MAX_RESULTS),
@@ -148,7 +137,7 @@ class ExchangesResource(_LogResource):
         """
         C{GET /exchanges/ID}.
         """
-        params = parseQuery(_query(request), {
+        params = parseQuery(queryOf(request), {
             "offset": (0, 0, 2**63 - 1),
             "chars": (DEFAULT_BODY_CHARS, 1, MAX_BODY_CHARS),
         })

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode
 
-from netlog.api.resource import BadParameter
+from netlog.api.params import BadParameter
 from netlog.har.redact import PolicyError, Redactor, makeKey, namedPolicy
 
 #: The parameters taken here; the rest of the query goes on to the route.

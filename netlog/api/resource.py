@@ -32,7 +32,6 @@ import json
 import os
 import threading
 from typing import Any, Callable
-from urllib.parse import parse_qsl
 
 from twisted.internet.defer import DeferredLock
 from twisted.internet.threads import deferToThreadPool
@@ -42,6 +41,8 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
 
 from netlog.api.answers import JSON_TYPE, finishJSON, jsonHead, sendJSON
+from netlog.api.params import BadParameter, parseQuery, queryOf
+from netlog.api.redaction import takeRedaction
 from netlog.core.paging import DEFAULT_LIMIT
 from netlog.net.reactors import IProxyReactor
 
@@ -49,8 +50,6 @@ _log = Logger()
 
 #: The largest C{limit} a page may ask for, in bytes.
 MAX_LIMIT = 64 << 20
-#: The longest query string read, in bytes.
-MAX_QUERY = 1024
 #: Seconds a HAR export waits for a stalled client to read before giving up.
 STALL_TIMEOUT = 300.0
 #: Chunks of a streamed HAR handed to the event loop and not yet written.
@@ -76,55 +75,6 @@ VIEW_POLICY = (
 
 #: The names the API answers to whatever C{--api-host} says.
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-class BadParameter(Exception):
-    """
-    A request parameter is wrong: C{name} and C{reason} say how.
-    """
-
-    def __init__(self, name: str, reason: str) -> None:
-        Exception.__init__(self, name, reason)
-        self.name = name
-        self.reason = reason
-
-
-def parseQuery(query: bytes, allowed: dict[str, tuple[int, int, int]]) -> dict[str, int]:
-    """
-    Read integer parameters from a query string.
-
-    @param allowed: name -> C{(default, lowest, highest)}.
-    @raise BadParameter: an unknown or repeated name, or a value that is not
-        a whole number in range.
-    """
-    if len(query) > MAX_QUERY:
-        raise BadParameter("query", f"the query string is longer than {MAX_QUERY} bytes")
-    try:
-        pairs = parse_qsl(query.decode("ascii"), keep_blank_values=True, strict_parsing=bool(query))
-    except (UnicodeDecodeError, ValueError):
-        raise BadParameter("query", "the query string is not name=value pairs joined by &") from None
-    values = {name: spec[0] for name, spec in allowed.items()}
-    seen: set[str] = set()
-    for name, raw in pairs:
-        if name not in allowed:
-            known = ", ".join(sorted(allowed)) or "none"
-            raise BadParameter(name, f"unknown parameter (this resource takes: {known})")
-        if name in seen:
-            raise BadParameter(name, "given more than once")
-        seen.add(name)
-        _, lowest, highest = allowed[name]
-        if not raw.isdigit() or not raw.isascii():
-            raise BadParameter(name, f"must be a whole number from {lowest} to {highest}, got {raw!r}")
-        value = int(raw)
-        if not lowest <= value <= highest:
-            raise BadParameter(name, f"must be from {lowest} to {highest}, got {value}")
-        values[name] = value
-    return values
-
-
-def _query(request: Request) -> bytes:
-    uri = request.uri
-    return uri.split(b"?", 1)[1] if b"?" in uri else b""
 
 
 class _JSONResource(Resource):
@@ -187,7 +137,7 @@ class NetworkResource(_LogResource):
 
     def renderGET(self, request: Request) -> Any:
         params = parseQuery(
-            _query(request),
+            queryOf(request),
             {"after": (0, 0, 2**63 - 1), "limit": (DEFAULT_LIMIT, 1, MAX_LIMIT)},
         )
         if self._logPath is None:
@@ -359,9 +309,7 @@ class HarResource(_LogResource):
         return {"transform": redactor}
 
     def renderGET(self, request: Request) -> Any:
-        from netlog.api.redaction import takeRedaction
-
-        query, redactor = takeRedaction(_query(request))
+        query, redactor = takeRedaction(queryOf(request))
         params = parseQuery(query, {"upto": (-1, 0, 2**63 - 1), "from": (-1, 0, 2**63 - 1)})
         options = self.exportOptions(redactor)
         upto = params["upto"]
@@ -446,7 +394,7 @@ class ExchangeResource(_LogResource):
     """
 
     def renderGET(self, request: Request) -> Any:
-        params = parseQuery(_query(request), {"id": (0, 1, 2**63 - 1), "end": (0, 1, 2**63 - 1)})
+        params = parseQuery(queryOf(request), {"id": (0, 1, 2**63 - 1), "end": (0, 1, 2**63 - 1)})
         if params["id"] == 0:
             raise BadParameter("id", "is required: the n of the exchange's open line")
         if self._logPath is None:
@@ -503,7 +451,7 @@ class ViewResource(_JSONResource):
         self._data: bytes | None = None
 
     def renderGET(self, request: Request) -> Any:
-        parseQuery(_query(request), {})
+        parseQuery(queryOf(request), {})
         if self._data is None:
             self._data = viewFile(self._name)
         request.setHeader(b"content-type", self._contentType)
@@ -526,7 +474,7 @@ class FileResource(_JSONResource):
         self._missing = missing
 
     def renderGET(self, request: Request) -> Any:
-        parseQuery(_query(request), {})
+        parseQuery(queryOf(request), {})
         path = self._path()
         try:
             if path is None:

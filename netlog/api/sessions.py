@@ -37,7 +37,8 @@ from twisted.web.server import NOT_DONE_YET, Request
 from netlog.api import SESSION_RATE
 from netlog.api.answers import JSONError, sendJSON
 from netlog.api.exchanges import ExchangesResource
-from netlog.api.resource import BadParameter, HarResource, NetworkResource, _query, parseQuery
+from netlog.api.params import BadParameter, parseQuery, queryOf
+from netlog.api.resource import HarResource, NetworkResource
 from netlog.api.rules import MAX_RULES_BODY, RulesResource, readRules
 from netlog.core.rules import BadRules
 from netlog.core.ratelimit import TokenBucket
@@ -202,7 +203,7 @@ class _SessionResource(Resource):
             request.setHeader(b"allow", b"GET, HEAD, DELETE")
             return sendJSON(request, 405, {"error": "GET describes a session, DELETE stops it"})
         try:
-            params = parseQuery(_query(request), {"timeout": (int(STOP_TIMEOUT), 0, MAX_STOP_TIMEOUT)})
+            params = parseQuery(queryOf(request), {"timeout": (int(STOP_TIMEOUT), 0, MAX_STOP_TIMEOUT)})
         except BadParameter as e:
             return sendJSON(request, 400, {"error": "bad parameter", "parameter": e.name, "reason": e.reason})
         try:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from netlog.api.resource import BadParameter, HarResource
+from netlog.api.params import BadParameter
+from netlog.api.resource import HarResource
 
 
 class WarcResource(HarResource):

@@ -20,7 +20,8 @@ from twisted.web.client import Agent, readBody
 from twisted.web.http_headers import Headers
 from twisted.web.server import Site
 
-from netlog.api.resource import MAX_LIMIT, BadParameter, parseQuery
+from netlog.api.params import BadParameter, parseQuery
+from netlog.api.resource import MAX_LIMIT
 from netlog.api.door import Door
 from netlog.api.root import makeApiRoot
 from netlog.log.reader import read

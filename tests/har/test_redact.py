@@ -181,7 +181,7 @@ class PolicyTests(SynchronousTestCase):
         key is a bad parameter that says so.
         """
         from netlog.api.redaction import takeRedaction
-        from netlog.api.resource import BadParameter
+        from netlog.api.params import BadParameter
 
         self.assertEqual(takeRedaction(b"upto=5"), (b"upto=5", None))
         rest, redactor = takeRedaction(b"upto=5&redact=secrets&redact_key=abc&from=2")
