@@ -31,7 +31,7 @@ from twisted.web.server import NOT_DONE_YET, Request
 
 from netlog.api.answers import JSONError, finishJSON, jsonBytes, sendJSON
 from netlog.api.params import MAX_QUERY, BadParameter, parseQuery, queryOf, queryPairs
-from netlog.api.resource import _JSONResource, _LogResource, _readerAt, exchangeFailed
+from netlog.api.resource import _JSONResource, _LogResource, _readerAt, readFailed
 from netlog.api.watch import LogChanges
 from netlog.core.filters import MAX_FILTER, BadFilter, Filter, parseFilter
 from netlog.core.finding import (
@@ -145,7 +145,7 @@ class ExchangesResource(_LogResource):
             return self._noLog(request)
         d = deferToThreadPool(self._reactor, self._threadpool, _whole, self._logPath, exchangeId,
                               params["offset"], params["chars"])
-        d.addCallbacks(lambda body: finishJSON(request, body), lambda f: exchangeFailed(request, f))
+        d.addCallbacks(lambda body: finishJSON(request, body), lambda f: readFailed(request, f))
         d.addErrback(lambda f: None)  # the client went away
         return NOT_DONE_YET
 
@@ -224,7 +224,7 @@ class _Search:
         if self._done:
             return
         self._stop()
-        exchangeFailed(self._request, failure)
+        readFailed(self._request, failure)
 
     def _finish(self) -> None:
         if self._done:

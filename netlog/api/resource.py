@@ -158,18 +158,7 @@ class NetworkResource(_LogResource):
         def done(result: Any) -> None:
             finishJSON(request, result.envelope() + b"\n")
 
-        def failed(failure: Failure) -> None:
-            from netlog.log.reader import LogUnreadable
-
-            if failure.check(LogUnreadable):
-                body = sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
-            else:
-                _log.failure("reading the log for {uri}", failure, uri=request.uri)
-                body = sendJSON(request, 500, {"error": "reading the log failed; see the proxy's log"})
-            request.write(body)
-            request.finish()
-
-        d.addCallbacks(done, failed)
+        d.addCallbacks(done, lambda f: readFailed(request, f, "the log"))
         d.addErrback(lambda f: None)  # the client went away
         return NOT_DONE_YET
 
@@ -408,15 +397,17 @@ class ExchangeResource(_LogResource):
             params["end"] or None,
         )
 
-        d.addCallbacks(lambda body: finishJSON(request, body), lambda f: exchangeFailed(request, f))
+        d.addCallbacks(lambda body: finishJSON(request, body), lambda f: readFailed(request, f))
         d.addErrback(lambda f: None)  # the client went away
         return NOT_DONE_YET
 
 
-def exchangeFailed(request: Request, failure: Failure) -> None:
+def readFailed(request: Request, failure: Failure, what: str = "the exchange") -> None:
     """
-    Answer C{request} for a read of exchanges that failed: C{404} for no such
+    Answer C{request} for a read of the log that failed: C{404} for no such
     exchange, C{503} for a log that can't be read, else C{500} (logged).
+
+    @param what: what was being read, for the C{500}'s words and the log.
     """
     from netlog.core.exchange import NoSuchExchange
     from netlog.log.reader import LogUnreadable
@@ -426,8 +417,8 @@ def exchangeFailed(request: Request, failure: Failure) -> None:
     elif failure.check(LogUnreadable):
         body = sendJSON(request, 503, {"error": "the log can't be read", "reason": str(failure.value)})
     else:
-        _log.failure("reading exchanges for {uri}", failure, uri=request.uri)
-        body = sendJSON(request, 500, {"error": "reading the exchange failed; see the proxy's log"})
+        _log.failure("reading {what} for {uri}", failure, what=what, uri=request.uri)
+        body = sendJSON(request, 500, {"error": f"reading {what} failed; see the proxy's log"})
     request.write(body)
     request.finish()
 
