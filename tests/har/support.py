@@ -13,11 +13,13 @@ import json
 import os
 import subprocess
 import tempfile
-from typing import Any
+from typing import Any, BinaryIO, Callable, TypeVar
 
 from netlog.core.logline import encodeLine
 from netlog.har.export import ExportResult, writeHar
 from tests.support import REPO
+
+T = TypeVar("T")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VALIDATOR = os.path.join(REPO, ".ci", "node", "node_modules", "har-validator")
@@ -177,17 +179,25 @@ class Log:
         return b"".join(self.lines)
 
 
-def export(data: bytes) -> tuple[dict[str, Any], bytes, ExportResult]:
+def exportLog(write: Callable[[str, BinaryIO], T], data: bytes) -> tuple[bytes, T]:
     """
-    Export a log given as bytes; the HAR parsed, as bytes, and the result.
+    Export a log given as bytes by C{write(logPath, out)} (L{writeHar},
+    L{netlog.warc.export.writeWarc}): the bytes written, and its result.
     """
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "network.jsonl")
         with open(path, "wb") as f:
             f.write(data)
         out = io.BytesIO()
-        result = writeHar(path, out)
-    har = out.getvalue()
+        result = write(path, out)
+    return out.getvalue(), result
+
+
+def export(data: bytes) -> tuple[dict[str, Any], bytes, ExportResult]:
+    """
+    Export a log given as bytes; the HAR parsed, as bytes, and the result.
+    """
+    har, result = exportLog(writeHar, data)
     return json.loads(har.decode("utf-8")), har, result
 
 

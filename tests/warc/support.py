@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
 from netlog.warc.export import WarcResult, writeWarc
+from tests.har.support import exportLog
 from tests.support import REPO
 
 PYWB_BIN = os.path.join(REPO, ".ci", "pywb", ".venv", "bin")
@@ -47,13 +47,7 @@ def exportWarc(log: bytes) -> tuple[list[Record], bytes, WarcResult]:
     """
     Export a log given as bytes: its records, the file's bytes, the result.
     """
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "network.jsonl")
-        with open(path, "wb") as f:
-            f.write(log)
-        out = io.BytesIO()
-        result = writeWarc(path, out)
-    data = out.getvalue()
+    data, result = exportLog(writeWarc, log)
     return readWarc(data), data, result
 
 
