@@ -346,6 +346,35 @@ class SecretsTests(SynchronousTestCase):
         self.assertLess(len("abc"), SWEEP_MIN_LENGTH)
         self.assertEqual(second["response"]["content"]["text"], "abc is short")
 
+    def test_sweepTakesNames(self) -> None:
+        """
+        A value hashed in a named place leaves no copy, even where it is a
+        parameter's name: C{agreed=agreed} reads back with both hashed, and
+        another parameter named as it is loses its name too.
+        """
+        log = Log()
+        exchange(log, url="https://shop.test/p?agreed=agreed&x=1&agreed_too=2")
+        (entry,) = redacted(log, parsePolicy('[query]\nhash = ["agreed"]\n'))
+        h = hashed("agreed")
+        self.assertEqual(entry["request"]["url"], f"https://shop.test/p?{h}={h}&x=1&{h}_too=2")
+        self.assertNotIn("agreed", json.dumps(entry))
+
+    def test_fieldNamesKept(self) -> None:
+        """
+        A secret that is also one of the HAR's own field names (a form's
+        value C{params}) is hashed where it was sent; the HAR's fields keep
+        their names, so the entry keeps its shape.
+        """
+        log = Log()
+        exchange(log, "POST", headers=[("Content-Type", "application/x-www-form-urlencoded")],
+                 requestBody=b"password=params&note=no+params+here")
+        (before,) = entries(log)
+        (entry,) = redacted(log)
+        self.assertEqual(_fieldNames(entry), _fieldNames(before))
+        h = hashed("params")
+        self.assertEqual(entry["request"]["postData"]["params"],
+                         [{"name": "password", "value": h}, {"name": "note", "value": f"no {h} here"}])
+
     def test_undecoded(self) -> None:
         """
         A body whose coding can't be undone stays base64; a found value is
@@ -535,7 +564,11 @@ class PropertyTests(SynchronousTestCase):
         del spare["request"]["headers"][1:2], spare["request"]["postData"], spare["response"]["content"]["text"]
         spare["request"]["url"] = spare["request"]["queryString"] = ""
         assume(secret not in json.dumps(spare, ensure_ascii=False))
+        # the HAR's own field names are its shape, not something sent: the
+        # sweep goes through values only (test_fieldNamesKept)
+        assume(not any(secret in name for name in _fieldNames(before)))
         (entry,) = redacted(log)
+        self.assertEqual(_fieldNames(entry), _fieldNames(before))
         dumped = json.dumps(entry, ensure_ascii=False)
         self.assertNotIn(secret, dumped)
         h = hashed(secret)
@@ -563,9 +596,24 @@ class PropertyTests(SynchronousTestCase):
         swept = [form for n, v in pairs if n.startswith("a") and len(v) >= SWEEP_MIN_LENGTH
                  for form in (v, quote_plus(v), quote(v, safe=""), quote(v))]
         assume(not any(form in piece for form in swept for piece in kept))
+        # nor in a named pair's own name, which the sweep hashes too
+        # (test_sweepTakesNames)
+        named = [n for n, _ in pairs if n.startswith("a")]
+        assume(not any(form in name for form in swept for name in named))
         self.assertEqual([p for p in query.split("&") if p and not p.startswith("a")], kept)
         self.assertEqual([(n, v) for n, v in parse_qsl(query, keep_blank_values=True) if n.startswith("a")],
                          expected)
+
+
+def _fieldNames(value: Any) -> set[str]:
+    """
+    Every field name of a HAR value, at any depth.
+    """
+    if isinstance(value, dict):
+        return set(value).union(*(_fieldNames(item) for item in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_fieldNames(item) for item in value))
+    return set()
 
 
 def _matches(pattern: list[str], path: list[str]) -> bool:
