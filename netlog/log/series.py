@@ -30,6 +30,7 @@ from netlog.core.segments import (
     expired,
     listSegments,
 )
+from netlog.log.logfile import openLogFile
 
 _log = Logger()
 
@@ -151,8 +152,6 @@ def followRotation(path: str, fd: int, uid: int | None = None, gid: int | None =
     that segment since) the file at the path now, opened (made if the
     writer died before making it) and the old descriptor closed.
     """
-    from netlog.log.writer import openLogFile
-
     ours = os.fstat(fd)
     try:
         there = os.lstat(path)
