@@ -24,11 +24,12 @@ from twisted.logger import Logger
 
 from netlog.core.segments import (
     COMPRESSED_SUFFIX,
-    PARTIAL_SUFFIX,
     Listing,
+    Partial,
     Segment,
     expired,
     listSegments,
+    partialName,
 )
 from netlog.log.logfile import openLogFile
 
@@ -45,6 +46,43 @@ _COPY_TRIES = 5
 _FRAME_HEADER_MAX = 18
 
 
+#: The partial compressed copies this process is writing now (paths).
+_compressing: set[str] = set()
+_compressingLock = threading.Lock()
+
+
+def _processLives(pid: int) -> bool:
+    """
+    Whether a process C{pid} is there (ours to signal or not).
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _beingWrittenIn(folder: str) -> Callable[[Partial], bool]:
+    """
+    Whether a partial compressed copy in C{folder} is still being written:
+    by this process when it says so, by another while that process lives
+    (a PID reused since is taken as alive: the copy is then kept, never
+    another live process's removed).
+    """
+
+    def beingWritten(partial: Partial) -> bool:
+        if partial.pid is None:
+            return False
+        if partial.pid == os.getpid():
+            with _compressingLock:
+                return os.path.join(folder, partial.name) in _compressing
+        return _processLives(partial.pid)
+
+    return beingWritten
+
+
 def listing(path: str) -> Listing:
     """
     The closed segments beside the live log C{path}.
@@ -54,7 +92,7 @@ def listing(path: str) -> Listing:
         names = os.listdir(folder)
     except FileNotFoundError:
         names = []
-    return listSegments(name, names)
+    return listSegments(name, names, _beingWrittenIn(folder))
 
 
 def segmentPath(path: str, segment: Segment | str) -> str:
@@ -246,7 +284,36 @@ def compressSegment(path: str, segment: Segment) -> str:
     # segment (a worker started after a kill, beside the one still at it)
     # must never truncate this one's file under it, nor rename it half
     # written; the last rename wins, and each file renamed is whole
-    partial = f"{target}.{os.getpid()}{PARTIAL_SUFFIX}"
+    partial = segmentPath(path, partialName(segment.name, os.getpid()))
+    with _compressingLock:
+        _compressing.add(partial)
+    try:
+        _compressInto(source, partial)
+        os.replace(partial, target)
+    except BaseException:
+        # ours, and no longer being written: never left behind
+        try:
+            os.unlink(partial)
+        except FileNotFoundError:
+            pass
+        raise
+    finally:
+        with _compressingLock:
+            _compressing.discard(partial)
+    folder = os.path.dirname(source)
+    _syncFolder(folder)
+    try:
+        os.unlink(source)
+    except FileNotFoundError:
+        pass  # the other process's compression finished first
+    _syncFolder(folder)
+    return target
+
+
+def _compressInto(source: str, partial: str) -> None:
+    """
+    Write C{source} compressed to C{partial}, synced, with its mode and times.
+    """
     with open(source, "rb") as src:
         size = os.fstat(src.fileno()).st_size
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
@@ -258,15 +325,6 @@ def compressSegment(path: str, segment: Segment) -> str:
             os.fsync(out.fileno())
     stat = os.stat(source)
     os.utime(partial, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    os.replace(partial, target)
-    folder = os.path.dirname(source)
-    _syncFolder(folder)
-    try:
-        os.unlink(source)
-    except FileNotFoundError:
-        pass  # the other process's compression finished first
-    _syncFolder(folder)
-    return target
 
 
 def tidy(path: str, keepSegments: int | None, keepFor: float | None, now: float) -> list[str]:
