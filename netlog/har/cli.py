@@ -11,6 +11,7 @@ import time
 from typing import BinaryIO, TextIO
 
 from netlog.har.export import writeHar
+from netlog.har.range import exportRange
 from netlog.har.redact import PolicyError, redactorFor
 from netlog.log.sniff import notALog
 
@@ -44,6 +45,14 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--redact-key", metavar="KEY", default=None,
         help="the key values are hashed under (default: one made for this export)",
+    )
+    parser.add_argument(
+        "--from", dest="start", metavar="LINE|TIME", default=None,
+        help="export the exchanges opened from this line number or ISO 8601 time on (docs/rotation.rst)",
+    )
+    parser.add_argument(
+        "--to", dest="end", metavar="LINE|TIME", default=None,
+        help="... through this line number or ISO 8601 time, each exchange whole",
     )
     parser.add_argument(
         "--progress",
@@ -111,6 +120,11 @@ def run(args: argparse.Namespace) -> int:
     size = logSize("har", args.log)
     if size is None:
         return 1
+    try:
+        lines = exportRange(args.log, args.start, args.end, lambda text: print(f"netlog har: {text}", file=sys.stderr))
+    except ValueError as e:
+        print(f"netlog har: {e}", file=sys.stderr)
+        return 1
     show = args.progress == "always" or (
         args.progress == "auto" and size >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
     )
@@ -122,10 +136,10 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             tmp = args.output + ".partial"
             with open(tmp, "wb") as out:
-                result = writeHar(args.log, out, bar, workers, transform=redactor)
+                result = writeHar(args.log, out, bar, workers, transform=redactor, lines=lines)
             os.replace(tmp, args.output)
         else:
-            result = writeHar(args.log, sys.stdout.buffer, bar, workers, transform=redactor)
+            result = writeHar(args.log, sys.stdout.buffer, bar, workers, transform=redactor, lines=lines)
             sys.stdout.buffer.flush()
     except OSError as e:
         if bar:

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Callable
+from typing import BinaryIO, Callable
 
 import zstandard
 from twisted.logger import Logger
@@ -212,24 +212,37 @@ def openSeries(path: str) -> int:
 
     @raise FileNotFoundError: the log isn't there.
     """
+    if not listing(path).segments:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    return copiedSeries(path, lambda out: _copyWhole(path, out))
+
+
+def _copyWhole(path: str, out: BinaryIO) -> None:
+    for segment in listing(path).segments:
+        with open(segmentPath(path, segment), "rb") as src:
+            if segment.compressed:
+                with zstandard.ZstdDecompressor().stream_reader(src) as reader:
+                    shutil.copyfileobj(reader, out, COPY_BLOCK)
+            else:
+                shutil.copyfileobj(src, out, COPY_BLOCK)
+    try:
+        with open(path, "rb") as live:
+            shutil.copyfileobj(live, out, COPY_BLOCK)
+    except FileNotFoundError:
+        pass
+
+
+def copiedSeries(path: str, fill: Callable[[BinaryIO], None]) -> int:
+    """
+    A descriptor (offset 0) of an unlinked temporary file that C{fill}
+    writes from the log C{path}'s series; C{fill} is called again (after
+    listing the series again) when a segment it read was compressed or
+    removed meanwhile.
+    """
     for _ in range(_COPY_TRIES):
-        segments = listing(path).segments
-        if not segments:
-            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         out = tempfile.TemporaryFile(prefix="netlog-series-")
         try:
-            for segment in segments:
-                with open(segmentPath(path, segment), "rb") as src:
-                    if segment.compressed:
-                        with zstandard.ZstdDecompressor().stream_reader(src) as reader:
-                            shutil.copyfileobj(reader, out, COPY_BLOCK)
-                    else:
-                        shutil.copyfileobj(src, out, COPY_BLOCK)
-            try:
-                with open(path, "rb") as live:
-                    shutil.copyfileobj(live, out, COPY_BLOCK)
-            except FileNotFoundError:
-                pass
+            fill(out)
             out.flush()
             fd = os.dup(out.fileno())
         except FileNotFoundError:
