@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import BinaryIO, Callable
+from typing import BinaryIO, Callable, Sequence
 
 import zstandard
 from twisted.logger import Logger
@@ -116,46 +116,62 @@ def readSegment(path: str, segment: Segment) -> bytes:
     return data
 
 
+def segmentSize(path: str, segment: Segment) -> int | None:
+    """
+    The bytes of a closed segment's lines, from its file's size or its
+    compressed frame's header; None when the header doesn't say.
+
+    @raise FileNotFoundError: it was removed meanwhile.
+    """
+    where = segmentPath(path, segment)
+    if not segment.compressed:
+        try:
+            return os.stat(where).st_size
+        except FileNotFoundError:
+            where += COMPRESSED_SUFFIX
+    with open(where, "rb") as f:
+        size = zstandard.frame_content_size(f.read(_FRAME_HEADER_MAX))
+    return None if size < 0 else int(size)
+
+
 class SeriesBytes:
     """
     The closed segments and the live file of a log read as one run of bytes
     (the shape L{netlog.core.recovery.recover} reads), so that a writer
     started again finds the exchanges still open in earlier segments.
     A compressed segment is decompressed only when its bytes are asked for,
-    and only the last two are kept.
+    and only the last C{keep} are kept.
     """
 
-    def __init__(self, path: str, segments: tuple[Segment, ...], liveFd: int) -> None:
+    def __init__(self, path: str, segments: Sequence[Segment], liveFd: int | None, keep: int = 2) -> None:
+        """
+        @param liveFd: the live file, after the segments; None for the
+            segments alone.
+        """
         self._path = path
         self._parts: list[tuple[int, int, Segment | None]] = []
         self._liveFd = liveFd
         self._unpacked: dict[str, bytes] = {}
+        self._keep = keep
         start = 0
         for segment in segments:
             size = self._sizeOf(segment)
             self._parts.append((start, size, segment))
             start += size
-        self._parts.append((start, os.fstat(liveFd).st_size, None))
-        self.size = start + self._parts[-1][1]
+        if liveFd is not None:
+            self._parts.append((start, os.fstat(liveFd).st_size, None))
+            start += self._parts[-1][1]
+        self.size = start
 
     def _sizeOf(self, segment: Segment) -> int:
-        where = segmentPath(self._path, segment)
-        if not segment.compressed:
-            try:
-                return os.stat(where).st_size
-            except FileNotFoundError:
-                where += COMPRESSED_SUFFIX
-        with open(where, "rb") as f:
-            size = zstandard.frame_content_size(f.read(_FRAME_HEADER_MAX))
-        if size < 0:
-            return len(self._bytesOf(segment))
-        return int(size)
+        size = segmentSize(self._path, segment)
+        return len(self._bytesOf(segment)) if size is None else size
 
     def _bytesOf(self, segment: Segment) -> bytes:
         data = self._unpacked.get(segment.name)
         if data is None:
             data = readSegment(self._path, segment)
-            if len(self._unpacked) >= 2:
+            if len(self._unpacked) >= self._keep:
                 self._unpacked.pop(next(iter(self._unpacked)))
             self._unpacked[segment.name] = data
         return data
@@ -168,6 +184,7 @@ class SeriesBytes:
                 continue
             lo, hi = max(offset, start) - start, min(end, start + size) - start
             if segment is None:
+                assert self._liveFd is not None
                 pieces.append(os.pread(self._liveFd, hi - lo, lo))
             elif segment.compressed:
                 pieces.append(self._bytesOf(segment)[lo:hi])

@@ -11,15 +11,19 @@ from __future__ import annotations
 import io
 import os
 import shutil
-from typing import BinaryIO, Iterator
+from contextlib import contextmanager
+from typing import BinaryIO, Callable, Iterator
 
 import zstandard
 
 from netlog.core.linerange import Bound, numberOf, pastLast
 from netlog.core.logline import decodeLine
 from netlog.core.segments import COMPRESSED_SUFFIX, Segment, locate
-from netlog.log.series import COPY_BLOCK, copiedSeries, listing, segmentPath
+from netlog.log.reader import _openForReading
+from netlog.log.series import COPY_BLOCK, SeriesBytes, copiedSeries, listing, segmentPath, segmentSize
 
+#: Reads C{length} bytes at C{offset}.
+ReadAt = Callable[[int, int], bytes]
 #: Times a part of the series is read again when its segments change meanwhile.
 _TRIES = 5
 #: Bytes read for a live file's first line (most often one read).
@@ -246,3 +250,38 @@ def resolveRange(path: str, start: Bound | None, end: Bound | None) -> tuple[int
             if last is None:
                 return 1, 0
     return first, last
+
+
+@contextmanager
+def seriesFrom(path: str, line: int, atLeast: int, through: int | None = None) -> Iterator[tuple[ReadAt, int]]:
+    """
+    The lines of the log C{path} from the segment that holds line C{line}
+    on, as one run of bytes (C{readAt} and its size), for the readers that
+    look an exchange up by its id: that segment, and as many after it as
+    hold C{atLeast} bytes more and line C{through}; the live file when they
+    run on to it. A line in the live file reads the live file alone, as
+    before segments; segments before the one that holds C{line} are not
+    opened.
+
+    @raise LogUnreadable: there is no live file.
+    """
+    fd = _openForReading(path)
+    try:
+        segments = listing(path).segments
+        index = locate(line - 1, [s.first for s in segments], _liveFirst(path)).index
+        if index >= len(segments):
+            yield (lambda offset, length: os.pread(fd, length, offset)), os.fstat(fd).st_size
+            return
+        chosen = [segments[index]]
+        more = 0
+        reachesLive = True
+        for segment in segments[index + 1:]:
+            if more >= atLeast and (through is None or segment.first > through):
+                reachesLive = False
+                break
+            chosen.append(segment)
+            more += segmentSize(path, segment) or atLeast
+        tail = SeriesBytes(path, chosen, fd if reachesLive else None, keep=len(chosen))
+        yield tail.readAt, tail.size
+    finally:
+        os.close(fd)
