@@ -19,7 +19,6 @@ written since it last looked, and holds no thread.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 from urllib.parse import urlencode
 
@@ -31,14 +30,16 @@ from twisted.web.server import NOT_DONE_YET, Request
 
 from netlog.api.answers import JSONError, finishJSON, jsonBytes, sendJSON
 from netlog.api.params import MAX_QUERY, BadParameter, parseQuery, queryOf, queryPairs
-from netlog.api.resource import _JSONResource, _LogResource, _readerAt, readFailed
+from netlog.api.resource import _JSONResource, _LogResource, readFailed
 from netlog.api.watch import LogChanges
+from netlog.core.exchange import MAX_SCAN
 from netlog.core.filters import MAX_FILTER, BadFilter, Filter, parseFilter
 from netlog.core.finding import (
     DEFAULT_BODY_CHARS,
     DEFAULT_RESULTS,
     MAX_BODY_CHARS,
     MAX_RESULTS,
+    MAX_SEARCH,
     Found,
     exchangeWhole,
     findExchanges,
@@ -55,26 +56,20 @@ def _find(logPath: str, wanted: Filter, after: int, limit: int, first: int) -> F
     """
     In a thread: one search of the log at C{logPath}.
     """
-    from netlog.log.reader import _openForReading
+    from netlog.log.span import seriesFrom
 
-    fd = _openForReading(logPath)
-    try:
-        return findExchanges(_readerAt(fd), os.fstat(fd).st_size, wanted, after, limit, first=first)
-    finally:
-        os.close(fd)
+    with seriesFrom(logPath, after + 1, MAX_SEARCH) as (readAt, size):
+        return findExchanges(readAt, size, wanted, after, limit, first=first)
 
 
 def _whole(logPath: str, exchangeId: int, offset: int, chars: int) -> bytes:
     """
     In a thread: one exchange whole, as JSON.
     """
-    from netlog.log.reader import _openForReading
+    from netlog.log.span import seriesFrom
 
-    fd = _openForReading(logPath)
-    try:
-        return jsonBytes(exchangeWhole(_readerAt(fd), os.fstat(fd).st_size, exchangeId, offset, chars))
-    finally:
-        os.close(fd)
+    with seriesFrom(logPath, exchangeId, MAX_SCAN) as (readAt, size):
+        return jsonBytes(exchangeWhole(readAt, size, exchangeId, offset, chars))
 
 
 def _filterOf(query: bytes) -> tuple[Filter, bytes]:

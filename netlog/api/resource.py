@@ -358,17 +358,12 @@ def _exchangeDetail(logPath: str, exchangeId: int, endLine: int | None) -> bytes
     """
     In a thread: the JSON of L{netlog.core.exchange.exchangeDetail}.
     """
-    from netlog.core.exchange import exchangeDetail, findExchange, findNotes
-    from netlog.log.reader import _openForReading
+    from netlog.core.exchange import MAX_SCAN, exchangeDetail, findExchange, findNotes
+    from netlog.log.span import seriesFrom
 
-    fd = _openForReading(logPath)
-    try:
-        size = os.fstat(fd).st_size
-        readAt = _readerAt(fd)
+    with seriesFrom(logPath, exchangeId, MAX_SCAN, endLine) as (readAt, size):
         opened, ended = findExchange(readAt, size, exchangeId, endLine)
         notes = findNotes(readAt, size, exchangeId, ended["n"] if ended is not None else None)
-    finally:
-        os.close(fd)
     # ASCII escapes: a lone surrogate a body decoded to survives as JSON.
     return json.dumps(exchangeDetail(opened, ended, notes)).encode("ascii") + b"\n"
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 #: The suffix of a live log's name that closed segments keep after their number.
 LIVE_SUFFIX = ".jsonl"
@@ -76,8 +76,34 @@ def _pattern(liveName: str) -> re.Pattern[str]:
     stem, suffix = _split(liveName)
     return re.compile(
         re.escape(stem) + r"\.([0-9]{%d,})" % NUMBER_DIGITS + re.escape(suffix)
-        + r"(" + re.escape(COMPRESSED_SUFFIX) + r")?(" + re.escape(PARTIAL_SUFFIX) + r")?\Z"
+        + r"(?:(" + re.escape(COMPRESSED_SUFFIX) + r")(?:\.([0-9]+))?)?(" + re.escape(PARTIAL_SUFFIX) + r")?\Z"
     )
+
+
+def partialName(segmentName: str, pid: int) -> str:
+    """
+    The name the process C{pid} writes the compressed copy of the closed
+    segment C{segmentName} under, until it is whole: one of its own, so
+    that two processes compressing the same segment never share a file.
+    """
+    return f"{segmentName}{COMPRESSED_SUFFIX}.{pid}{PARTIAL_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class Partial:
+    """
+    A compressed copy still being written, or left half written by a kill.
+
+    @ivar name: its file name (no folder).
+    @ivar pid: the process writing it; None for the older name without one.
+    """
+
+    name: str
+    pid: int | None
+
+
+def _nobodyWriting(partial: Partial) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -91,37 +117,53 @@ class Listing:
     @ivar toCompress: closed segments not yet compressed, oldest first.
     @ivar leftovers: names to remove: an uncompressed segment whose
         compressed copy is whole (the copy was renamed in place only once
-        written and synced), and partial compressed copies (their writer
-        died; a compression that is running has the log's writer's lock).
+        written and synced), and partial compressed copies no process is
+        writing any more (a kill left them).
+    @ivar partials: every partial compressed copy found, being written
+        or not.
     """
 
     segments: tuple[Segment, ...] = ()
     toCompress: tuple[Segment, ...] = ()
     leftovers: tuple[str, ...] = ()
+    partials: tuple[Partial, ...] = ()
 
 
-def listSegments(liveName: str, names: Iterable[str]) -> Listing:
+def listSegments(
+    liveName: str,
+    names: Iterable[str],
+    beingWritten: Callable[[Partial], bool] = _nobodyWriting,
+) -> Listing:
     """
     Sort a folder's names into the log C{liveName}'s closed segments.
+
+    @param beingWritten: whether a process is still writing a partial
+        compressed copy (the shell asks whether its process lives); one
+        being written is never a leftover.
     """
     pattern = _pattern(liveName)
     plain: dict[int, str] = {}
     packed: dict[int, str] = {}
-    partial: list[str] = []
+    partials: list[Partial] = []
     for name in names:
         match = pattern.match(name)
         if match is None:
             continue
         first = int(match.group(1))
-        if match.group(3):
-            partial.append(name)
+        if match.group(4):
+            if match.group(2):
+                pid = match.group(3)
+                partials.append(Partial(name, None if pid is None else int(pid)))
+        elif match.group(3):
+            continue  # a number with no partial suffix: not ours
         elif match.group(2):
             packed[first] = name
         else:
             plain[first] = name
     segments = []
     toCompress = []
-    leftovers = sorted(partial)
+    partials.sort(key=lambda p: p.name)
+    leftovers = [p.name for p in partials if not beingWritten(p)]
     for first in sorted(set(plain) | set(packed)):
         if first in plain:
             segment = Segment(first, plain[first], False)
@@ -132,7 +174,7 @@ def listSegments(liveName: str, names: Iterable[str]) -> Listing:
         else:
             segment = Segment(first, packed[first], True)
         segments.append(segment)
-    return Listing(tuple(segments), tuple(toCompress), tuple(leftovers))
+    return Listing(tuple(segments), tuple(toCompress), tuple(leftovers), tuple(partials))
 
 
 @dataclass(frozen=True)

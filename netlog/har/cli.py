@@ -11,6 +11,7 @@ import time
 from typing import BinaryIO, TextIO
 
 from netlog.har.export import writeHar
+from netlog.har.range import exportRange
 from netlog.har.redact import PolicyError, redactorFor
 from netlog.log.sniff import notALog
 
@@ -38,6 +39,14 @@ def addArguments(parser: argparse.ArgumentParser) -> None:
         help="processes to build the entries in (default: one per CPU for a log of 16 MB or more, else 1)",
     )
     redaction(parser)
+    parser.add_argument(
+        "--from", dest="start", metavar="LINE|TIME", default=None,
+        help="export the exchanges opened from this line number or ISO 8601 time on (docs/rotation.rst)",
+    )
+    parser.add_argument(
+        "--to", dest="end", metavar="LINE|TIME", default=None,
+        help="... through this line number or ISO 8601 time, each exchange whole",
+    )
     parser.add_argument(
         "--progress",
         choices=("auto", "always", "never"),
@@ -119,6 +128,11 @@ def run(args: argparse.Namespace) -> int:
     size = logSize("har", args.log)
     if size is None:
         return 1
+    try:
+        lines = exportRange(args.log, args.start, args.end, lambda text: print(f"netlog har: {text}", file=sys.stderr))
+    except ValueError as e:
+        print(f"netlog har: {e}", file=sys.stderr)
+        return 1
     show = args.progress == "always" or (
         args.progress == "auto" and size >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
     )
@@ -130,10 +144,10 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             tmp = args.output + ".partial"
             with open(tmp, "wb") as out:
-                result = writeHar(args.log, out, bar, workers, transform=redactor)
+                result = writeHar(args.log, out, bar, workers, transform=redactor, lines=lines)
             os.replace(tmp, args.output)
         else:
-            result = writeHar(args.log, sys.stdout.buffer, bar, workers, transform=redactor)
+            result = writeHar(args.log, sys.stdout.buffer, bar, workers, transform=redactor, lines=lines)
             sys.stdout.buffer.flush()
     except OSError as e:
         if bar:

@@ -31,6 +31,7 @@ from typing import Any, BinaryIO, Callable, Generator, Iterator
 
 from netlog.core.exchange import sizeThrough
 from netlog.log.series import openSeries
+from netlog.log.span import openSeriesRange
 from netlog.core.har import (
     ExchangeLines,
     JoinStats,
@@ -209,7 +210,7 @@ def exportSpan(fd: int, upTo: Callable[[int, int], int] | None, fromLine: int,
 def writeHar(
     logPath: str, out: BinaryIO, progress: Progress | None = None, workers: int = 1,
     upTo: Callable[[int, int], int] | None = None, fromLine: int = 0, wholeIfMissing: bool = False,
-    transform: Transform | None = None,
+    transform: Transform | None = None, lines: tuple[int, int | None] | None = None,
 ) -> ExportResult:
     """
     Write the HAR of the log at C{logPath} to C{out} (binary, UTF-8 JSON, no
@@ -228,15 +229,23 @@ def writeHar(
         begun again since), export it whole rather than raise.
     @param transform: what each entry goes through before it is encoded
         (L{netlog.har.redact.Redactor}), in whichever process builds it.
+    @param lines: export only the exchanges whose open line is within
+        C{(first, last)} (last None: to the end), each whole, reading only
+        the segments that hold them (L{netlog.log.span.openSeriesRange});
+        C{upTo} and C{fromLine} are then not used.
     @raise MissingLine: the log has no line C{fromLine - 1}.
     """
-    fd = openSeries(logPath)
+    fd = openSeries(logPath) if lines is None else openSeriesRange(logPath, *lines)
     try:
-        size, start = exportSpan(fd, upTo, fromLine, wholeIfMissing)
+        if lines is None:
+            size, start = exportSpan(fd, upTo, fromLine, wholeIfMissing)
+            first = fromLine if start else 0
+        else:
+            size, start, first = os.fstat(fd).st_size, 0, lines[0]
         with _Workers(fd, workers, transform=transform) if workers > 1 else nullcontext() as pool:
             # forked first, so that they start while this process indexes,
             # and hold none of the index
-            index = indexLog(fd, max(size, start), progress, start, fromLine if start else 0)
+            index = indexLog(fd, max(size, start), progress, start, first)
             total = len(index)
             if pool is not None and total > 1:
                 built = pool.build(index)

@@ -17,19 +17,21 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Callable
+from typing import BinaryIO, Callable, Sequence
 
 import zstandard
 from twisted.logger import Logger
 
 from netlog.core.segments import (
     COMPRESSED_SUFFIX,
-    PARTIAL_SUFFIX,
     Listing,
+    Partial,
     Segment,
     expired,
     listSegments,
+    partialName,
 )
+from netlog.log.logfile import openLogFile
 
 _log = Logger()
 
@@ -44,6 +46,43 @@ _COPY_TRIES = 5
 _FRAME_HEADER_MAX = 18
 
 
+#: The partial compressed copies this process is writing now (paths).
+_compressing: set[str] = set()
+_compressingLock = threading.Lock()
+
+
+def _processLives(pid: int) -> bool:
+    """
+    Whether a process C{pid} is there (ours to signal or not).
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _beingWrittenIn(folder: str) -> Callable[[Partial], bool]:
+    """
+    Whether a partial compressed copy in C{folder} is still being written:
+    by this process when it says so, by another while that process lives
+    (a PID reused since is taken as alive: the copy is then kept, never
+    another live process's removed).
+    """
+
+    def beingWritten(partial: Partial) -> bool:
+        if partial.pid is None:
+            return False
+        if partial.pid == os.getpid():
+            with _compressingLock:
+                return os.path.join(folder, partial.name) in _compressing
+        return _processLives(partial.pid)
+
+    return beingWritten
+
+
 def listing(path: str) -> Listing:
     """
     The closed segments beside the live log C{path}.
@@ -53,7 +92,7 @@ def listing(path: str) -> Listing:
         names = os.listdir(folder)
     except FileNotFoundError:
         names = []
-    return listSegments(name, names)
+    return listSegments(name, names, _beingWrittenIn(folder))
 
 
 def segmentPath(path: str, segment: Segment | str) -> str:
@@ -77,46 +116,62 @@ def readSegment(path: str, segment: Segment) -> bytes:
     return data
 
 
+def segmentSize(path: str, segment: Segment) -> int | None:
+    """
+    The bytes of a closed segment's lines, from its file's size or its
+    compressed frame's header; None when the header doesn't say.
+
+    @raise FileNotFoundError: it was removed meanwhile.
+    """
+    where = segmentPath(path, segment)
+    if not segment.compressed:
+        try:
+            return os.stat(where).st_size
+        except FileNotFoundError:
+            where += COMPRESSED_SUFFIX
+    with open(where, "rb") as f:
+        size = zstandard.frame_content_size(f.read(_FRAME_HEADER_MAX))
+    return None if size < 0 else int(size)
+
+
 class SeriesBytes:
     """
     The closed segments and the live file of a log read as one run of bytes
     (the shape L{netlog.core.recovery.recover} reads), so that a writer
     started again finds the exchanges still open in earlier segments.
     A compressed segment is decompressed only when its bytes are asked for,
-    and only the last two are kept.
+    and only the last C{keep} are kept.
     """
 
-    def __init__(self, path: str, segments: tuple[Segment, ...], liveFd: int) -> None:
+    def __init__(self, path: str, segments: Sequence[Segment], liveFd: int | None, keep: int = 2) -> None:
+        """
+        @param liveFd: the live file, after the segments; None for the
+            segments alone.
+        """
         self._path = path
         self._parts: list[tuple[int, int, Segment | None]] = []
         self._liveFd = liveFd
         self._unpacked: dict[str, bytes] = {}
+        self._keep = keep
         start = 0
         for segment in segments:
             size = self._sizeOf(segment)
             self._parts.append((start, size, segment))
             start += size
-        self._parts.append((start, os.fstat(liveFd).st_size, None))
-        self.size = start + self._parts[-1][1]
+        if liveFd is not None:
+            self._parts.append((start, os.fstat(liveFd).st_size, None))
+            start += self._parts[-1][1]
+        self.size = start
 
     def _sizeOf(self, segment: Segment) -> int:
-        where = segmentPath(self._path, segment)
-        if not segment.compressed:
-            try:
-                return os.stat(where).st_size
-            except FileNotFoundError:
-                where += COMPRESSED_SUFFIX
-        with open(where, "rb") as f:
-            size = zstandard.frame_content_size(f.read(_FRAME_HEADER_MAX))
-        if size < 0:
-            return len(self._bytesOf(segment))
-        return int(size)
+        size = segmentSize(self._path, segment)
+        return len(self._bytesOf(segment)) if size is None else size
 
     def _bytesOf(self, segment: Segment) -> bytes:
         data = self._unpacked.get(segment.name)
         if data is None:
             data = readSegment(self._path, segment)
-            if len(self._unpacked) >= 2:
+            if len(self._unpacked) >= self._keep:
                 self._unpacked.pop(next(iter(self._unpacked)))
             self._unpacked[segment.name] = data
         return data
@@ -129,6 +184,7 @@ class SeriesBytes:
                 continue
             lo, hi = max(offset, start) - start, min(end, start + size) - start
             if segment is None:
+                assert self._liveFd is not None
                 pieces.append(os.pread(self._liveFd, hi - lo, lo))
             elif segment.compressed:
                 pieces.append(self._bytesOf(segment)[lo:hi])
@@ -151,8 +207,6 @@ def followRotation(path: str, fd: int, uid: int | None = None, gid: int | None =
     that segment since) the file at the path now, opened (made if the
     writer died before making it) and the old descriptor closed.
     """
-    from netlog.log.writer import openLogFile
-
     ours = os.fstat(fd)
     try:
         there = os.lstat(path)
@@ -175,24 +229,37 @@ def openSeries(path: str) -> int:
 
     @raise FileNotFoundError: the log isn't there.
     """
+    if not listing(path).segments:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    return copiedSeries(path, lambda out: _copyWhole(path, out))
+
+
+def _copyWhole(path: str, out: BinaryIO) -> None:
+    for segment in listing(path).segments:
+        with open(segmentPath(path, segment), "rb") as src:
+            if segment.compressed:
+                with zstandard.ZstdDecompressor().stream_reader(src) as reader:
+                    shutil.copyfileobj(reader, out, COPY_BLOCK)
+            else:
+                shutil.copyfileobj(src, out, COPY_BLOCK)
+    try:
+        with open(path, "rb") as live:
+            shutil.copyfileobj(live, out, COPY_BLOCK)
+    except FileNotFoundError:
+        pass
+
+
+def copiedSeries(path: str, fill: Callable[[BinaryIO], None]) -> int:
+    """
+    A descriptor (offset 0) of an unlinked temporary file that C{fill}
+    writes from the log C{path}'s series; C{fill} is called again (after
+    listing the series again) when a segment it read was compressed or
+    removed meanwhile.
+    """
     for _ in range(_COPY_TRIES):
-        segments = listing(path).segments
-        if not segments:
-            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         out = tempfile.TemporaryFile(prefix="netlog-series-")
         try:
-            for segment in segments:
-                with open(segmentPath(path, segment), "rb") as src:
-                    if segment.compressed:
-                        with zstandard.ZstdDecompressor().stream_reader(src) as reader:
-                            shutil.copyfileobj(reader, out, COPY_BLOCK)
-                    else:
-                        shutil.copyfileobj(src, out, COPY_BLOCK)
-            try:
-                with open(path, "rb") as live:
-                    shutil.copyfileobj(live, out, COPY_BLOCK)
-            except FileNotFoundError:
-                pass
+            fill(out)
             out.flush()
             fd = os.dup(out.fileno())
         except FileNotFoundError:
@@ -247,7 +314,36 @@ def compressSegment(path: str, segment: Segment) -> str:
     # segment (a worker started after a kill, beside the one still at it)
     # must never truncate this one's file under it, nor rename it half
     # written; the last rename wins, and each file renamed is whole
-    partial = f"{target}.{os.getpid()}{PARTIAL_SUFFIX}"
+    partial = segmentPath(path, partialName(segment.name, os.getpid()))
+    with _compressingLock:
+        _compressing.add(partial)
+    try:
+        _compressInto(source, partial)
+        os.replace(partial, target)
+    except BaseException:
+        # ours, and no longer being written: never left behind
+        try:
+            os.unlink(partial)
+        except FileNotFoundError:
+            pass
+        raise
+    finally:
+        with _compressingLock:
+            _compressing.discard(partial)
+    folder = os.path.dirname(source)
+    _syncFolder(folder)
+    try:
+        os.unlink(source)
+    except FileNotFoundError:
+        pass  # the other process's compression finished first
+    _syncFolder(folder)
+    return target
+
+
+def _compressInto(source: str, partial: str) -> None:
+    """
+    Write C{source} compressed to C{partial}, synced, with its mode and times.
+    """
     with open(source, "rb") as src:
         size = os.fstat(src.fileno()).st_size
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
@@ -259,15 +355,6 @@ def compressSegment(path: str, segment: Segment) -> str:
             os.fsync(out.fileno())
     stat = os.stat(source)
     os.utime(partial, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    os.replace(partial, target)
-    folder = os.path.dirname(source)
-    _syncFolder(folder)
-    try:
-        os.unlink(source)
-    except FileNotFoundError:
-        pass  # the other process's compression finished first
-    _syncFolder(folder)
-    return target
 
 
 def tidy(path: str, keepSegments: int | None, keepFor: float | None, now: float) -> list[str]:

@@ -52,6 +52,7 @@ from netlog.core.replay import (
     webSocketPlan,
 )
 from netlog.core.wsmessages import MessageAssembler
+from netlog.log.series import openSeries
 from netlog.net.gate import Gate
 from netlog.proxy.contracts import IAnswerSink, IAnswerSource
 from netlog.proxy.mode import IAnswers
@@ -93,7 +94,7 @@ def _lineReader(path: str) -> Callable[[int, int], bytes]:
     def readAt(offset: int, length: int) -> bytes:
         pid = os.getpid()
         if not held or held[0][0] != pid:
-            held[:] = [(pid, os.open(path, os.O_RDONLY | os.O_CLOEXEC))]
+            held[:] = [(pid, openSeries(path))]
         return os.pread(held[0][1], length, offset)
 
     return readAt
@@ -135,7 +136,7 @@ class Replay:
         self._answers: OrderedDict[int, RecordedAnswer] = OrderedDict()
         self._answerBytes = 0
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = openSeries(path)
         except OSError as e:
             raise RecordingError(f"can't open the recording {path}: {e.strerror}") from None
         try:

@@ -25,8 +25,9 @@ from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.logger import Logger
 
 from netlog.core.rules import NO_RULES, Rules, compileRules
+from netlog.log.logfile import UnsafeLogPath, openLogFile
 from netlog.log.series import removeSeries
-from netlog.log.writer import LogWriter, UnsafeLogPath, lastLineOf, openLogFile
+from netlog.log.writer import LogWriter, lastLineOf
 from netlog.net.options import LISTEN_BACKLOG
 from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService

@@ -31,9 +31,10 @@ from twisted.python.failure import Failure
 from netlog.core.logline import REASON_STOPPED
 from netlog.core.recovery import recover
 from netlog.core.rules import NO_RULES, Rules
+from netlog.log.logfile import openLogFile
 from netlog.log.series import followRotation
 from netlog.log.supervised import followRotations, unfollowRotations
-from netlog.log.writer import LogWriter, lastLineOf, openLogFile
+from netlog.log.writer import LogWriter, lastLineOf
 from netlog.net.reactors import IProxyReactor
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.control import SupervisorSide, connectSupervisorSide

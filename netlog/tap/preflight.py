@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 
-from netlog.log.writer import UnsafeLogPath, checkLogPath
+from netlog.log.logfile import UnsafeLogPath, checkLogPath
 from netlog.net.endpoints import tcpAddress
 from netlog.state import DEFAULT_STATE, NoSuchFolder, checkInAFolder
 
@@ -285,7 +285,7 @@ def checkFolders(config: Any) -> None:
     folder itself is made if need be), and so must an C{--api-token-file};
     a C{--state} must not be something other than a folder. (A C{--log}
     given by hand is checked with the log's other checks, by
-    L{netlog.log.writer.checkLogPath}.)
+    L{netlog.log.logfile.checkLogPath}.)
 
     @raise NoSuchFolder: one of them isn't.
     """

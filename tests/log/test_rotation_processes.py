@@ -19,8 +19,9 @@ from typing import Any, cast
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
+from netlog.core.segments import partialName, segmentName
 from netlog.log.reader import LogReader, LogUnreadable
-from netlog.log.series import listing, tidy
+from netlog.log.series import listing, segmentPath, tidy
 from tests.chaos.burst import Origin
 from tests.supervise.running import Twistd, alive, waitFor
 from tests.support import netlogArgv, sourceEnv
@@ -472,6 +473,7 @@ class KilledWhileRotatingTests(SynchronousTestCase):
         self.assertGreater(len(found.segments), 20)
         self.assertTrue(all(s.compressed for s in found.segments))
         self.assertEqual(found.leftovers, ())
+        self.assertEqual([n for n in os.listdir(os.path.dirname(path)) if n.endswith(".tmp")], [])
         for segment in found.segments:
             self.assertIn(segment.first, numbers)
         # Every exchange left open by a kill was ended when the writer
@@ -479,3 +481,93 @@ class KilledWhileRotatingTests(SynchronousTestCase):
         ended = {r["id"] for r in lines if r["type"] == "end"}
         opened = [r["n"] for r in lines if r["type"] == "open"]
         self.assertEqual([n for n in opened[:-10] if n not in ended], [])
+
+
+#: A child that compresses the log argv[1]'s oldest closed segment.
+COMPRESSING = """
+import sys
+from netlog.log.series import compressSegment, listing
+segment = listing(sys.argv[1]).segments[0]
+print("compressing", flush=True)
+compressSegment(sys.argv[1], segment)
+print("done", flush=True)
+"""
+
+#: A child that only lives (a process other than ours whose PID is known).
+LIVING = "import time; print('living', flush=True); time.sleep(120)"
+
+#: Bytes of the closed segment killed while being compressed: about a
+#: second of zstandard's work, so that the kill lands in it.
+BIG_SEGMENT = 64 << 20
+
+
+def writeBigSegment(path: str, size: int) -> int:
+    """
+    Write a closed segment (uncompressed) of about C{size} bytes of log
+    lines from line 1 beside the empty live log C{path}; its last line.
+    """
+    pad = os.urandom(1 << 19).hex()
+    lines = []
+    total = n = 0
+    while total < size:
+        n += 1
+        start = (n * 97) % (len(pad) - 100)
+        line = b'{"n":%d,"type":"open","id":%d,"url":"http://a.test/%s"}\n' % (n, n, pad[start:start + 100].encode())
+        lines.append(line)
+        total += len(line)
+    with open(os.path.join(os.path.dirname(path), segmentName(os.path.basename(path), 1)), "wb") as f:
+        f.write(b"".join(lines))
+    open(path, "wb").close()
+    return n
+
+
+@pytest.mark.slow
+class KilledWhileCompressingTests(SynchronousTestCase):
+    def test_partialOfTheDeadOnly(self) -> None:
+        """
+        A process killed with SIGKILL while it compresses a large segment
+        leaves its partial copy (named with its PID); the listing calls it
+        a leftover and the next pass removes it and compresses the segment
+        whole. A partial named after a process that still lives is
+        another's compression at work: it is never removed. One named
+        after this process, which is compressing nothing, is stale: it
+        goes.
+        """
+        path = os.path.join(publicTempDir(self), "network.jsonl")
+        last = writeBigSegment(path, BIG_SEGMENT)
+        plain = segmentName("network.jsonl", 1)
+        living = startChild(self, LIVING)
+        self.assertEqual(readLine(living), b"living\n")
+        theirs = segmentPath(path, partialName(plain, living.pid))
+        ours = segmentPath(path, partialName(plain, os.getpid()))
+        for where in (theirs, ours):
+            with open(where, "wb") as f:
+                f.write(b"\x28\xb5\x2f\xfd half")
+
+        child = startChild(self, COMPRESSING, path)
+        self.assertEqual(readLine(child), b"compressing\n")
+        killed = segmentPath(path, partialName(plain, child.pid))
+        deadline = time.monotonic() + WAIT
+        while not (os.path.exists(killed) and os.path.getsize(killed) > 0):
+            self.assertIsNone(child.poll(), "the compression ended before the kill")
+            self.assertLess(time.monotonic(), deadline, "no partial copy appeared")
+            time.sleep(0.005)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(WAIT)
+        self.assertEqual(child.returncode, -signal.SIGKILL)
+        self.assertTrue(os.path.exists(killed))
+        self.assertTrue(os.path.exists(segmentPath(path, plain)))
+
+        found = listing(path)
+        self.assertEqual(sorted(found.leftovers), sorted([os.path.basename(killed), os.path.basename(ours)]))
+        tidy(path, None, None, 0.0)
+        self.assertEqual(
+            sorted(os.listdir(os.path.dirname(path))),
+            sorted(["network.jsonl", plain + ".zst", os.path.basename(theirs)]),
+        )
+        self.assertEqual([r["n"] for r in seriesLines(path)], list(range(1, last + 1)))
+        # once that process is gone, its partial goes with the next pass
+        os.kill(living.pid, signal.SIGKILL)
+        living.wait(WAIT)
+        tidy(path, None, None, 0.0)
+        self.assertEqual(sorted(os.listdir(os.path.dirname(path))), sorted(["network.jsonl", plain + ".zst"]))

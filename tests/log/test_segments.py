@@ -11,6 +11,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core.segments import (
     Location,
+    Partial,
     Segment,
     Rotation,
     closingSize,
@@ -19,6 +20,7 @@ from netlog.core.segments import (
     locate,
     parseDuration,
     parseSize,
+    partialName,
     segmentName,
 )
 
@@ -87,6 +89,37 @@ class ListingTests(SynchronousTestCase):
                          ((Segment(5, plain, False),), (), (plain,)))
         found = listSegments("n.jsonl", [packed])
         self.assertEqual((found.segments, found.toCompress, found.leftovers), ((Segment(5, packed, True),), (), ()))
+
+    def test_partialsOfProcesses(self) -> None:
+        """
+        A partial compressed copy is named after the process writing it;
+        the listing sees every one, and names as leftovers only those no
+        process is writing any more (the caller says which: here, PID 7
+        lives), and those of the older name with no PID.
+        """
+        plain = segmentName("n.jsonl", 5)
+        self.assertEqual(partialName(plain, 7), "n.000000000005.jsonl.zst.7.tmp")
+        live, dead, old = partialName(plain, 7), partialName(plain, 8), plain + ".zst.tmp"
+        asked: list[Partial] = []
+
+        def beingWritten(partial: Partial) -> bool:
+            asked.append(partial)
+            return partial.pid == 7
+
+        found = listSegments("n.jsonl", [plain, live, dead, old, "n.000000000005.jsonl.7.tmp"], beingWritten)
+        self.assertEqual(found.segments, (Segment(5, plain, False),))
+        self.assertEqual(found.toCompress, (Segment(5, plain, False),))
+        self.assertEqual(sorted(found.leftovers), sorted([dead, old]))
+        self.assertEqual(set(found.partials), {Partial(live, 7), Partial(dead, 8), Partial(old, None)})
+        self.assertEqual(len(found.partials), 3)
+        self.assertEqual(set(asked), set(found.partials))
+        # with no one said to be writing, every partial is a leftover
+        found = listSegments("n.jsonl", [plain, live, dead])
+        self.assertEqual(sorted(found.leftovers), sorted([live, dead]))
+        # a whole copy beside a live partial: the plain file goes, the partial stays
+        packed = segmentName("n.jsonl", 5, True)
+        found = listSegments("n.jsonl", [plain, packed, live], beingWritten)
+        self.assertEqual((found.segments, found.leftovers), ((Segment(5, plain, False),), (plain,)))
 
 
 class LocateTests(SynchronousTestCase):

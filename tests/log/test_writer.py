@@ -20,7 +20,8 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core.logline import REASON_LOG_FAILED, REASON_RESTARTED, REASON_STOPPED
 from netlog.log import writer as writerModule
-from netlog.log.writer import LogWriter, UnsafeLogPath, openLogFile
+from netlog.log.logfile import UnsafeLogPath, openLogFile
+from netlog.log.writer import LogWriter
 
 
 def readLines(path: str) -> list[dict[str, Any]]:

@@ -139,6 +139,8 @@ CLI_CASES: dict[tuple[str, str], list[list[str]]] = {
     ("har", "--output"): [["har", "{log}", "-o", "{folder}/missing/network.har"], ["har", "{log}", "-o", "{folder}"]],
     ("har", "--jobs"): [["har", "{log}", "-j", v] for v in ("x", "")],
     ("har", "--progress"): [["har", "{log}", "--progress", "sometimes"]],
+    ("har", "--from"): [["har", "{log}", "--from", v] for v in ("noon", "-3", "")],
+    ("har", "--to"): [["har", "{log}", "--to", v] for v in ("x", "")] + [["har", "{log}", "--from", "9", "--to", "5"]],
     ("warc", "LOG"): [["warc", "{folder}/missing.jsonl", "-o", "{folder}/x.warc"], ["warc", "{folder}", "-o", "{folder}/x.warc"],
                      ["warc", "{sites}", "-o", "{folder}/x.warc"]],
     ("warc", "--output"): [["warc", "{log}", "-o", "{folder}/missing/x.warc"], ["warc", "{log}", "-o", "{folder}"],
