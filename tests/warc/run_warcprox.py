@@ -4,8 +4,8 @@ imports nothing of netlog's) as the tests need it, with its own command
 line, changed in two ways and no other:
 
   - it may fetch from 127.0.0.1, where the test site listens (warcprox
-    refuses a loopback server, and offers no option for it, only the
-    handler's C{allow_localhost} that its own tests set);
+    refuses a loopback server, and offers no option for it, only its
+    handler's class attribute C{allow_localhost});
   - it looks no name up: the WARC file's name asks C{socket.getfqdn()},
     which may ask DNS, and tests never do; the host's own name stands in.
 

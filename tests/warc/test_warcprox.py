@@ -168,8 +168,9 @@ class WarcproxRecordingTests(SynchronousTestCase):
         bytes, the brotli and gzip codings kept, the 1.2 MB text whole, the
         chunked JSON de-chunked), framed as recorded (a length where the
         site gave one, chunked where it chunked); each exchange in netlog's
-        log is marked replayed from its response record; and the site
-        accepts no connection from netlog.
+        log is marked replayed from its response record, from the server
+        warcprox fetched it from; netlog says at start how many answers the
+        WARC holds; and the site accepts no connection from netlog.
         """
         top = os.path.abspath(self.mktemp())
         os.makedirs(top)
@@ -208,5 +209,7 @@ class WarcproxRecordingTests(SynchronousTestCase):
             ends = [json.loads(line) for line in f if b'"type":"end"' in line]
         self.assertEqual(len(ends), len(STEPS))
         self.assertTrue(all(isinstance(end.get("_replayed"), int) for end in ends), ends)
+        # (the server warcprox fetched from: its WARC-IP-Address)
+        self.assertEqual({end["_replayedServer"]["address"] for end in ends}, {"127.0.0.1"})
         with open(os.path.join(directory, "netlog-proxy.twistd.log"), encoding="utf-8") as f:
             self.assertIn(f"answered from {warcs[0]} ({len(STEPS)} recorded answers)", f.read())
