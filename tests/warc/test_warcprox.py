@@ -1,10 +1,10 @@
 """
 A WARC written by warcprox, the archiving world's recording proxy, as a
 recording for netlog: real warcprox (from its side environment,
-C{.ci/warcprox/.venv}) records the test site's answers on loopback, then a
-real C{twistd netlog-proxy --replay} on the WARC it wrote answers the same
-requests with the same statuses, fields and bodies, and the site accepts no
-connection from it.
+C{.ci/warcprox/.venv}) records the test site's answers on loopback, over
+HTTP and over HTTPS, then a real C{twistd netlog-proxy --replay} on the
+WARC it wrote answers the same requests with the same statuses, fields and
+bodies, and the site accepts no connection from it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import glob
 import http.client
 import json
 import os
+import ssl
 import time
 from typing import Any
 
@@ -65,22 +66,45 @@ def warcproxMissing() -> str | None:
     return why + ": run .ci/install.d/45-warcprox.sh"
 
 
-def fetch(proxyPort: int, origin: str) -> list[Answer]:
+def fetch(proxyPort: int, origin: str, tls: ssl.SSLContext | None = None) -> list[Answer]:
     """
     Make each of L{STEPS} through the HTTP proxy on C{proxyPort}, one
     connection each (warcprox closes each): status, fields in order, body
-    with its transfer coding undone and its content coding kept.
+    with its transfer coding undone and its content coding kept. An
+    C{https:} origin is asked in a C{CONNECT} tunnel, over TLS with
+    C{tls} (which trusts the proxy's CA).
     """
     answers = []
+    host, port = origin.split("://")[1].split(":")
     for method, path, fields, body in STEPS:
-        connection = http.client.HTTPConnection("127.0.0.1", proxyPort, timeout=30)
+        connection: http.client.HTTPConnection
+        if tls is not None:
+            connection = http.client.HTTPSConnection("127.0.0.1", proxyPort, timeout=30, context=tls)
+            connection.set_tunnel(host, int(port))
+            target = path
+        else:
+            connection = http.client.HTTPConnection("127.0.0.1", proxyPort, timeout=30)
+            target = origin + path
         try:
-            connection.request(method, origin + path, body=body or None, headers=dict(fields))
+            connection.request(method, target, body=body or None, headers=dict(fields))
             answer = connection.getresponse()
             answers.append((answer.status, answer.getheaders(), answer.read()))
         finally:
             connection.close()
     return answers
+
+
+def trusting(caPath: str, checkName: bool = True) -> ssl.SSLContext:
+    """
+    A client's TLS that trusts the proxy's CA (in C{caPath}) alone, and
+    (with C{checkName}) checks the name its certificate is for: here an
+    address, which warcprox's certificates don't name (it mints them for
+    names only), and netlog's do.
+    """
+    context = ssl.create_default_context(cafile=caPath)
+    context.check_hostname = checkName
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 def endToEnd(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -158,7 +182,14 @@ class WarcproxRecordingTests(SynchronousTestCase):
         """
         self.replay(gzip=False)
 
-    def replay(self, gzip: bool) -> None:
+    def test_https(self) -> None:
+        """
+        The site over HTTPS, through warcprox's decrypting tunnels, then
+        netlog's: its WARC (C{https:} URLs) replays: see L{replay}.
+        """
+        self.replay(gzip=True, https=True)
+
+    def replay(self, gzip: bool, https: bool = False) -> None:
         """
         A WARC warcprox wrote of the site's answers, given to C{twistd
         netlog-proxy --replay}: every request gets the status, the
@@ -175,9 +206,9 @@ class WarcproxRecordingTests(SynchronousTestCase):
         top = os.path.abspath(self.mktemp())
         os.makedirs(top)
         site = procs.startSite(top, self.addCleanup)
-        origin = f"http://127.0.0.1:{site.http}"
+        origin = f"https://127.0.0.1:{site.https}" if https else f"http://127.0.0.1:{site.http}"
         port, warcprox = startWarcprox(top, self.addCleanup, gzip)
-        recorded = fetch(port, origin)
+        recorded = fetch(port, origin, trusting(os.path.join(top, "warcprox-ca.pem"), checkName=False) if https else None)
         procs.stop(warcprox)
         self.assertEqual(warcprox.returncode, 0, procs.readTail(os.path.join(top, "warcprox.out")))
         self.assertEqual([status for status, _, _ in recorded], [200, 200, 200, 200, 302, 200, 200, 200, 200])
@@ -192,7 +223,8 @@ class WarcproxRecordingTests(SynchronousTestCase):
         sites = procs.writeSites(directory, site, origins=(origin,))
         proxy = procs.startSiteProxy(directory, site, self.addCleanup, sitesPath=sites, httpsRoute=False,
                                      extra=("--replay", warcs[0]))
-        replayed = fetch(proxy.port, origin)
+        assert proxy.state is not None
+        replayed = fetch(proxy.port, origin, trusting(os.path.join(proxy.state, "ca.pem")) if https else None)
         procs.waitForEnds(proxy.log)
         procs.stop(proxy.proc)
 
