@@ -323,3 +323,68 @@ class DocCommandTests(SynchronousTestCase):
             self.assertEqual(marks, {"https://shop.test/": (opened["https://shop.test/"], None),
                                      "https://shop.test/other": (None, True)})
             stopForeground(proxy, WAIT)
+
+    def test_rules(self) -> None:
+        """
+        C{docs/rules.rst}, on a session of the stand-in: C{netlog session
+        rules NAME FILE} sets its JSON and its TOML document and prints it,
+        C{netlog session rules NAME} prints it; a request for C{shop.test}
+        with a C{Referer} reaches the remapped app and one for C{x.ads.test}
+        gets the block's body; their open lines carry the page's C{_rules};
+        each bad document's line is the API's refusal, and C{--rules FILE}
+        stops the proxy at start with it; the page says before its first
+        command what it assumes of C{PATH}.
+        """
+        text = doc("rules.rst")
+        asJSON, asTOML = ("\n".join(b) for b in literalBlocks(text, "Rules per session"))
+        [bad] = literalBlocks(text, "Bad documents")
+        [shown] = literalBlocks(text, "In the log")
+        [body] = re.findall(r"one-line body \(``([^`]+)``\)", text)
+        self.assertIn("``netlog session rules NAME FILE``", text)
+        self.assertIn("``netlog session rules NAME``", text)
+        appPort, apiPort = freePort(), freePort()
+        self.startApp(appPort)
+        self.startProxy(f"twistd -n --pidfile= netlog-standin --api tcp:{apiPort}", freePort())
+        proxy = json.loads(self.ran(self.sealedNetlog("netlog session create task-17 --api http://127.0.0.1:8081",
+                                                      apiPort)))["proxy"]
+
+        def setRules(name: str, written: str) -> subprocess.CompletedProcess[str]:
+            with open(os.path.join(self.folder, name), "w", encoding="utf-8") as f:
+                f.write(written)
+            return run(self.sealedNetlog(f"netlog session rules task-17 {name} --api http://127.0.0.1:8081",
+                                         apiPort), self.folder)
+
+        app = f"127.0.0.1:{appPort}"
+        asJSON, asTOML = asJSON.replace("127.0.0.1:8080", app), asTOML.replace("127.0.0.1:8080", app)
+        for name, written, rules in [("rules.json", asJSON, json.loads(asJSON)),
+                                     ("rules.toml", asTOML, tomllib.loads(asTOML))]:
+            done = setRules(name, written)
+            self.assertEqual((done.returncode, json.loads(done.stdout)), (0, {"rules": rules}), done.stderr)
+        self.assertEqual(json.loads(self.ran(self.sealedNetlog(
+            "netlog session rules task-17 --api http://127.0.0.1:8081", apiPort))), {"rules": rules})
+
+        page = self.ran(f"curl -s -x {proxy} -H 'Referer: http://a.test/' http://shop.test/")
+        self.assertIn("<h1>Directory listing for /</h1>", page)
+        blocked = self.ran(f"curl -s -w ' %{{http_code}}' -x {proxy} http://x.ads.test/")
+        self.assertTrue(blocked.startswith(body) and blocked.endswith(" 403"), blocked)
+        lines = records(os.path.join(self.folder, "network.task-17.jsonl"), ends(2))
+
+        for line, rules in zip(bad, [
+                {"block": ["tracker.test", "*.ads.test", "a b"]},
+                {"headers": [{"match": "shop.test", "set": {"X-A": "1\r\nEvil: 1"}}]},
+                {"remap": {"shop.test": "backend.test:80"}},
+                {"blocks": ["tracker.test"]}], strict=True):
+            done = setRules("bad.json", json.dumps(rules))
+            self.assertEqual(done.returncode, 1, done.stdout)
+            self.assertEqual(json.loads(done.stderr.split(": 400 ", 1)[1]), {"error": line})
+        done = run(self.sealedTwistd("twistd -n --pidfile= netlog-standin --rules bad.json", freePort()), self.folder)
+        self.assertEqual(done.returncode, 1, done.stdout)
+        self.assertIn(f"--rules bad.json: {bad[-1]}\n", done.stderr)
+
+        # what the page shows last, so that all above is checked whatever it shows
+        _rules = [json.loads(part.replace("127.0.0.1:8080", app))
+                  for part in " ".join(shown).split('"_rules": ')[1:]]
+        self.assertEqual([r.get("_rules") for r in lines if r["type"] == "open"], _rules)
+        note = " ".join(text.split()).find(PATH_NOTE)
+        self.assertNotEqual(note, -1, "rules.rst says nothing of PATH")
+        self.assertLess(note, " ".join(text.split()).find("``netlog "))
