@@ -4,12 +4,17 @@ C{netlog} by name says first that it assumes the virtual environment's
 C{bin} on C{PATH}; C{docs/standin.rst}'s example (an app of one's own, the
 stand-in, curl through it) works with no DNS; C{docs/site-proxy.rst} makes
 the folder it copies the sites into; C{docs/operations.rst}'s token command
-for root, then its curl, make a session.
+for root, then its curl, make a session; the journeys of
+C{docs/sessions.rst}, C{docs/rules.rst} and C{docs/replay.rst}, command by
+command, print what the pages say.
 
 What is changed, and only that, so the tests run sealed: C{twistd} runs
 this source tree; ports are free ones; folders outside the test's
-(C{/etc/netlog}, C{/var/lib/netlog}) are folders in it; the stand-in gets
-C{--listen}, C{--log}, C{--state} and C{--resolve-only} in the test's folder.
+(C{/etc/netlog}, C{/var/lib/netlog}) are folders in it; a proxy gets
+C{--listen}, C{--log} (unless the page names one), C{--state} and
+C{--resolve-only} in the test's folder, and C{netlog session} the token file
+in that C{--state}; what a page shows a browser doing, curl does, trusting
+the CA in that C{--state}.
 """
 
 from __future__ import annotations
@@ -19,14 +24,17 @@ import os
 import re
 import shlex
 import subprocess
+import time
+import tomllib
+from typing import Any, Callable
 
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from tests.browser.foreground import startForeground, waitServing
+from tests.browser.foreground import readText, startForeground, stopForeground, waitServing
 from tests.browser.test_readme import literalBlocks
 from tests.standin.support import tempDirectory
-from tests.support import REPO, freePort, sourceEnv, twistdArgv
+from tests.support import REPO, freePort, netlogArgv, sourceEnv, twistdArgv
 
 #: What each page that runs netlog's commands by name says first.
 PATH_NOTE = ("The commands on this page run ``twistd`` and ``netlog`` by name: they assume the ``bin`` "
@@ -72,15 +80,79 @@ class PathNoteTests(SynchronousTestCase):
         self.assertIn("sessions.rst", pages)
 
 
+def records(path: str, done: Callable[[list[dict[str, Any]]], bool]) -> list[dict[str, Any]]:
+    """
+    The lines of the log C{path} once C{done} says they are all there.
+    """
+    deadline = time.monotonic() + WAIT
+    while True:
+        with open(path, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f]
+        if done(lines):
+            return lines
+        assert time.monotonic() < deadline, lines
+        time.sleep(0.05)
+
+
+def ends(count: int) -> Callable[[list[dict[str, Any]]], bool]:
+    """
+    A log holds C{count} end lines.
+    """
+    return lambda lines: sum(r["type"] == "end" for r in lines) >= count
+
+
 @pytest.mark.slow
 class DocCommandTests(SynchronousTestCase):
     def setUp(self) -> None:
         self.folder = tempDirectory(self)
 
     def sealedTwistd(self, command: str, port: int) -> str:
+        log = [] if " --log " in command else ["--log", os.path.join(self.folder, "network.jsonl")]
         return command.replace("twistd ", shlex.join(twistdArgv()) + " ", 1) + " " + shlex.join([
-            "--listen", f"tcp:{port}:interface=127.0.0.1", "--log", os.path.join(self.folder, "network.jsonl"),
-            "--state", os.path.join(self.folder, "state"), "--resolve-only"])
+            "--listen", f"tcp:{port}:interface=127.0.0.1", *log, "--state", os.path.join(self.folder, "state"),
+            "--resolve-only"])
+
+    def sealedNetlog(self, command: str, apiPort: int) -> str:
+        """
+        A page's C{netlog session} command (its comment left out): this
+        tree's netlog, the test's API port, the token in the test's state.
+        """
+        command = command.split(" #")[0].strip().replace("127.0.0.1:8081", f"127.0.0.1:{apiPort}")
+        return command.replace("netlog ", shlex.join(netlogArgv()) + " ", 1) + " " + shlex.join([
+            "--token-file", os.path.join(self.folder, "state", "api-token")])
+
+    def startProxy(self, command: str, port: int) -> tuple[subprocess.Popen[bytes], str]:
+        """
+        A page's C{twistd -n} command in a terminal of its own, once a
+        worker serves; and what it said on standard error.
+        """
+        out, err = os.path.join(self.folder, f"{port}.out"), os.path.join(self.folder, f"{port}.err")
+        process = startForeground(self.sealedTwistd(command, port), self.folder, sourceEnv(), out, err,
+                                  self.addCleanup, WAIT)
+        waitServing(process, out, WAIT)
+        return process, readText(err)
+
+    def startApp(self, port: int) -> subprocess.Popen[bytes]:
+        """
+        An app of one's own, as C{docs/standin.rst} runs one: this folder
+        served on C{port}, once it answers.
+        """
+        process = startForeground(f"exec python3 -m http.server {port} --bind 127.0.0.1", self.folder, sourceEnv(),
+                                  os.devnull, None, self.addCleanup, WAIT)
+        deadline = time.monotonic() + WAIT
+        while run(f"curl -sf http://127.0.0.1:{port}/ >/dev/null", self.folder).returncode != 0:
+            self.assertIsNone(process.poll())
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.05)
+        return process
+
+    def ran(self, script: str) -> str:
+        """
+        What C{script} printed; it must succeed.
+        """
+        done = run(script, self.folder)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return done.stdout
 
     def test_standinExample(self) -> None:
         """
@@ -144,3 +216,175 @@ class DocCommandTests(SynchronousTestCase):
         done = run(script, self.folder)
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual(json.loads(done.stdout)["name"], "task-17")
+
+    def test_sessions(self) -> None:
+        """
+        C{docs/sessions.rst}: the stand-in with two sessions fixed at
+        start, then C{netlog session} makes one (it prints the session),
+        lists the three, saves its HAR (the exchange a client sent through
+        its port, and no other) and deletes it (it prints the number of its
+        log's last line).
+        """
+        text = doc("sessions.rst")
+        [[proxy]] = literalBlocks(text, "Fixed at start: ``--session``")
+        proxy = " ".join(proxy.split())
+        [[create, listing, har, delete]] = literalBlocks(text, "From a shell")
+        self.assertEqual(proxy, "twistd -n netlog-standin --api tcp:8081 --session task-1=8101 --session task-2=8102")
+        apiPort, first, second = freePort(), freePort(), freePort()
+        self.startProxy(proxy.replace("8081", str(apiPort)).replace("8101", str(first))
+                        .replace("8102", str(second)), freePort())
+
+        made = json.loads(self.ran(self.sealedNetlog(create, apiPort)))
+        log = os.path.join(self.folder, "network.task-17.jsonl")
+        api = f"http://127.0.0.1:{apiPort}/sessions/task-17"
+        self.assertEqual(made, {
+            "name": "task-17", "proxy": f"127.0.0.1:{made['port']}", "port": made["port"], "log": log,
+            "first": 1, "last": 0, "urls": {"session": api, "network": api + "/network", "har": api + "/network.har",
+                                            "exchanges": api + "/exchanges", "warc": api + "/network.warc.gz"}})
+        # what a browser would do: the stand-in fails it (nothing resolves app.test), and logs it
+        self.assertEqual(self.ran(f"curl -s -o /dev/null -w '%{{http_code}}' -x {made['proxy']} http://app.test/"),
+                         "502")
+        records(log, ends(1))
+
+        listed = json.loads(self.ran(self.sealedNetlog(listing, apiPort)))["sessions"]
+        self.assertEqual([(s["name"], s["port"]) for s in listed],
+                         [("task-1", first), ("task-17", made["port"]), ("task-2", second)])
+        self.ran(self.sealedNetlog(har, apiPort))
+        with open(os.path.join(self.folder, "task-17.har"), encoding="utf-8") as f:
+            entries = json.load(f)["log"]["entries"]
+        # har.rst: netlog's own answer to a failure is the HAR's _failed.status, the response -1
+        self.assertEqual([(e["request"]["url"], e["response"]["status"], e["_failed"]["status"]) for e in entries],
+                         [("http://app.test/", -1, 502)])
+        self.assertEqual(json.loads(self.ran(self.sealedNetlog(delete, apiPort))),
+                         {"name": "task-17", "log": log, "last": 2})
+        self.assertEqual(records(os.path.join(self.folder, "network.jsonl"), lambda lines: True), [])
+
+    def test_replay(self) -> None:
+        """
+        C{docs/replay.rst}: the site proxy records the shop with
+        C{--keep-bodies all} (first a failure, its backend not started);
+        with the backend stopped, C{--replay
+        record.jsonl}, and then the site's own C{replay} in C{sites.toml},
+        each says at start the line the page shows, and answers the
+        recorded page as it was, and a request the recording hasn't with
+        C{404}, marked C{_replayed} (the recorded line) and C{_unmatched}.
+        """
+        text = doc("replay.rst")
+        [[record]] = literalBlocks(text, "Recording")
+        [[replay], site, [said]] = literalBlocks(text, "Replaying")
+        self.assertEqual(record, "twistd -n netlog-proxy --sites sites.toml --log record.jsonl --keep-bodies all")
+        self.assertEqual(replay, "twistd -n netlog-proxy --sites sites.toml --log replay.jsonl --replay record.jsonl")
+        self.assertEqual(site[-1], 'replay = "record.jsonl"')
+        appPort = freePort()
+        sites = os.path.join(self.folder, "sites.toml")
+        with open(sites, "w", encoding="utf-8") as f:
+            f.write("\n".join(site[:-1]).replace("127.0.0.1:7770", f"127.0.0.1:{appPort}") + "\n")
+        port = freePort()
+        proxy, _ = self.startProxy(record, port)
+
+        def browse(path: str) -> str:
+            ca = os.path.join(self.folder, "state", "ca.pem")
+            return self.ran(f"curl -s -w ' %{{http_code}}' -x 127.0.0.1:{port} --cacert {shlex.quote(ca)} "
+                            f"https://shop.test{path}")
+
+        # first a request the backend, not started yet, can't answer: a recorded failure, never replayed
+        failed = browse("/")
+        self.assertTrue(failed.endswith(" 502"), failed)
+        app = self.startApp(appPort)
+        page = browse("/")
+        self.assertTrue(page.endswith(" 200") and "<h1>Directory listing for /</h1>" in page, page)
+        missing = browse("/missing")
+        self.assertTrue(missing.endswith(" 404"), missing)
+        stopForeground(app, WAIT)
+        recorded = records(os.path.join(self.folder, "record.jsonl"), ends(3))
+        answered = {r["id"] for r in recorded if r["type"] == "end" and "_failed" not in r}
+        opened = {r["request"]["url"]: r["id"] for r in recorded if r["type"] == "open" and r["id"] in answered}
+        stopForeground(proxy, WAIT)
+
+        path = os.path.join(self.folder, "record.jsonl")
+        expected = said.replace("/srv/record.jsonl", path).replace("(41 recorded answers; skipped: 2 failed)",
+                                                                   "(2 recorded answers; skipped: 1 failed)")
+        for log, command, sitesToml in [
+                ("replay.jsonl", replay, None),
+                ("replay-site.jsonl", replay.replace(" --replay record.jsonl", "").replace("replay.jsonl", "replay-site.jsonl"),
+                 "\n".join(site).replace("127.0.0.1:7770", f"127.0.0.1:{appPort}") + "\n")]:
+            if sitesToml is not None:
+                with open(sites, "w", encoding="utf-8") as f:
+                    f.write(sitesToml)
+            port = freePort()
+            proxy, startup = self.startProxy(command, port)
+            self.assertIn(expected + "\n", startup)
+            self.assertEqual(browse("/"), page)
+            answer = browse("/other")
+            self.assertTrue(answer.endswith(" 404"), answer)
+            replayed = records(os.path.join(self.folder, log), ends(2))
+            urls = {r["id"]: r["request"]["url"] for r in replayed if r["type"] == "open"}
+            marks = {urls[r["id"]]: (r.get("_replayed"), r.get("_unmatched")) for r in replayed if r["type"] == "end"}
+            self.assertEqual(marks, {"https://shop.test/": (opened["https://shop.test/"], None),
+                                     "https://shop.test/other": (None, True)})
+            stopForeground(proxy, WAIT)
+
+    def test_rules(self) -> None:
+        """
+        C{docs/rules.rst}, on a session of the stand-in: C{netlog session
+        rules NAME FILE} sets its JSON and its TOML document and prints it,
+        C{netlog session rules NAME} prints it; a request for C{shop.test}
+        with a C{Referer} reaches the remapped app and one for C{x.ads.test}
+        gets the block's body; their open lines carry the page's C{_rules};
+        each bad document's line is the API's refusal, and C{--rules FILE}
+        stops the proxy at start with it; the page says before its first
+        command what it assumes of C{PATH}.
+        """
+        text = doc("rules.rst")
+        asJSON, asTOML = ("\n".join(b) for b in literalBlocks(text, "Rules per session"))
+        [bad] = literalBlocks(text, "Bad documents")
+        [shown] = literalBlocks(text, "In the log")
+        [body] = re.findall(r"one-line body \(``([^`]+)``\)", text)
+        self.assertIn("``netlog session rules NAME FILE``", text)
+        self.assertIn("``netlog session rules NAME``", text)
+        appPort, apiPort = freePort(), freePort()
+        self.startApp(appPort)
+        self.startProxy(f"twistd -n --pidfile= netlog-standin --api tcp:{apiPort}", freePort())
+        proxy = json.loads(self.ran(self.sealedNetlog("netlog session create task-17 --api http://127.0.0.1:8081",
+                                                      apiPort)))["proxy"]
+
+        def setRules(name: str, written: str) -> subprocess.CompletedProcess[str]:
+            with open(os.path.join(self.folder, name), "w", encoding="utf-8") as f:
+                f.write(written)
+            return run(self.sealedNetlog(f"netlog session rules task-17 {name} --api http://127.0.0.1:8081",
+                                         apiPort), self.folder)
+
+        app = f"127.0.0.1:{appPort}"
+        asJSON, asTOML = asJSON.replace("127.0.0.1:8080", app), asTOML.replace("127.0.0.1:8080", app)
+        for name, written, rules in [("rules.json", asJSON, json.loads(asJSON)),
+                                     ("rules.toml", asTOML, tomllib.loads(asTOML))]:
+            done = setRules(name, written)
+            self.assertEqual((done.returncode, json.loads(done.stdout)), (0, {"rules": rules}), done.stderr)
+        self.assertEqual(json.loads(self.ran(self.sealedNetlog(
+            "netlog session rules task-17 --api http://127.0.0.1:8081", apiPort))), {"rules": rules})
+
+        page = self.ran(f"curl -s -x {proxy} -H 'Referer: http://a.test/' http://shop.test/")
+        self.assertIn("<h1>Directory listing for /</h1>", page)
+        blocked = self.ran(f"curl -s -w ' %{{http_code}}' -x {proxy} http://x.ads.test/")
+        self.assertTrue(blocked.startswith(body) and blocked.endswith(" 403"), blocked)
+        lines = records(os.path.join(self.folder, "network.task-17.jsonl"), ends(2))
+
+        for line, rules in zip(bad, [
+                {"block": ["tracker.test", "*.ads.test", "a b"]},
+                {"headers": [{"match": "shop.test", "set": {"X-A": "1\r\nEvil: 1"}}]},
+                {"remap": {"shop.test": "backend.test:80"}},
+                {"blocks": ["tracker.test"]}], strict=True):
+            done = setRules("bad.json", json.dumps(rules))
+            self.assertEqual(done.returncode, 1, done.stdout)
+            self.assertEqual(json.loads(done.stderr.split(": 400 ", 1)[1]), {"error": line})
+        done = run(self.sealedTwistd("twistd -n --pidfile= netlog-standin --rules bad.json", freePort()), self.folder)
+        self.assertEqual(done.returncode, 1, done.stdout)
+        self.assertIn(f"--rules bad.json: {bad[-1]}\n", done.stderr)
+
+        # what the page shows last, so that all above is checked whatever it shows
+        _rules = [json.loads(part.replace("127.0.0.1:8080", app))
+                  for part in " ".join(shown).split('"_rules": ')[1:]]
+        self.assertEqual([r.get("_rules") for r in lines if r["type"] == "open"], _rules)
+        note = " ".join(text.split()).find(PATH_NOTE)
+        self.assertNotEqual(note, -1, "rules.rst says nothing of PATH")
+        self.assertLess(note, " ".join(text.split()).find("``netlog "))

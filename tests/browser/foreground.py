@@ -24,17 +24,22 @@ def startForeground(command: str, folder: str, env: dict[str, str], out: str, er
         process = subprocess.Popen(["bash", "-c", command], cwd=folder, env=env, stdout=stdout,
                                    stderr=stderr if err else subprocess.STDOUT, start_new_session=True)
 
-    def stop() -> None:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(wait)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(wait)
-
-    addCleanup(stop)
+    addCleanup(stopForeground, process, wait)
     return process
+
+
+def stopForeground(process: subprocess.Popen[bytes], wait: float) -> None:
+    """
+    End a command L{startForeground} ran, and the workers of its group:
+    C{SIGTERM}, then C{SIGKILL} after C{wait} seconds; nothing if it ended.
+    """
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(wait)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(wait)
 
 
 def readText(path: str) -> str:
