@@ -9,7 +9,8 @@ carries the answer's events to the browser in its own protocol; the
 answer's side (an L{IAnswerSource}: an upstream connection,
 L{netlog.proxy.upstream.UpstreamProtocol}, or a recording when the mode
 routes the request to one, an L{Answered} route) hands it the answer's
-bytes. The exchange writes no bytes of its own toward the browser.
+events (L{netlog.proxy.contracts.IAnswerSink}). The exchange parses no
+bytes and writes none of its own toward the browser.
 Once an answer is a C{101} (a WebSocket, on HTTP/1.1 only) or can't be read
 as HTTP, both sides are relayed raw until one closes.
 """
@@ -57,7 +58,8 @@ from netlog.net.connect import describeFailure
 from netlog.net.gate import BACKPRESSURE
 from netlog.net.relay import CLIENT, PROXY, SERVER
 from netlog.net.shape import Shaper, shaperFor
-from netlog.proxy.contracts import IAnswerSource, IBrowserStream, IEngine
+from netlog.proxy.contracts import IAnswerSource, IBrowserStream, IEngine, IResendable
+from netlog.proxy.upstream import MAX_RETRY_BYTES
 from netlog.proxy.mode import Answered, DestinationRefused, Route, remapRoute
 
 _log = Logger()
@@ -67,14 +69,6 @@ _SPENT = BodyCapture(0, keep=False, hashAll=False)
 #: The answer's fields whose values may name a backend (the mode rewrites
 #: them for a route to a configured upstream).
 _REWRITTEN = frozenset({b"location", b"content-location", b"set-cookie"})
-#: A request whose head and body together are at most this many bytes is
-#: sent again on a new connection when a reused one turns out closed.
-MAX_RETRY_BYTES = 64 * 1024
-#: The methods sent again on a new connection when a reused one turns out
-#: closed, and only without a body: a proxy must not retry a request that
-#: isn't idempotent (RFC 9112, 9.3.1), and the retry is kept to the plainly
-#: safe ones.
-RETRIED_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE"})
 #: Seconds after an answer's head its head line is written when its body
 #: hasn't ended by then (an answer that ends sooner has two lines only).
 HEAD_LINE_DELAY = 1.0
@@ -135,11 +129,9 @@ class Exchange:
     """
 
     __slots__ = (
-        "_sent",
-        "_sentSize",
         "_trimmed",
         "address",
-        "asRecorded",
+        "recordedAs",
         "browser",
         "closedBy",
         "cut",
@@ -165,7 +157,6 @@ class Exchange:
         "responseComplete",
         "responseKeepAlive",
         "responseStarted",
-        "retried",
         "reused",
         "route",
         "rules",
@@ -221,7 +212,6 @@ class Exchange:
         self.done = False
         self.raw = False
         self.unparsed = False
-        self.retried = False
         #: The request's fields, read once.
         self.fields = (HeadFields(head.version, head.headers) if head.relayed is None
                        else HeadFields(b"HTTP/1.1", head.relayed))
@@ -254,14 +244,12 @@ class Exchange:
         #: log is kept, only counted when not.
         self.wsUp: MessageAssembler | FrameCounter | None = None
         self.wsDown: MessageAssembler | FrameCounter | None = None
-        self._sent: list[bytes] | None = []
-        self._sentSize = 0
         self._trimmed = False
         #: What the answer's source says of it in the end line.
         self.marks: dict[str, Any] | None = None
         #: For a recording: the end line's answer as recorded, where the
         #: browser was sent it framed otherwise (a body the recording cut).
-        self.asRecorded: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self.recordedAs: Callable[[dict[str, object]], dict[str, object]] | None = None
 
     # -- starting ---------------------------------------------------------------
 
@@ -339,25 +327,13 @@ class Exchange:
         if self.rules.dropUp:
             drop = drop | self.rules.dropUp
             extra.extend(self.rules.setUp)
-        # Upstream, the target is origin-form (C{/path?query}).
-        target = head.target if head.url is None else originForm(head.target)
-        data = fields.serialize(b" ".join((head.method, target, b"HTTP/1.1")), drop, extra)
         assert self.upstream is not None
-        self.upstream.reader.expectResponseTo(head.method)
-        self._write(data)
+        self._passedUp(self.upstream.sendHead(head, fields, drop, extra))
 
-    def _write(self, data: bytes) -> None:
-        assert self.upstream is not None
-        self.up += len(data)
+    def _passedUp(self, size: int) -> None:
+        self.up += size
         if self.upShaper is not None:
-            self.upShaper.passed(len(data))
-        if self._sent is not None:
-            self._sentSize += len(data)
-            if self._sentSize > MAX_RETRY_BYTES:
-                self._sent = None
-            else:
-                self._sent.append(data)
-        self.upstream.send(data)
+            self.upShaper.passed(size)
 
     def _connectFailed(self, failure: Failure) -> None:
         if self.done:
@@ -451,15 +427,12 @@ class Exchange:
                 giveBackFreeMemory(self.reactor.seconds())
             if not self.responseComplete:
                 assert self.upstream is not None
-                self.upstream.requestData(event.data)
-                self._write(event.raw)
+                self._passedUp(self.upstream.requestData(event))
         elif isinstance(event, EndOfMessage):
             self.requestDone = True
-            if event.raw and not self.responseComplete:
-                self._write(event.raw)
             self.sentAt = self.reactor.seconds()
             if self.upstream is not None and not self.responseComplete:
-                self.upstream.requestEnded()
+                self._passedUp(self.upstream.requestEnded(event))
         elif isinstance(event, Incomplete):
             self.requestDone = True
             self.closedBy = CLIENT
@@ -489,61 +462,57 @@ class Exchange:
 
     # -- the answer, from upstream ------------------------------------------------
 
-    def serverBytes(self, upstream: IAnswerSource, data: bytes) -> None:
+    def answerArrived(self, source: IAnswerSource, size: int) -> None:
         if self.downShaper is not None:
-            self.downShaper.passed(len(data))
+            self.downShaper.passed(size)
         now = self.reactor.seconds()
         self.browser.touch(now)
         if self.firstByteAt is None:
             self.firstByteAt = now
-        if self.raw:
-            self._rawDown(data)
-            return
-        # What these bytes bring for the browser (a head, body pieces, the
+        # What one read brings for the browser (a head, body pieces, the
         # end) goes in one write, not one per event.
         self.browser.gather()
-        try:
-            for event in upstream.reader.feed(data):
-                self._fromServer(event)
-                if self.raw:
-                    leftover = upstream.reader.leftover()
-                    if leftover:
-                        self._rawDown(leftover)
-                    return
-                if self.done:
-                    return
-        finally:
-            self.browser.flush()
+
+    def answerSettled(self, source: IAnswerSource) -> None:
+        self.browser.flush()
+        if self.done or self.raw:
+            return
         if self.responseStarted and self.headDue is None and not self.headLogged and self.id:
             # The body didn't end in the read that brought the head: the
             # head line is due a second after it, if the body still runs.
-            self.headDue = now + HEAD_LINE_DELAY
+            self.headDue = self.reactor.seconds() + HEAD_LINE_DELAY
             self.browser.wakeBy(self.headDue)
 
-    def _fromServer(self, event: Event) -> None:
-        if isinstance(event, ResponseHead):
-            if event.interim:
-                self.interim.append(event.status)
-                self.down += self.browser.answerInterim(event)
-            else:
-                self._responseHead(event)
-        elif isinstance(event, Body):
-            assert self.responseBody is not None
-            self.responseBody.feed(event.data)
-            self.down += self.browser.answerData(event.data, event.raw)
-        elif isinstance(event, EndOfMessage):
-            if self.upgraded:
-                return
-            self.down += self.browser.answerEnd(event)
-            self._responseEnded()
-        elif isinstance(event, Unparsable):
-            self._unparsable(event)
-        elif isinstance(event, Incomplete):
-            self._upstreamClosedEarly(event.reason, event.raw)
+    def answerInterim(self, source: IAnswerSource, head: ResponseHead) -> None:
+        if self.done or self.upgraded:
+            return
+        self.interim.append(head.status)
+        self.down += self.browser.answerInterim(head)
+
+    def answerHead(self, source: IAnswerSource, head: ResponseHead) -> None:
+        if not self.done:
+            self._responseHead(head)
+
+    def answerData(self, source: IAnswerSource, body: Body) -> None:
+        if self.done:
+            return
+        assert self.responseBody is not None
+        self.responseBody.feed(body.data)
+        self.down += self.browser.answerData(body.data, body.raw)
+
+    def answerEnd(self, source: IAnswerSource, end: EndOfMessage) -> None:
+        if self.done or self.upgraded:
+            return
+        self.down += self.browser.answerEnd(end)
+        self._responseEnded()
+
+    def answerMarks(self, source: IAnswerSource, marks: dict[str, object],
+                    recorded: Callable[[dict[str, object]], dict[str, object]] | None = None) -> None:
+        self.marks = dict(marks)
+        self.recordedAs = recorded
 
     def _responseHead(self, event: ResponseHead) -> None:
         self.responseStarted = True
-        self._sent = None
         head = self.head
         upgraded = event.status == 101 and head.upgrade
         fields = HeadFields(event.version, event.headers)
@@ -592,7 +561,7 @@ class Exchange:
             upstream is not None
             and self.responseKeepAlive
             and self.requestDone
-            and upstream.reader.idle
+            and upstream.idle
             and upstream.pooled
         )
         if not self.requestDone:
@@ -601,12 +570,27 @@ class Exchange:
             self.browser.discardRestOfRequest(self)
         self._finish(None, reuseUpstream=reuse)
 
-    def _upstreamClosedEarly(self, reason: str, raw: bytes = b"") -> None:
+    def answerFailed(self, source: IAnswerSource, reason: Failure, raw: bytes = b"",
+                     again: IResendable | None = None) -> None:
+        if self.done or source is not self.upstream:
+            return
+        if self.raw:
+            self._rawEnded(SERVER, reason)
+            return
+        where = f"{self.route.host}:{self.route.port}"
         if not self.responseStarted:
-            self._noAnswer(f"{self.route.host}:{self.route.port} closed the connection before answering")
+            if again is not None:
+                self._retry(again)
+            elif reason.check(SSL.Error):
+                error_ = reason.value
+                assert error_ is not None
+                self._noAnswer(f"TLS with {where} failed: {describeTLSError(error_)}")
+            else:
+                what = "reset" if not reason.check(error.ConnectionDone) else "closed"
+                self._noAnswer(f"{where} {what} the connection before answering")
             return
         self.closedBy = SERVER
-        why = f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer"
+        why = f"{where} closed the connection in the middle of the answer"
         # Bytes read and not yet relayed (a last chunk cut inside its
         # trailers): a browser side that relays the server's framing sends
         # them as they came, then closes; their framing tells it the answer
@@ -620,38 +604,7 @@ class Exchange:
         else:
             self.fail(why, abortBrowser=True)
 
-    def serverLost(self, upstream: IAnswerSource, reason: Failure) -> None:
-        if self.done or upstream is not self.upstream:
-            return
-        if self.raw:
-            self._rawEnded(SERVER, reason)
-            return
-        for event in upstream.reader.feedEOF():
-            self._fromServer(event)
-            if self.done:
-                return
-        if self.done:
-            return
-        if not self.responseStarted and self.firstByteAt is None and self.reused \
-                and not self.retried and self._sent is not None and self.requestDone \
-                and not self.hadBody and self.head.method in RETRIED_METHODS:
-            self._retry()
-            return
-        if not self.responseStarted:
-            where = f"{self.route.host}:{self.route.port}"
-            if reason.check(SSL.Error):
-                error_ = reason.value
-                assert error_ is not None
-                self._noAnswer(f"TLS with {where} failed: {describeTLSError(error_)}")
-                return
-            what = "reset" if not reason.check(error.ConnectionDone) else "closed"
-            self._noAnswer(f"{where} {what} the connection before answering")
-        else:
-            self.closedBy = SERVER
-            self.fail(f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer",
-                      abortBrowser=True)
-
-    def forward(self, source: IAnswerSource) -> None:
+    def forward(self, source: IAnswerSource, sent: IResendable | None) -> None:
         """
         C{source} has no answer for this request and sends it on to the
         route's upstream (a replay's unmatched request, with
@@ -660,34 +613,29 @@ class Exchange:
         """
         if self.done or source is not self.upstream:
             return
-        if self._sent is None:
+        if sent is None:
             self._noAnswer(f"the request is over {MAX_RETRY_BYTES} bytes, too big to forward unanswered")
             return
-        self._retry()
+        self._retry(sent)
 
-    def _retry(self) -> None:
+    def _retry(self, again: IResendable) -> None:
         """
-        A reused connection was already closed: send the request again, once,
-        on a new one.
+        Send the request again, once, on a new connection (a reused one was
+        already closed, or the source had no answer).
         """
-        self.retried = True
-        sent = b"".join(self._sent or [])
         self._detach()
         self.upstream = None
         self.up = 0
-        self._sent = []
-        self._sentSize = 0
         d = self.proxy.upstreamFor(self.route, fresh=True)
 
-        def again(result: tuple[IAnswerSource, bool, str | None, float | None]) -> None:
+        def sendAgain(result: tuple[IAnswerSource, bool, str | None, float | None]) -> None:
             if not self._use(result):
                 return
             assert self.upstream is not None
-            self.upstream.reader.expectResponseTo(self.head.method)
-            self._write(sent)
+            self._passedUp(again.sendTo(self.upstream))
             self._attach()
 
-        d.addCallbacks(again, lambda f: self._noAnswer(describeFailure(f, self.route.host, self.route.port)[0]))
+        d.addCallbacks(sendAgain, lambda f: self._noAnswer(describeFailure(f, self.route.host, self.route.port)[0]))
         d.addErrback(self._crashed)
 
     def _noAnswer(self, reason: str, status: int = 502) -> None:
@@ -750,12 +698,17 @@ class Exchange:
             write(self.id, messageRecord(direction, m.opcode, m.size, m.data, m.truncated, m.compressed,
                                          m.undecodable, m.frames))
 
-    def _unparsable(self, event: Unparsable) -> None:
+    def answerUnparsable(self, source: IAnswerSource, raw: bytes) -> None:
+        if self.done:
+            return
         self.unparsed = True
-        self._sent = None
         self._enterRaw()
-        if event.raw:
-            self._rawDown(event.raw)
+        if raw:
+            self._rawDown(raw)
+
+    def answerRaw(self, source: IAnswerSource, data: bytes) -> None:
+        if not self.done:
+            self._rawDown(data)
 
     def _enterRaw(self) -> None:
         self.raw = True
@@ -774,10 +727,8 @@ class Exchange:
             if messages:
                 # Logged before the message's last bytes go on.
                 self._logMessages("up", messages)
-        self.up += len(data)
-        if self.upShaper is not None:
-            self.upShaper.passed(len(data))
-        self.upstream.send(data)
+        self._passedUp(len(data))
+        self.upstream.sendRaw(data)
 
     def _rawDown(self, data: bytes) -> None:
         ws = self.wsDown
@@ -847,8 +798,8 @@ class Exchange:
             response = dict(self.response)
             if self.responseBody is not None and not self.upgraded:
                 response["body"] = self.responseBody.record(splice=True)
-            if self.asRecorded is not None:
-                response = self.asRecorded(response)
+            if self.recordedAs is not None:
+                response = self.recordedAs(response)  # type: ignore[arg-type,assignment]
         websocket: dict[str, Any] | None = None
         wsUp, wsDown = self.wsUp, self.wsDown
         if wsUp is not None and wsDown is not None:

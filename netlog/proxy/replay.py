@@ -6,9 +6,9 @@ L{IAnswerSource}).
 The exchange hands a L{RecordedSource} the request as it would hand an
 upstream connection; once the request has ended, the source matches it
 (L{netlog.core.replay}), reads the recorded answer back from the file by
-offset, frames it again as HTTP/1.1 and hands the exchange those bytes
-(at once, or after the recorded wait with C{--replay-pace recorded}). The
-exchange reads, keeps, logs and sends them exactly as an upstream's. No
+offset, and hands the exchange its events (at once, or after the recorded
+wait with C{--replay-pace recorded}). The exchange keeps, logs and sends
+them exactly as an upstream's. No
 connection is made and no name looked up unless an unmatched request is
 forwarded (C{--replay-unmatched forward}).
 """
@@ -29,7 +29,7 @@ from zope.interface import implementer
 
 from netlog.core.capture import MAX_REQUEST_BODY
 from netlog.core.har import exchangeLines
-from netlog.core.http1 import HeadFields, RequestHead, ResponseReader
+from netlog.core.http1 import Body, EndOfMessage, HeadFields, RequestHead, ResponseHead
 from netlog.core.replay import (
     MatchRules,
     Recorded,
@@ -39,7 +39,8 @@ from netlog.core.replay import (
     answerFromLog,
     bodyKey,
     OP_CLOSE,
-    framed,
+    answerEvents,
+    CONTINUE_HEAD,
     handshake,
     recordedFromHar,
     recordedFromLog,
@@ -55,6 +56,7 @@ from netlog.core.wsmessages import MessageAssembler
 from netlog.net.gate import Gate
 from netlog.proxy.contracts import IAnswerSink, IAnswerSource
 from netlog.proxy.mode import IAnswers
+from netlog.proxy.upstream import SentRequest
 
 #: What C{--replay-unmatched} takes: answer C{404}, or send it to the backend.
 UNMATCHED_404 = "404"
@@ -69,9 +71,6 @@ MAX_PACE_WAIT = 30.0
 #: Bytes of recorded answers' bodies kept read back, the most recently
 #: served (a page's scripts, styles and images are asked for again and again).
 MAX_CACHED_ANSWER_BYTES = 32 * 1024 * 1024
-#: What a request that says C{Expect: 100-continue} gets at once, before
-#: its body: nothing but the recording waits for it (RFC 9110, 10.1.1).
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 #: Bytes read from the start of a recording to tell a log from a HAR.
 _SNIFF_SIZE = 64
 
@@ -221,11 +220,17 @@ class Replay:
 class RecordedSource:
     """
     The answer source of one replayed exchange: it keeps the request's body
-    to match by, then brings the recorded answer.
+    to match by, then hands the exchange the recorded answer's events.
+
+    @ivar exchange: the L{IAnswerSink} answered, or L{None} once done.
+    @ivar gate: the answer's producer (nothing to pause: it is handed at once).
+    @ivar raw: a replayed WebSocket is open (the browser's frames are read).
     """
 
     #: A recording is never pooled: each exchange gets its own.
     pooled = False
+    #: Nothing of an answer is ever left pending.
+    idle = True
 
     def __init__(self, replay: Replay, reactor: IReactorTime, head: RequestHead, url: str) -> None:
         self.replay = replay
@@ -233,18 +238,14 @@ class RecordedSource:
         self.head = head
         self.url = url
         self.exchange: IAnswerSink | None = None
-        self.reader = ResponseReader()
         self.gate = Gate(self)
         self.raw = False
         self._body: list[bytes] = []
         self._bodySize = 0
         self._pending: IDelayedCall | None = None
-        #: The request asks to be told to send its body (C{Expect:
-        #: 100-continue}); the C{100} to tell it, once due.
         self._fields = HeadFields(head.version, head.headers)
-        expect = self._fields.first(b"expect")
-        self._continueDue = (head.version == b"HTTP/1.1" and expect is not None
-                             and expect.strip().lower() == b"100-continue")
+        #: The request as handed, to forward when the recording has none.
+        self._sent: SentRequest | None = None
         self._continuing: IDelayedCall | None = None
         self._ended = False
         #: A replayed WebSocket's server frames by browser messages heard
@@ -262,35 +263,44 @@ class RecordedSource:
 
     # -- IAnswerSource ---------------------------------------------------------------------
 
-    def send(self, data: bytes) -> None:
+    def sendHead(self, head: RequestHead, fields: HeadFields, drop: frozenset[bytes] | set[bytes],
+                 extra: list[tuple[bytes, bytes]]) -> int:
         """
-        Nothing goes anywhere: the request is matched, not sent; once a
-        replayed WebSocket is open, its frames are read (L{_fromBrowser}).
+        Nothing goes anywhere: the request is matched, not sent. A request
+        that asks to be told to go on with its body (C{Expect:
+        100-continue}) is told at once, unless it is whole by then.
         """
-        if self.raw and self._plan is not None:
-            self._fromBrowser(data)
-        elif self._continueDue:
-            # The request's head, which asks to be told to go on with its
-            # body: told at once, as the exchange reads an answer (after
-            # this call), unless the whole request is here by then.
-            self._continueDue = False
+        self._sent = SentRequest(head, fields, drop, extra)
+        expect = self._fields.first(b"expect")
+        if head.version == b"HTTP/1.1" and expect is not None and expect.strip().lower() == b"100-continue":
             self._continuing = self.reactor.callLater(0, self._continue)
+        return 0
 
     def _continue(self) -> None:
         self._continuing = None
-        if self.exchange is not None and not self._ended:
-            self.exchange.serverBytes(self, CONTINUE)
+        exchange = self.exchange
+        if exchange is not None and not self._ended:
+            exchange.answerArrived(self, 0)
+            exchange.answerInterim(self, CONTINUE_HEAD)
+            exchange.answerSettled(self)
 
-    def requestData(self, data: bytes) -> None:
-        self._bodySize += len(data)
+    def requestData(self, body: Body) -> int:
+        self._keep(body)
+        self._bodySize += len(body.data)
         if self._bodySize <= MAX_REQUEST_BODY:
-            self._body.append(data)
+            self._body.append(body.data)
+        return 0
 
-    def requestEnded(self) -> None:
+    def _keep(self, event: Body | EndOfMessage) -> None:
+        if self._sent is not None and not self._sent.keep(event):
+            self._sent = None
+
+    def requestEnded(self, end: EndOfMessage) -> int:
+        self._keep(end)
         self._ended = True
         exchange = self.exchange
         if exchange is None:
-            return
+            return 0
         head = self.head
         method = head.method.decode("latin-1")
         replay = self.replay
@@ -305,42 +315,50 @@ class RecordedSource:
                 replay.answerFor)
         if matched is None:
             if replay.forwardUnmatched:
-                exchange.marks = {"_forwarded": True}
-                exchange.forward(self)
-                return
+                exchange.answerMarks(self, {"_forwarded": True})
+                exchange.forward(self, self._sent)
+                return 0
             answer = unmatchedAnswer(method, self.url)
-            exchange.marks = {"_unmatched": True}
+            exchange.answerMarks(self, {"_unmatched": True})
         else:
             recorded, answer = matched
             if replay.refresh:
                 answer = refreshed(answer, self.reactor.seconds())
-            exchange.marks = replayMarks(recorded, answer)
-            if answer.cut:
-                exchange.asRecorded = partial(recordedResponse, answer=answer)
+            exchange.answerMarks(self, replayMarks(recorded, answer),
+                                 partial(recordedResponse, answer=answer) if answer.cut else None)
         key = self._fields.first(b"sec-websocket-key")
+        events: list[ResponseHead | Body | EndOfMessage]
         if answer.status == 101 and head.upgrade and key is not None:
-            data = handshake(answer, key)
+            events = [handshake(answer, key)]
             self._plan = webSocketPlan(answer.messages)
             self._browserFrames = MessageAssembler()
         else:
-            data = framed(answer, head.method)
+            events = answerEvents(answer, head.method)
         wait = min(answer.wait, MAX_PACE_WAIT) if replay.paced else 0.0
-        self._pending = self.reactor.callLater(wait, self._answer, data)
+        self._pending = self.reactor.callLater(wait, self._answer, events)
+        return 0
 
-    def _answer(self, data: bytes) -> None:
+    def _answer(self, events: list[ResponseHead | Body | EndOfMessage]) -> None:
         self._pending = None
         exchange = self.exchange
-        if exchange is not None:
-            exchange.serverBytes(self, data)
-        if self.raw and self._plan is not None:
-            # A WebSocket: the server's messages before the browser's first.
-            self._sendPlanned()
+        if exchange is None:
             return
-        exchange = self.exchange
-        if exchange is not None:
-            # Whatever the answer left unread ends here, as a server's close.
-            self.exchange = None
-            exchange.serverLost(self, Failure(ConnectionDone()))
+        exchange.answerArrived(self, sum(len(event.raw) for event in events))
+        try:
+            for event in events:
+                if isinstance(event, ResponseHead):
+                    exchange.answerHead(self, event)
+                elif isinstance(event, Body):
+                    exchange.answerData(self, event)
+                else:
+                    exchange.answerEnd(self, event)
+                if self.exchange is not exchange:
+                    return
+            if self.raw and self._plan is not None:
+                # A WebSocket: the server's messages before the browser's first.
+                self._sendPlanned()
+        finally:
+            exchange.answerSettled(self)
 
     # -- a replayed WebSocket: the server's side -----------------------------------------
 
@@ -355,9 +373,9 @@ class RecordedSource:
             return
         frames = plan[self._heard]
         if frames:
-            exchange.serverBytes(self, frames)
+            exchange.answerRaw(self, frames)
 
-    def _fromBrowser(self, data: bytes) -> None:
+    def sendRaw(self, data: bytes) -> None:
         """
         The browser's WebSocket frames: each message it completes lets the
         recorded answers that followed it go; its close is answered with a
@@ -365,7 +383,8 @@ class RecordedSource:
         WebSocket ends.
         """
         frames = self._browserFrames
-        assert frames is not None
+        if frames is None:
+            return
         for _ in frames.feed(data):
             self._heard += 1
             self._sendPlanned()
@@ -373,8 +392,8 @@ class RecordedSource:
             code = frames.closeCode
             echoed = code.to_bytes(2, "big") + (frames.closeReason or "").encode("utf-8") if code else b""
             exchange, self.exchange = self.exchange, None
-            exchange.serverBytes(self, serverFrame(OP_CLOSE, echoed))
-            exchange.serverLost(self, Failure(ConnectionDone()))
+            exchange.answerRaw(self, serverFrame(OP_CLOSE, echoed))
+            exchange.answerFailed(self, Failure(ConnectionDone()))
 
     def attachRequestProducer(self, producer: Any) -> None:
         """
