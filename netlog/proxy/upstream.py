@@ -189,7 +189,7 @@ class UpstreamProtocol(Protocol):
             self.sent = None
             exchange.answerUnparsable(self, event.raw)
         elif isinstance(event, Incomplete):
-            exchange.answerFailed(self, Failure(error.ConnectionLost(event.reason)), event.raw)
+            exchange.answerFailed(self, self.lostReason or Failure(error.ConnectionLost(event.reason)), event.raw)
 
     def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
         self.connected = False
