@@ -23,13 +23,12 @@ from functools import partial
 from typing import Any, Callable
 
 from twisted.internet.error import ConnectionDone
-from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.interfaces import IReactorTime
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from netlog.core.capture import MAX_REQUEST_BODY
 from netlog.core.har import exchangeLines
-from netlog.core.http1 import Body, EndOfMessage, HeadFields, RequestHead, ResponseHead
+from netlog.core.http1 import RequestHead
 from netlog.core.replay import (
     MatchRules,
     Recorded,
@@ -40,7 +39,6 @@ from netlog.core.replay import (
     bodyKey,
     OP_CLOSE,
     answerEvents,
-    CONTINUE_HEAD,
     handshake,
     recordedFromHar,
     recordedFromLog,
@@ -53,10 +51,9 @@ from netlog.core.replay import (
     webSocketPlan,
 )
 from netlog.core.wsmessages import MessageAssembler
-from netlog.net.gate import Gate
 from netlog.proxy.contracts import IAnswerSink, IAnswerSource
 from netlog.proxy.mode import IAnswers
-from netlog.proxy.upstream import SentRequest
+from netlog.proxy.held import AnswerEvents, HeldSource
 
 #: What C{--replay-unmatched} takes: answer C{404}, or send it to the backend.
 UNMATCHED_404 = "404"
@@ -217,98 +214,28 @@ class Replay:
 
 
 @implementer(IAnswerSource)
-class RecordedSource:
+class RecordedSource(HeldSource):
     """
     The answer source of one replayed exchange: it keeps the request's body
     to match by, then hands the exchange the recorded answer's events.
-
-    @ivar exchange: the L{IAnswerSink} answered, or L{None} once done.
-    @ivar gate: the answer's producer (nothing to pause: it is handed at once).
-    @ivar raw: a replayed WebSocket is open (the browser's frames are read).
     """
 
-    #: A recording is never pooled: each exchange gets its own.
-    pooled = False
-    #: Nothing of an answer is ever left pending.
-    idle = True
-
     def __init__(self, replay: Replay, reactor: IReactorTime, head: RequestHead, url: str) -> None:
+        super().__init__(reactor, head, url)
         self.replay = replay
-        self.reactor = reactor
-        self.head = head
-        self.url = url
-        self.exchange: IAnswerSink | None = None
-        self.gate = Gate(self)
-        self.raw = False
-        self._body: list[bytes] = []
-        self._bodySize = 0
-        self._pending: IDelayedCall | None = None
-        self._fields = HeadFields(head.version, head.headers)
-        #: The request as handed, to forward when the recording has none.
-        self._sent: SentRequest | None = None
-        self._continuing: IDelayedCall | None = None
-        self._ended = False
         #: A replayed WebSocket's server frames by browser messages heard
         #: (L{netlog.core.replay.webSocketPlan}), and the browser's side read.
         self._plan: list[bytes] | None = None
         self._heard = 0
         self._browserFrames: MessageAssembler | None = None
 
-    # The gate's transport: nothing to pause, the answer is handed at once.
-    def pauseProducing(self) -> None:
-        pass
-
-    def resumeProducing(self) -> None:
-        pass
-
-    # -- IAnswerSource ---------------------------------------------------------------------
-
-    def sendHead(self, head: RequestHead, fields: HeadFields, drop: frozenset[bytes] | set[bytes],
-                 extra: list[tuple[bytes, bytes]]) -> int:
-        """
-        Nothing goes anywhere: the request is matched, not sent. A request
-        that asks to be told to go on with its body (C{Expect:
-        100-continue}) is told at once, unless it is whole by then.
-        """
-        self._sent = SentRequest(head, fields, drop, extra)
-        expect = self._fields.first(b"expect")
-        if head.version == b"HTTP/1.1" and expect is not None and expect.strip().lower() == b"100-continue":
-            self._continuing = self.reactor.callLater(0, self._continue)
-        return 0
-
-    def _continue(self) -> None:
-        self._continuing = None
-        exchange = self.exchange
-        if exchange is not None and not self._ended:
-            exchange.answerArrived(self, 0)
-            exchange.answerInterim(self, CONTINUE_HEAD)
-            exchange.answerSettled(self)
-
-    def requestData(self, body: Body) -> int:
-        self._keep(body)
-        self._bodySize += len(body.data)
-        if self._bodySize <= MAX_REQUEST_BODY:
-            self._body.append(body.data)
-        return 0
-
-    def _keep(self, event: Body | EndOfMessage) -> None:
-        if self._sent is not None and not self._sent.keep(event):
-            self._sent = None
-
-    def requestEnded(self, end: EndOfMessage) -> int:
-        self._keep(end)
-        self._ended = True
-        exchange = self.exchange
-        if exchange is None:
-            return 0
+    def answerRequest(self, exchange: IAnswerSink, body: bytes | None) -> None:
         head = self.head
         method = head.method.decode("latin-1")
         replay = self.replay
-        body = b"".join(self._body) if self._bodySize <= MAX_REQUEST_BODY else None
-        self._body = []
         matched = None
         if body is not None:
-            contentType = self._fields.first(b"content-type")
+            contentType = self.fields.first(b"content-type")
             matched = replay.index.match(
                 requestKey(method, self.url, replay.rules),
                 bodyKey(body, contentType.decode("latin-1") if contentType is not None else None, replay.rules),
@@ -317,7 +244,7 @@ class RecordedSource:
             if replay.forwardUnmatched:
                 exchange.answerMarks(self, {"_forwarded": True})
                 exchange.forward(self, self._sent)
-                return 0
+                return
             answer = unmatchedAnswer(method, self.url)
             exchange.answerMarks(self, {"_unmatched": True})
         else:
@@ -326,41 +253,22 @@ class RecordedSource:
                 answer = refreshed(answer, self.reactor.seconds())
             exchange.answerMarks(self, replayMarks(recorded, answer),
                                  partial(recordedResponse, answer=answer) if answer.cut else None)
-        key = self._fields.first(b"sec-websocket-key")
-        events: list[ResponseHead | Body | EndOfMessage]
+        key = self.fields.first(b"sec-websocket-key")
+        events: AnswerEvents
         if answer.status == 101 and head.upgrade and key is not None:
             events = [handshake(answer, key)]
             self._plan = webSocketPlan(answer.messages)
             self._browserFrames = MessageAssembler()
         else:
             events = answerEvents(answer, head.method)
-        wait = min(answer.wait, MAX_PACE_WAIT) if replay.paced else 0.0
-        self._pending = self.reactor.callLater(wait, self._answer, events)
-        return 0
-
-    def _answer(self, events: list[ResponseHead | Body | EndOfMessage]) -> None:
-        self._pending = None
-        exchange = self.exchange
-        if exchange is None:
-            return
-        exchange.answerArrived(self, sum(len(event.raw) for event in events))
-        try:
-            for event in events:
-                if isinstance(event, ResponseHead):
-                    exchange.answerHead(self, event)
-                elif isinstance(event, Body):
-                    exchange.answerData(self, event)
-                else:
-                    exchange.answerEnd(self, event)
-                if self.exchange is not exchange:
-                    return
-            if self.raw and self._plan is not None:
-                # A WebSocket: the server's messages before the browser's first.
-                self._sendPlanned()
-        finally:
-            exchange.answerSettled(self)
+        self.handAfter(min(answer.wait, MAX_PACE_WAIT) if replay.paced else 0.0, events)
 
     # -- a replayed WebSocket: the server's side -----------------------------------------
+
+    def handed(self) -> None:
+        if self.raw and self._plan is not None:
+            # A WebSocket: the server's messages before the browser's first.
+            self._sendPlanned()
 
     def _sendPlanned(self) -> None:
         """
@@ -394,18 +302,3 @@ class RecordedSource:
             exchange, self.exchange = self.exchange, None
             exchange.answerRaw(self, serverFrame(OP_CLOSE, echoed))
             exchange.answerFailed(self, Failure(ConnectionDone()))
-
-    def attachRequestProducer(self, producer: Any) -> None:
-        """
-        The request is taken as fast as it comes.
-        """
-
-    def detachRequestProducer(self) -> None:
-        pass
-
-    def close(self, gently: bool) -> None:
-        self.exchange = None
-        for pending in (self._pending, self._continuing):
-            if pending is not None and pending.active():
-                pending.cancel()
-        self._pending = self._continuing = None

@@ -299,6 +299,9 @@ def answerEvents(data: bytes, method: bytes = b"GET") -> list[Event]:
     return reader.feed(data)
 
 
+#: A request with a body.
+POST_FORM = (b"POST http://shop.test/form HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 7\r\n"
+             b"Content-Type: text/plain\r\n\r\npayload")
 GET = b"GET http://shop.test/page HTTP/1.1\r\nHost: shop.test\r\n\r\n"
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
 

@@ -27,10 +27,8 @@ from netlog.proxy.states import (
     move,
 )
 from netlog.proxy.upstream import MAX_RETRY_BYTES, UpstreamProtocol
-from tests.proxy.playbook import ADDRESS, GET, OK, SITE_ROUTE, FakeSource, Play, requestEvents, resendable
+from tests.proxy.playbook import ADDRESS, GET, OK, POST_FORM as POST, SITE_ROUTE, FakeSource, Play, requestEvents, resendable
 
-POST = (b"POST http://shop.test/form HTTP/1.1\r\nHost: shop.test\r\nContent-Length: 7\r\n"
-        b"Content-Type: text/plain\r\n\r\npayload")
 UPGRADE = (b"GET http://shop.test/socket HTTP/1.1\r\nHost: shop.test\r\nConnection: Upgrade\r\n"
            b"Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
 SWITCHED = (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
