@@ -28,7 +28,6 @@ from twisted.internet import error
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from netlog.core.capture import BodyCapture
 from netlog.core.http1 import Body, EndOfMessage, Event, HeadFields, Incomplete, Refused, RequestHead, ResponseHead
 from netlog.core.records import (
     EXCHANGE,
@@ -42,21 +41,18 @@ from netlog.core.records import (
 )
 from netlog.core.rules import PASS, Decision
 from netlog.net.connect import describeFailure
-from netlog.net.gate import BACKPRESSURE
 from netlog.net.relay import CLIENT, PROXY, SERVER
 from netlog.proxy.contracts import IAnswerSource, IBrowserStream, IEngine, IResendable
-from netlog.proxy.mode import Answered, DestinationRefused, Route, remapRoute
+from netlog.proxy.mode import DestinationRefused, Route, remapRoute
+from netlog.proxy.fields import answerFields, requestChanges
+from netlog.proxy.hold import SourceHold
+from netlog.proxy.kept import Kept
 from netlog.proxy.relaying import RawKind, RawRelay, Shaping
 from netlog.proxy.states import ANSWER_MOVES, REQUEST_MOVES, AnswerState, HeadLine, RequestState, move
 from netlog.proxy.upstream import MAX_RETRY_BYTES
 
 _log = Logger()
 
-#: What an exchange's captures become once their fields are written.
-_SPENT = BodyCapture(0, keep=False, hashAll=False)
-#: The answer's fields whose values may name a backend (the mode rewrites
-#: them for a route to a configured upstream).
-_REWRITTEN = frozenset({b"location", b"content-location", b"set-cookie"})
 #: Seconds after an answer's head its head line is written when its body
 #: hasn't ended by then (an answer that ends sooner has two lines only).
 HEAD_LINE_DELAY = 1.0
@@ -127,21 +123,8 @@ class Exchange:
     @ivar answerState: where the answer is.
     @ivar id: the exchange's id in the log (its open line's C{n}); 0 until
         the open line is written.
-    @ivar upstream: the answer's source, or L{None} while there is none.
-    @ivar address: the address its source connects to, once known.
-    @ivar connectedAt: when a new connection for it was made (L{None} when
-        reused or none was).
-    @ivar sentAt: when the request had gone whole to the source.
-    @ivar firstByteAt: when the answer's first byte came.
-    @ivar requestBody: what of the request's body is kept (made when a
-        body comes).
-    @ivar responseBody: what of the answer's body is kept.
-    @ivar response: the answer's record, once its head came.
+    @ivar hold: the exchange's hold on its answer source (L{SourceHold}).
     @ivar responseKeepAlive: the answer lets its connection be reused.
-    @ivar interim: the statuses of the interim heads passed on.
-    @ivar up: bytes passed toward the source.
-    @ivar down: bytes passed toward the browser.
-    @ivar closedBy: who closed a raw relay (or cut the exchange).
     @ivar cut: the browser's side can't carry another exchange.
     @ivar headDue: when the answer's head line is due (a second after its
         head, once its body didn't end in the same read); L{None} when
@@ -149,17 +132,14 @@ class Exchange:
     @ivar headLine: the head line's state.
     @ivar relay: the raw relay, once the sides are relayed raw.
     @ivar shaping: the rules' bandwidth, each way.
-    @ivar marks: what the source says of the answer in the end line.
-    @ivar recordedAs: for a recording, the end line's answer made the
-        recorded one (a body the recording cut).
+    @ivar kept: what is kept for the log lines (L{Kept}).
     @ivar trimmed: the heap was given back for a big request body.
     """
 
     __slots__ = (
         "proxy", "reactor", "browser", "head", "url", "rules", "route", "started", "signIn", "fields",
-        "requestState", "answerState", "id", "upstream", "address", "connectedAt", "sentAt", "firstByteAt",
-        "requestBody", "responseBody", "response", "responseKeepAlive", "interim", "up", "down", "closedBy",
-        "cut", "headDue", "headLine", "relay", "shaping", "marks", "recordedAs", "trimmed",
+        "requestState", "answerState", "id", "hold", "responseKeepAlive", "cut", "headDue",
+        "headLine", "relay", "shaping", "kept", "trimmed",
     )
 
     def __init__(self, proxy: IEngine, browser: IBrowserStream, head: RequestHead, url: str, route: Route,
@@ -178,26 +158,14 @@ class Exchange:
         self.requestState = RequestState.CONNECTING
         self.answerState = AnswerState.AWAITING
         self.id = 0
-        self.upstream: IAnswerSource | None = None
-        self.address: str | None = None
-        self.connectedAt: float | None = None
-        self.sentAt: float | None = None
-        self.firstByteAt: float | None = None
-        self.requestBody: BodyCapture | None = None
-        self.responseBody: BodyCapture | None = None
-        self.response: dict[str, Any] | None = None
         self.responseKeepAlive = False
-        self.interim: list[int] = []
-        self.up = 0
-        self.down = 0
-        self.closedBy: str | None = None
         self.cut = False
         self.headDue: float | None = None
         self.headLine = HeadLine.NOT_DUE
         self.relay: RawRelay | None = None
+        self.kept = Kept()
         self.shaping = Shaping(self.reactor, rules.bandwidth)
-        self.marks: dict[str, object] | None = None
-        self.recordedAs: Callable[[dict[str, object]], dict[str, object]] | None = None
+        self.hold = SourceHold(proxy, browser, self.route, self, self.shaping)
         self.trimmed = False
 
     # -- the state, as the browser's side reads it ----------------------------------
@@ -215,6 +183,13 @@ class Exchange:
         The whole request has been read from the browser.
         """
         return self.requestState is RequestState.SENT or self.requestState is RequestState.ENDED
+
+    @property
+    def upstream(self) -> IAnswerSource | None:
+        """
+        The answer's source, or L{None} while there is none.
+        """
+        return self.hold.source
 
     @property
     def done(self) -> bool:
@@ -242,68 +217,29 @@ class Exchange:
     def _start(self) -> None:
         if self.done:
             return
-        route = self.route
-        if isinstance(route, Answered):
-            # The mode answers this request itself (a recording, a rule).
-            self._connected((route.answers.sourceFor(self.reactor, self.head, self.url), False, None, None))
-            return
-        idle = self.proxy.takeIdle(route)
-        if idle is not None:
-            self._connected(idle)
-            return
-        d = self.proxy.upstreamFor(self.route, fresh=True, resolved=self._resolvedTo)
-        d.addCallbacks(self._connected, self._connectFailed)
-        d.addErrback(self._crashed)
-
-    def _resolvedTo(self, address: str) -> None:
-        self.address = address
+        self.hold.find(lambda route: route.answers.sourceFor(self.reactor, self.head, self.url), self._connected,
+                       self._connectFailed, self._crashed)
 
     def _crashed(self, failure: Failure) -> None:
         _log.failure("the exchange for {url} failed", failure, url=self.url)
         if not self.done:
             self.fail("the proxy failed: " + failure.getErrorMessage())
 
-    def _use(self, result: tuple[IAnswerSource, bool, str | None, float | None]) -> bool:
-        """
-        Make the source C{result} names (as L{IEngine.upstreamFor} gives
-        it) this exchange's; C{False}, and the source back to the pool,
-        when the exchange ended meanwhile (the browser left as we connected).
-        """
-        upstream, reused, address, connectedAt = result
-        if self.done:
-            self.proxy.pool.put(upstream)
-            return False
-        self.upstream = upstream
-        self.address = address
-        self.connectedAt = None if reused else connectedAt
-        upstream.exchange = self
-        upstream.raw = False
-        return True
-
-    def _connected(self, result: tuple[IAnswerSource, bool, str | None, float | None]) -> None:
-        if not self._use(result):
-            return
+    def _connected(self) -> None:
+        self.kept.connectedAt = self.hold.connectedAt
         if not self.id:
             # Logged before it goes: the backend never has a request the
             # log doesn't.
             self.id = self.proxy.writer.open(self._openFields())
-        head, fields, rules = self.head, self.fields, self.rules
-        drop = fields.relayDrop
-        extra: list[tuple[bytes, bytes]] = []
-        if head.upgrade:
-            drop = drop - {b"upgrade"}
-            extra.append((b"Connection", b"Upgrade"))
-        if rules.dropUp:
-            drop = drop | rules.dropUp
-            extra.extend(rules.setUp)
+        drop, extra = requestChanges(self.head, self.fields, self.rules)
         assert self.upstream is not None
-        self._passedUp(self.upstream.sendHead(head, fields, drop, extra))
-        self._attach()
+        self._passedUp(self.upstream.sendHead(self.head, self.fields, drop, extra))
+        self.hold.attach()
         self._request(RequestState.SENDING)
         self.browser.exchangeReady(self)
 
     def _passedUp(self, size: int) -> None:
-        self.up += size
+        self.kept.up += size
         self.shaping.up(size)
 
     def _connectFailed(self, failure: Failure) -> None:
@@ -317,28 +253,7 @@ class Exchange:
 
     def _openFields(self) -> dict[str, Any]:
         return self.proxy.openFields(self.browser, EXCHANGE, self.started, self.head, self.url, self.route.host,
-                                     self.route.port, self.address, self.signIn, self.rules.entries)
-
-    # -- backpressure -----------------------------------------------------------
-
-    def _attach(self) -> None:
-        upstream = self.upstream
-        assert upstream is not None and upstream.gate is not None
-        upstream.attachRequestProducer(self.browser.gate)
-        self.browser.attachAnswerProducer(upstream.gate)
-        self.shaping.attach(self.browser.gate, upstream.gate)
-
-    def _detach(self) -> None:
-        self.shaping.stop()
-        upstream = self.upstream
-        if upstream is None:
-            return
-        upstream.detachRequestProducer()
-        self.browser.detachAnswerProducer()
-        if self.browser.gate.reasons:
-            self.browser.gate.release(BACKPRESSURE)
-        if upstream.gate is not None and upstream.gate.reasons:
-            upstream.gate.release(BACKPRESSURE)
+                                     self.route.port, self.hold.address, self.signIn, self.rules.entries)
 
     # -- the request, from the browser ------------------------------------------
 
@@ -346,9 +261,9 @@ class Exchange:
         if self.done:
             return
         if isinstance(event, Body):
-            capture = self.requestBody
+            capture = self.kept.requestBody
             if capture is None:
-                capture = self.requestBody = self.proxy.mode.requestCapture(self.proxy.logging)
+                capture = self.kept.requestBody = self.proxy.mode.requestCapture(self.proxy.logging)
             capture.feed(event.data)
             if not self.trimmed and capture.spilled:
                 self.trimmed = True
@@ -357,11 +272,11 @@ class Exchange:
             self._passedUp(self.upstream.requestData(event))
         elif isinstance(event, EndOfMessage):
             self._request(RequestState.SENT)
-            self.sentAt = self.reactor.seconds()
+            self.kept.sentAt = self.reactor.seconds()
             if self.upstream is not None:
                 self._passedUp(self.upstream.requestEnded(event))
         elif isinstance(event, Incomplete):
-            self.closedBy = CLIENT
+            self.kept.closedBy = CLIENT
             self.fail("the browser closed the connection in the middle of the request", abortBrowser=True)
         elif isinstance(event, Refused):
             # The body turned out malformed (a bad chunk): nothing more of
@@ -384,7 +299,7 @@ class Exchange:
         if self.relay is not None:
             self._rawEnded(CLIENT, reason)
             return
-        self.closedBy = CLIENT
+        self.kept.closedBy = CLIENT
         self.fail("the browser closed the connection before "
                   + ("the server was connected" if not self.id else "the answer was complete"))
 
@@ -395,7 +310,7 @@ class Exchange:
         answer's rest can't be told apart from the next one's).
         """
         if not self.done:
-            self.closedBy = CLIENT
+            self.kept.closedBy = CLIENT
             self.fail("the browser cancelled the request")
 
     # -- the answer, from its source (IAnswerSink) ---------------------------------
@@ -404,8 +319,8 @@ class Exchange:
         self.shaping.down(size)
         now = self.reactor.seconds()
         self.browser.touch(now)
-        if self.firstByteAt is None:
-            self.firstByteAt = now
+        if self.kept.firstByteAt is None:
+            self.kept.firstByteAt = now
         # What one read brings for the browser (a head, body pieces, the
         # end) goes in one write, not one per event.
         self.browser.gather()
@@ -421,8 +336,8 @@ class Exchange:
 
     def answerInterim(self, source: IAnswerSource, head: ResponseHead) -> None:
         if self.answerState is AnswerState.AWAITING:
-            self.interim.append(head.status)
-            self.down += self.browser.answerInterim(head)
+            self.kept.interim.append(head.status)
+            self.kept.down += self.browser.answerInterim(head)
 
     def answerHead(self, source: IAnswerSource, head: ResponseHead) -> None:
         if self.done:
@@ -430,14 +345,14 @@ class Exchange:
         self._answer(AnswerState.STREAMING)
         upgraded = head.status == 101 and self.head.upgrade
         fields = HeadFields(head.version, head.headers)
-        headers = self._relayedFields(head, fields, upgraded)
+        headers = answerFields(head, fields, upgraded, self.route, self.proxy.mode, self.rules)
         contentType = fields.first(b"content-type")
         self.responseKeepAlive = fields.keepAlive and not head.eofFramed
         sent, reason, size = self.browser.answerHead(head, fields, headers, upgraded)
         if size > 0:
-            self.down += size
-        self.responseBody = self.proxy.mode.responseCapture(contentType, self.proxy.logging)
-        self.response = responseRecord(head.status, reason, self.browser.version, sent, size, None, self.signIn)
+            self.kept.down += size
+        self.kept.responseBody = self.proxy.mode.responseCapture(contentType, self.proxy.logging)
+        self.kept.response = responseRecord(head.status, reason, self.browser.version, sent, size, None, self.signIn)
         if upgraded or (contentType is not None and contentType[:17].lower() == b"text/event-stream"):
             # An answer that goes on streaming: its head is logged now,
             # before its bytes go to the browser.
@@ -453,34 +368,16 @@ class Exchange:
             if pending:
                 self.browserRaw(pending)
 
-    def _relayedFields(self, head: ResponseHead, fields: HeadFields, upgraded: bool) -> list[tuple[bytes, bytes]]:
-        """
-        The answer's fields as relayed, in one pass: the hop-by-hop ones
-        dropped, what names a configured upstream rewritten by the mode,
-        the rules' changes made.
-        """
-        drop = fields.relayDrop - {b"upgrade"} if upgraded else fields.relayDrop
-        route, mode = self.route, self.proxy.mode
-        if route.site is not None:
-            headers = [(name, mode.rewrite(route, lower, value) if lower in _REWRITTEN else value)
-                       for (name, value), lower in zip(head.headers, fields.lowered) if lower not in drop]
-        else:
-            headers = [field for field, lower in zip(head.headers, fields.lowered) if lower not in drop]
-        if self.rules.dropDown:
-            headers = [f for f in headers if f[0].lower() not in self.rules.dropDown]
-            headers.extend(self.rules.setDown)
-        return headers
-
     def answerData(self, source: IAnswerSource, body: Body) -> None:
         if self.answerState is AnswerState.STREAMING:
-            assert self.responseBody is not None
-            self.responseBody.feed(body.data)
-            self.down += self.browser.answerData(body.data, body.raw)
+            assert self.kept.responseBody is not None
+            self.kept.responseBody.feed(body.data)
+            self.kept.down += self.browser.answerData(body.data, body.raw)
 
     def answerEnd(self, source: IAnswerSource, end: EndOfMessage) -> None:
         if self.answerState is not AnswerState.STREAMING:
             return
-        self.down += self.browser.answerEnd(end)
+        self.kept.down += self.browser.answerEnd(end)
         self._answer(AnswerState.COMPLETE)
         upstream = self.upstream
         reuse = (upstream is not None and self.responseKeepAlive and self.requestDone and upstream.idle
@@ -493,8 +390,8 @@ class Exchange:
 
     def answerMarks(self, source: IAnswerSource, marks: dict[str, object],
                     recorded: Callable[[dict[str, object]], dict[str, object]] | None = None) -> None:
-        self.marks = dict(marks)
-        self.recordedAs = recorded
+        self.kept.marks = dict(marks)
+        self.kept.recordedAs = recorded
 
     def answerUnparsable(self, source: IAnswerSource, raw: bytes) -> None:
         if self.done:
@@ -509,7 +406,7 @@ class Exchange:
     def answerRaw(self, source: IAnswerSource, data: bytes) -> None:
         if self.relay is not None and not self.done:
             self.relay.passed("down", data)
-            self.down += self.browser.answerData(data, data)
+            self.kept.down += self.browser.answerData(data, data)
 
     def _enterRaw(self, kind: RawKind) -> None:
         self._answer(AnswerState.RELAYING)
@@ -535,7 +432,7 @@ class Exchange:
                 what = "reset" if not reason.check(error.ConnectionDone) else "closed"
                 self._noAnswer(f"{where} {what} the connection before answering")
             return
-        self.closedBy = SERVER
+        self.kept.closedBy = SERVER
         why = f"{where} closed the connection in the middle of the answer"
         # Framing read and not yet relayed (a last chunk cut inside its
         # trailers): a browser side that relays the server's framing sends
@@ -543,7 +440,7 @@ class Exchange:
         # only an abort says so.
         sent = self.browser.cutAnswer(raw) if raw else None
         if sent is not None:
-            self.down += sent
+            self.kept.down += sent
             self.cut = True
         self.fail(why, abortBrowser=sent is None)
 
@@ -564,19 +461,14 @@ class Exchange:
         """
         Hand the request, as it was handed, to a new connection.
         """
-        self._detach()
-        self.upstream = None
-        self.up = 0
-        d = self.proxy.upstreamFor(self.route, fresh=True)
+        self.kept.up = 0
+        self.hold.again(again, self._resent,
+                        lambda f: self._noAnswer(describeFailure(f, self.route.host, self.route.port)[0]),
+                        self._crashed)
 
-        def sendAgain(result: tuple[IAnswerSource, bool, str | None, float | None]) -> None:
-            if self._use(result):
-                assert self.upstream is not None
-                self._passedUp(again.sendTo(self.upstream))
-                self._attach()
-
-        d.addCallbacks(sendAgain, lambda f: self._noAnswer(describeFailure(f, self.route.host, self.route.port)[0]))
-        d.addErrback(self._crashed)
+    def _resent(self, size: int) -> None:
+        self.kept.connectedAt = self.hold.connectedAt
+        self._passedUp(size)
 
     # -- timers -------------------------------------------------------------------
 
@@ -585,10 +477,10 @@ class Exchange:
         Write the answer's head line (once), for an answer still streaming.
         """
         self.headDue = None
-        if self.headLine is HeadLine.WRITTEN or self.response is None or not self.id or self.done:
+        if self.headLine is HeadLine.WRITTEN or self.kept.response is None or not self.id or self.done:
             return
         self.headLine = HeadLine.WRITTEN
-        self.proxy.writer.head(self.id, headRecord(self.firstByteAt, self.response))
+        self.proxy.writer.head(self.id, headRecord(self.kept.firstByteAt, self.kept.response))
 
     def timedOut(self, reason: str) -> None:
         """
@@ -599,7 +491,7 @@ class Exchange:
         if self.done:
             return
         if self.answerState is not AnswerState.AWAITING:
-            self.closedBy = PROXY
+            self.kept.closedBy = PROXY
             # Nothing more is read from this browser connection.
             self.cut = True
             self.fail(reason, abortBrowser=True)
@@ -614,7 +506,7 @@ class Exchange:
         The proxy is stopping: end this exchange now.
         """
         if not self.done:
-            self.closedBy = PROXY
+            self.kept.closedBy = PROXY
             self.fail("the proxy stopped", abortBrowser=True)
 
     # -- ending -------------------------------------------------------------------
@@ -649,13 +541,13 @@ class Exchange:
         if self.done:
             return
         self.browser.flush()
-        self._detach()
-        self._dropUpstream()
+        self.hold.detach()
+        self.hold.drop()
         self._ended()
         response, size = self.browser.answer(status, (REFUSED_TEXT if refused else UNANSWERED_TEXT).format(reason))
-        self.response = response
-        self.responseBody = None
-        self.down += size
+        self.kept.response = response
+        self.kept.responseBody = None
+        self.kept.down += size
         self.proxy.writer.end(self.id, self.endFields(refused=(reason, status)) if refused
                               else self.endFields(failed=reason, failedStatus=status))
         self.browser.exchangeDone(self, cut=True)
@@ -664,54 +556,25 @@ class Exchange:
         if self.done:
             return
         self._finish(reason, reuseUpstream=False)
-        self._dropUpstream()
+        self.hold.drop()
         if abortBrowser:
             self.browser.abort()
 
     def _rawEnded(self, closedBy: str, reason: Failure) -> None:
-        self.closedBy = closedBy
+        self.kept.closedBy = closedBy
         failed = None
         if not reason.check(error.ConnectionDone):
             failed = f"{'the browser' if closedBy == CLIENT else self.route.host} reset the connection"
         self._finish(failed, reuseUpstream=False)
         if closedBy == CLIENT:
-            self._dropUpstream(gently=True)
+            self.hold.drop(gently=True)
         else:
             self.browser.finishRaw()
 
-    def _dropUpstream(self, gently: bool = False) -> None:
-        upstream, self.upstream = self.upstream, None
-        if upstream is not None:
-            upstream.exchange = None
-            upstream.close(gently)
-
     def endFields(self, *, failed: str | None = None, failedStatus: int | None = None,
                   refused: tuple[str, int] | None = None) -> dict[str, Any]:
-        relay = self.relay
-        requestBody = None
-        if self.requestBody is not None:
-            requestBody = self.requestBody.record(splice=True)
-        response = None
-        if self.response is not None and (relay is None or relay.kind is RawKind.UPGRADED):
-            response = dict(self.response)
-            if self.responseBody is not None and relay is None:
-                response["body"] = self.responseBody.record(splice=True)
-            if self.recordedAs is not None:
-                response = self.recordedAs(response)  # type: ignore[arg-type,assignment]
-        fields = endRecord(
-            self.reactor.seconds(), self.connectedAt, self.sentAt, self.firstByteAt,
-            up=self.up, down=self.down, requestBody=requestBody, response=response, interim=self.interim,
-            closedBy=self.closedBy if relay is not None else None,
-            websocket=relay.record() if relay is not None else None,
-            unparsed=relay is not None and relay.kind is RawKind.UNPARSED, refused=refused, failed=failed,
-            failedStatus=failedStatus, marks=self.marks,
-        )
-        # The kept bodies are in the fields now, as the base64 the captures
-        # kept (the LogWriter writes it into the line without a copy): let
-        # the captures go before the line is encoded.
-        self.requestBody = _SPENT if self.requestBody is not None else None
-        self.responseBody = _SPENT if self.responseBody is not None else None
-        return fields
+        return self.kept.endFields(self.reactor.seconds(), self.relay, failed=failed, failedStatus=failedStatus,
+                                   refused=refused)
 
     def _finish(self, failed: str | None, reuseUpstream: bool) -> None:
         if self.done:
@@ -726,15 +589,13 @@ class Exchange:
         # The answer's last bytes go after its end line is written, and
         # before anything the browser's next request brings.
         self.browser.flush()
-        self._detach()
+        self.hold.detach()
         upstream = self.upstream
         if upstream is not None:
             if reuseUpstream:
-                self.upstream = None
-                upstream.exchange = None
-                self.proxy.pool.put(upstream)
+                self.hold.giveBack()
             elif self.relay is None:
-                self._dropUpstream(gently=True)
+                self.hold.drop(gently=True)
         self.browser.exchangeDone(self, cut=self.cut)
 
 

@@ -17,11 +17,11 @@ import threading
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.core.rules import BadRules, compileRules
+from netlog.core.rules import BadRules, LocalAnswer, compileRules
 from netlog.proxy.local import LocalAnswers
 from netlog.proxy.mode import Answered
 from tests.client.test_cli import session as shell
-from tests.proxy.playbook import POST_FORM, Play
+from tests.proxy.playbook import POST_FORM, ROUTE, Play
 from tests.session.test_sessions import caller
 from tests.site.h2client import H2Client
 from tests.site.support import readHead
@@ -90,6 +90,14 @@ class DocumentTests(SynchronousTestCase):
             self.assertIn(said, str(e))
 
 
+def answered(rule: LocalAnswer) -> Answered:
+    """
+    The playbook's route, answered by C{rule}.
+    """
+    return Answered(ROUTE.scheme, ROUTE.host, ROUTE.port, ROUTE.origin, ROUTE.publicHost,
+                    answers=LocalAnswers(rule))
+
+
 class SourceTests(SynchronousTestCase):
     def test_answered(self) -> None:
         """
@@ -98,10 +106,7 @@ class SourceTests(SynchronousTestCase):
         nothing asked of the engine's connections.
         """
         rule = compileRules({"answer": [FLAGS]}).answers[0]
-        play = Play()
-        route = play.exchange.route
-        play.exchange.route = Answered(route.scheme, route.host, route.port, route.origin, route.publicHost,
-                                       answers=LocalAnswers(rule))
+        play = Play(route=answered(rule))
         play.exchange.start()
         play.sendRequest()
         play.clock.advance(0)
@@ -118,10 +123,7 @@ class SourceTests(SynchronousTestCase):
         its body kept.
         """
         rule = compileRules({"answer": [{"match": "shop.test/form", "status": 201}]}).answers[0]
-        play = Play(POST_FORM)
-        route = play.exchange.route
-        play.exchange.route = Answered(route.scheme, route.host, route.port, route.origin, route.publicHost,
-                                       answers=LocalAnswers(rule))
+        play = Play(POST_FORM, route=answered(rule))
         play.exchange.start()
         play.clock.advance(0)
         self.assertEqual(play.writer.types(), ["open"])

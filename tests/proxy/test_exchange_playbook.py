@@ -132,7 +132,7 @@ class StartTests(SynchronousTestCase):
         self.assertEqual(extra, [])
         self.assertIs(play.exchange.requestState, RequestState.SENDING)
         self.assertEqual(play.browser.named("ready"), [("ready",)])
-        self.assertEqual(play.exchange.up, len(play.head.raw))
+        self.assertEqual(play.exchange.kept.up, len(play.head.raw))
 
     def test_addressLogged(self) -> None:
         """
@@ -163,7 +163,7 @@ class StartTests(SynchronousTestCase):
         play.exchange.start()
         self.assertEqual(play.engine.asked, [])
         self.assertIs(play.exchange.upstream, idle)
-        self.assertIsNone(play.exchange.connectedAt)
+        self.assertIsNone(play.exchange.kept.connectedAt)
 
     def test_latency(self) -> None:
         """
@@ -284,7 +284,7 @@ class RequestTests(SynchronousTestCase):
         play.sendRequest()
         self.assertIs(play.exchange.requestState, RequestState.SENT)
         self.assertTrue(play.exchange.requestDone)
-        self.assertEqual(play.exchange.sentAt, 2)
+        self.assertEqual(play.exchange.kept.sentAt, 2)
 
     def test_endTwice(self) -> None:
         """
@@ -444,7 +444,7 @@ class AnswerTests(SynchronousTestCase):
         play.answer(hints + OK)
         self.assertEqual(play.browser.named("interim"), [("interim", 103)])
         self.assertEqual(play.end()["interim"], [103])
-        self.assertEqual(play.exchange.down, len(hints) + len(OK))
+        self.assertEqual(play.exchange.kept.down, len(hints) + len(OK))
 
     def test_interimAfterHeadIgnored(self) -> None:
         """
@@ -564,7 +564,7 @@ class AnswerTests(SynchronousTestCase):
         play.answer(CHUNKED_HEAD)
         play.clock.advance(1)
         play.answer(b"5\r\nhello\r\n")
-        self.assertEqual(play.exchange.firstByteAt, 3)
+        self.assertEqual(play.exchange.kept.firstByteAt, 3)
         self.assertEqual(play.browser.named("touch"), [("touch", 3), ("touch", 4)])
 
     def test_secondHead(self) -> None:
@@ -869,6 +869,7 @@ class RetryTests(SynchronousTestCase):
         second = play.engine.connect()
         self.assertEqual([head for head, _, _ in second.heads], [play.head])
         self.assertEqual(second.ended, 1)
+        self.assertEqual(play.exchange.kept.connectedAt, play.clock.seconds())
         play.answer(OK, source=second)
         self.assertEqual(play.writer.types(), ["open", "end"])
         self.assertEqual(play.end()["response"]["status"], 200)
