@@ -1,0 +1,96 @@
+"""
+An exchange's state, one enum per direction (as mitmproxy keeps
+C{client_state} and C{server_state} apart), and the table of the moves
+each may make (as h2's C{stream.py} keeps its stream's): a move the table
+doesn't hold is a bug in the engine, and says so loudly
+(L{WrongTransition}) instead of passing as a silent no-op.
+
+Pure: no Twisted, no I/O.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Mapping, TypeVar
+
+
+class RequestState(Enum):
+    """
+    The request, from the browser toward the answer's source.
+    """
+
+    #: Waiting for its source (a connection being made, the rules' latency).
+    CONNECTING = "connecting"
+    #: Its head has gone to the source; its body may follow.
+    SENDING = "sending"
+    #: It has been handed whole.
+    SENT = "sent"
+    #: The exchange has ended.
+    ENDED = "ended"
+
+
+class AnswerState(Enum):
+    """
+    The answer, from its source toward the browser.
+    """
+
+    #: Nothing of it yet (an interim head may have come).
+    AWAITING = "awaiting"
+    #: Its head has come; its body streams.
+    STREAMING = "streaming"
+    #: Both sides are relayed as they come (a C{101}, or an answer that
+    #: isn't HTTP).
+    RELAYING = "relaying"
+    #: It has come whole.
+    COMPLETE = "complete"
+    #: The exchange has ended.
+    ENDED = "ended"
+
+
+class HeadLine(Enum):
+    """
+    An answer's head line, written for an answer still streaming a second
+    after its head (or at once for one that streams by design).
+    """
+
+    NOT_DUE = "not due"
+    DUE = "due"
+    WRITTEN = "written"
+
+
+#: The moves a request may make.
+REQUEST_MOVES: Mapping[RequestState, frozenset[RequestState]] = {
+    RequestState.CONNECTING: frozenset({RequestState.SENDING, RequestState.ENDED}),
+    RequestState.SENDING: frozenset({RequestState.SENT, RequestState.ENDED}),
+    RequestState.SENT: frozenset({RequestState.ENDED}),
+    RequestState.ENDED: frozenset(),
+}
+
+#: The moves an answer may make.
+ANSWER_MOVES: Mapping[AnswerState, frozenset[AnswerState]] = {
+    AnswerState.AWAITING: frozenset({AnswerState.STREAMING, AnswerState.RELAYING, AnswerState.ENDED}),
+    AnswerState.STREAMING: frozenset({AnswerState.COMPLETE, AnswerState.RELAYING, AnswerState.ENDED}),
+    AnswerState.RELAYING: frozenset({AnswerState.ENDED}),
+    AnswerState.COMPLETE: frozenset({AnswerState.ENDED}),
+    AnswerState.ENDED: frozenset(),
+}
+
+
+class WrongTransition(Exception):
+    """
+    A move the table doesn't allow: the engine did something out of order.
+    """
+
+
+_S = TypeVar("_S", RequestState, AnswerState)
+
+
+def move(table: Mapping[_S, frozenset[_S]], old: _S, new: _S) -> _S:
+    """
+    C{new}, when C{table} allows the move from C{old} to it.
+
+    @raise WrongTransition: it doesn't.
+    """
+    if new not in table[old]:
+        raise WrongTransition(f"{type(old).__name__}: {old.name} can't become {new.name}")
+    return new
