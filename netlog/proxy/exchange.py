@@ -43,7 +43,7 @@ from netlog.core.rules import PASS, Decision
 from netlog.net.connect import describeFailure
 from netlog.net.relay import CLIENT, PROXY, SERVER
 from netlog.proxy.contracts import IAnswerSource, IBrowserStream, IEngine, IResendable
-from netlog.proxy.mode import DestinationRefused, Route, remapRoute
+from netlog.proxy.mode import Answered, DestinationRefused, Route, remapRoute
 from netlog.proxy.fields import answerFields, requestChanges
 from netlog.proxy.hold import SourceHold
 from netlog.proxy.kept import Kept
@@ -199,10 +199,15 @@ class Exchange:
         return self.answerState is AnswerState.ENDED
 
     def _request(self, new: RequestState) -> None:
-        self.requestState = move(REQUEST_MOVES, self.requestState, new)
+        # The table's check is a lookup; L{move} is called only to refuse.
+        if new not in REQUEST_MOVES[self.requestState]:
+            move(REQUEST_MOVES, self.requestState, new)
+        self.requestState = new
 
     def _answer(self, new: AnswerState) -> None:
-        self.answerState = move(ANSWER_MOVES, self.answerState, new)
+        if new not in ANSWER_MOVES[self.answerState]:
+            move(ANSWER_MOVES, self.answerState, new)
+        self.answerState = new
 
     # -- starting ---------------------------------------------------------------
 
@@ -215,10 +220,12 @@ class Exchange:
             self._start()
 
     def _start(self) -> None:
-        if self.done:
+        if self.answerState is AnswerState.ENDED:
             return
-        self.hold.find(lambda route: route.answers.sourceFor(self.reactor, self.head, self.url), self._connected,
-                       self._connectFailed, self._crashed)
+        self.hold.find(self._sourceFor, self._connected, self._connectFailed, self._crashed)
+
+    def _sourceFor(self, route: Answered) -> IAnswerSource:
+        return route.answers.sourceFor(self.reactor, self.head, self.url)
 
     def _crashed(self, failure: Failure) -> None:
         _log.failure("the exchange for {url} failed", failure, url=self.url)
@@ -232,15 +239,18 @@ class Exchange:
             # log doesn't.
             self.id = self.proxy.writer.open(self._openFields())
         drop, extra = requestChanges(self.head, self.fields, self.rules)
-        assert self.upstream is not None
-        self._passedUp(self.upstream.sendHead(self.head, self.fields, drop, extra))
+        source = self.hold.source
+        assert source is not None
+        self._passedUp(source.sendHead(self.head, self.fields, drop, extra))
         self.hold.attach()
         self._request(RequestState.SENDING)
         self.browser.exchangeReady(self)
 
     def _passedUp(self, size: int) -> None:
         self.kept.up += size
-        self.shaping.up(size)
+        shaper = self.shaping.upShaper
+        if shaper is not None:
+            shaper.passed(size)
 
     def _connectFailed(self, failure: Failure) -> None:
         if self.done:
@@ -258,7 +268,7 @@ class Exchange:
     # -- the request, from the browser ------------------------------------------
 
     def fromBrowser(self, event: Event) -> None:
-        if self.done:
+        if self.answerState is AnswerState.ENDED:
             return
         if isinstance(event, Body):
             capture = self.kept.requestBody
@@ -268,13 +278,15 @@ class Exchange:
             if not self.trimmed and capture.spilled:
                 self.trimmed = True
                 giveBackFreeMemory(self.reactor.seconds())
-            assert self.upstream is not None
-            self._passedUp(self.upstream.requestData(event))
+            source = self.hold.source
+            assert source is not None
+            self._passedUp(source.requestData(event))
         elif isinstance(event, EndOfMessage):
             self._request(RequestState.SENT)
             self.kept.sentAt = self.reactor.seconds()
-            if self.upstream is not None:
-                self._passedUp(self.upstream.requestEnded(event))
+            source = self.hold.source
+            if source is not None:
+                self._passedUp(source.requestEnded(event))
         elif isinstance(event, Incomplete):
             self.kept.closedBy = CLIENT
             self.fail("the browser closed the connection in the middle of the request", abortBrowser=True)
@@ -316,11 +328,14 @@ class Exchange:
     # -- the answer, from its source (IAnswerSink) ---------------------------------
 
     def answerArrived(self, source: IAnswerSource, size: int) -> None:
-        self.shaping.down(size)
+        shaper = self.shaping.downShaper
+        if shaper is not None:
+            shaper.passed(size)
         now = self.reactor.seconds()
         self.browser.touch(now)
-        if self.kept.firstByteAt is None:
-            self.kept.firstByteAt = now
+        kept = self.kept
+        if kept.firstByteAt is None:
+            kept.firstByteAt = now
         # What one read brings for the browser (a head, body pieces, the
         # end) goes in one write, not one per event.
         self.browser.gather()
@@ -340,7 +355,7 @@ class Exchange:
             self.kept.down += self.browser.answerInterim(head)
 
     def answerHead(self, source: IAnswerSource, head: ResponseHead) -> None:
-        if self.done:
+        if self.answerState is AnswerState.ENDED:
             return
         self._answer(AnswerState.STREAMING)
         upgraded = head.status == 101 and self.head.upgrade
@@ -379,10 +394,11 @@ class Exchange:
             return
         self.kept.down += self.browser.answerEnd(end)
         self._answer(AnswerState.COMPLETE)
-        upstream = self.upstream
-        reuse = (upstream is not None and self.responseKeepAlive and self.requestDone and upstream.idle
+        upstream = self.hold.source
+        requestDone = self.requestState is RequestState.SENT or self.requestState is RequestState.ENDED
+        reuse = (upstream is not None and self.responseKeepAlive and requestDone and upstream.idle
                  and upstream.pooled)
-        if not self.requestDone:
+        if not requestDone:
             # An early answer (a 413 before the upload ended): the rest of
             # the request is read and dropped, the connection closed.
             self.browser.discardRestOfRequest(self)
@@ -577,7 +593,7 @@ class Exchange:
                                    refused=refused)
 
     def _finish(self, failed: str | None, reuseUpstream: bool) -> None:
-        if self.done:
+        if self.answerState is AnswerState.ENDED:
             return
         self._ended()
         if self.id:
@@ -590,8 +606,7 @@ class Exchange:
         # before anything the browser's next request brings.
         self.browser.flush()
         self.hold.detach()
-        upstream = self.upstream
-        if upstream is not None:
+        if self.hold.source is not None:
             if reuseUpstream:
                 self.hold.giveBack()
             elif self.relay is None:

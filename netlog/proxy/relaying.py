@@ -121,6 +121,9 @@ class Shaping:
         self.downShaper: Shaper | None = None
 
     def attach(self, browserGate: Gate, sourceGate: Gate | None) -> None:
+        bandwidth = self.bandwidth
+        if bandwidth.up is None and bandwidth.down is None:
+            return
         self.upShaper = shaperFor(self.reactor, self.bandwidth.up, browserGate)
         self.downShaper = shaperFor(self.reactor, self.bandwidth.down, sourceGate)
 
@@ -133,7 +136,9 @@ class Shaping:
             self.downShaper.passed(size)
 
     def stop(self) -> None:
-        for shaper in (self.upShaper, self.downShaper):
-            if shaper is not None:
-                shaper.stop()
-        self.upShaper = self.downShaper = None
+        if self.upShaper is not None:
+            self.upShaper.stop()
+            self.upShaper = None
+        if self.downShaper is not None:
+            self.downShaper.stop()
+            self.downShaper = None

@@ -14,10 +14,18 @@ from enum import Enum
 from typing import Mapping, TypeVar
 
 
+#: The states hash as the objects they are (each is one object, equal only
+#: to itself), not by their names as L{Enum} does in Python: the table's
+#: check, a lookup per move, then costs no call.
+_identityHash = object.__hash__
+
+
 class RequestState(Enum):
     """
     The request, from the browser toward the answer's source.
     """
+
+    __hash__ = _identityHash
 
     #: Waiting for its source (a connection being made, the rules' latency).
     CONNECTING = "connecting"
@@ -33,6 +41,8 @@ class AnswerState(Enum):
     """
     The answer, from its source toward the browser.
     """
+
+    __hash__ = _identityHash
 
     #: Nothing of it yet (an interim head may have come).
     AWAITING = "awaiting"
@@ -52,6 +62,8 @@ class HeadLine(Enum):
     An answer's head line, written for an answer still streaming a second
     after its head (or at once for one that streams by design).
     """
+
+    __hash__ = _identityHash
 
     NOT_DUE = "not due"
     DUE = "due"
