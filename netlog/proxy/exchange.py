@@ -47,7 +47,7 @@ from netlog.proxy.mode import Answered, DestinationRefused, Route, remapRoute
 from netlog.proxy.fields import answerFields, requestChanges
 from netlog.proxy.hold import SourceHold
 from netlog.proxy.kept import Kept
-from netlog.proxy.relaying import RawKind, RawRelay, Shaping
+from netlog.proxy.relaying import RawKind, RawRelay, shapingFor
 from netlog.proxy.states import ANSWER_MOVES, REQUEST_MOVES, AnswerState, HeadLine, RequestState, move
 from netlog.proxy.upstream import MAX_RETRY_BYTES
 
@@ -164,7 +164,7 @@ class Exchange:
         self.headLine = HeadLine.NOT_DUE
         self.relay: RawRelay | None = None
         self.kept = Kept()
-        self.shaping = Shaping(self.reactor, rules.bandwidth)
+        self.shaping = shapingFor(self.reactor, rules.bandwidth)
         self.hold = SourceHold(proxy, browser, self.route, self, self.shaping)
         self.trimmed = False
 
@@ -363,11 +363,14 @@ class Exchange:
         headers = answerFields(head, fields, upgraded, self.route, self.proxy.mode, self.rules)
         contentType = fields.first(b"content-type")
         self.responseKeepAlive = fields.keepAlive and not head.eofFramed
-        sent, reason, size = self.browser.answerHead(head, fields, headers, upgraded)
+        browser = self.browser
+        sent, reason, size = browser.answerHead(head, fields, headers, upgraded)
+        kept = self.kept
         if size > 0:
-            self.kept.down += size
-        self.kept.responseBody = self.proxy.mode.responseCapture(contentType, self.proxy.logging)
-        self.kept.response = responseRecord(head.status, reason, self.browser.version, sent, size, None, self.signIn)
+            kept.down += size
+        proxy = self.proxy
+        kept.responseBody = proxy.mode.responseCapture(contentType, proxy.logging)
+        kept.response = responseRecord(head.status, reason, browser.version, sent, size, None, self.signIn)
         if upgraded or (contentType is not None and contentType[:17].lower() == b"text/event-stream"):
             # An answer that goes on streaming: its head is logged now,
             # before its bytes go to the browser.
@@ -385,9 +388,10 @@ class Exchange:
 
     def answerData(self, source: IAnswerSource, body: Body) -> None:
         if self.answerState is AnswerState.STREAMING:
-            assert self.kept.responseBody is not None
-            self.kept.responseBody.feed(body.data)
-            self.kept.down += self.browser.answerData(body.data, body.raw)
+            kept = self.kept
+            assert kept.responseBody is not None
+            kept.responseBody.feed(body.data)
+            kept.down += self.browser.answerData(body.data, body.raw)
 
     def answerEnd(self, source: IAnswerSource, end: EndOfMessage) -> None:
         if self.answerState is not AnswerState.STREAMING:

@@ -114,7 +114,7 @@ class Shaping:
 
     __slots__ = ("reactor", "bandwidth", "upShaper", "downShaper")
 
-    def __init__(self, reactor: IReactorTime, bandwidth: Bandwidth) -> None:
+    def __init__(self, reactor: IReactorTime | None, bandwidth: Bandwidth) -> None:
         self.reactor = reactor
         self.bandwidth = bandwidth
         self.upShaper: Shaper | None = None
@@ -124,6 +124,7 @@ class Shaping:
         bandwidth = self.bandwidth
         if bandwidth.up is None and bandwidth.down is None:
             return
+        assert self.reactor is not None
         self.upShaper = shaperFor(self.reactor, self.bandwidth.up, browserGate)
         self.downShaper = shaperFor(self.reactor, self.bandwidth.down, sourceGate)
 
@@ -142,3 +143,17 @@ class Shaping:
         if self.downShaper is not None:
             self.downShaper.stop()
             self.downShaper = None
+
+
+#: The shaping of every exchange the rules give no bandwidth: it never
+#: holds a shaper, so one serves them all.
+UNSHAPED = Shaping(None, Bandwidth())
+
+
+def shapingFor(reactor: IReactorTime, bandwidth: Bandwidth) -> Shaping:
+    """
+    The shaping of an exchange at the rules' C{bandwidth}.
+    """
+    if bandwidth.up is None and bandwidth.down is None:
+        return UNSHAPED
+    return Shaping(reactor, bandwidth)
