@@ -534,6 +534,7 @@ class Exchange:
     def _ended(self) -> None:
         self._answer(AnswerState.ENDED)
         self._request(RequestState.ENDED)
+        self.hold.release()
         self.headDue = None
 
     def _endUnopened(self, status: int, text: str, reason: str, refused: bool = False) -> None:

@@ -49,7 +49,7 @@ class SourceHold:
         self.proxy = proxy
         self.browser = browser
         self.route = route
-        self.holder = holder
+        self.holder: IHolder | None = holder
         self.shaping = shaping
         self.source: IAnswerSource | None = None
         self.address: str | None = None
@@ -85,13 +85,14 @@ class SourceHold:
         it back to the pool.
         """
         source, reused, address, connectedAt = taken
-        if self.holder.done:
+        holder = self.holder
+        if holder is None or holder.done:
             self.proxy.pool.put(source)
             return
         self.source = source
         self.address = address
         self.connectedAt = None if reused else connectedAt
-        source.exchange = self.holder
+        source.exchange = holder
         source.raw = False
         made()
 
@@ -112,6 +113,14 @@ class SourceHold:
 
         d.addCallbacks(lambda taken: self._take(taken, sendAgain), failed)
         d.addErrback(crashed)
+
+    def release(self) -> None:
+        """
+        The exchange has ended: the hold lets go of it, so that the two,
+        which point at each other, are freed as soon as nothing else holds
+        them (not by the cyclic collector, once per request).
+        """
+        self.holder = None
 
     def attach(self) -> None:
         """
