@@ -243,7 +243,11 @@ def compressSegment(path: str, segment: Segment) -> str:
     """
     source = segmentPath(path, segment)
     target = source + COMPRESSED_SUFFIX
-    partial = target + PARTIAL_SUFFIX
+    # a name of this process's own: a second process compressing the same
+    # segment (a worker started after a kill, beside the one still at it)
+    # must never truncate this one's file under it, nor rename it half
+    # written; the last rename wins, and each file renamed is whole
+    partial = f"{target}.{os.getpid()}{PARTIAL_SUFFIX}"
     with open(source, "rb") as src:
         size = os.fstat(src.fileno()).st_size
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
@@ -258,7 +262,10 @@ def compressSegment(path: str, segment: Segment) -> str:
     os.replace(partial, target)
     folder = os.path.dirname(source)
     _syncFolder(folder)
-    os.unlink(source)
+    try:
+        os.unlink(source)
+    except FileNotFoundError:
+        pass  # the other process's compression finished first
     _syncFolder(folder)
     return target
 
