@@ -48,7 +48,26 @@ from netlog.proxy.fields import answerFields, requestChanges
 from netlog.proxy.hold import SourceHold
 from netlog.proxy.kept import Kept
 from netlog.proxy.relaying import RawKind, RawRelay, shapingFor
-from netlog.proxy.states import ANSWER_MOVES, REQUEST_MOVES, AnswerState, HeadLine, RequestState, move
+from netlog.proxy.states import (
+    ANSWER_ENDED,
+    ANSWER_MOVES,
+    AWAITING,
+    COMPLETE,
+    CONNECTING,
+    DUE,
+    NOT_DUE,
+    RELAYING,
+    REQUEST_ENDED,
+    REQUEST_MOVES,
+    SENDING,
+    SENT,
+    STREAMING,
+    WRITTEN,
+    AnswerState,
+    HeadLine,
+    RequestState,
+    move,
+)
 from netlog.proxy.upstream import MAX_RETRY_BYTES
 
 _log = Logger()
@@ -155,13 +174,13 @@ class Exchange:
         self.signIn = route.signIn
         self.fields = (HeadFields(head.version, head.headers) if head.relayed is None
                        else HeadFields(b"HTTP/1.1", head.relayed))
-        self.requestState = RequestState.CONNECTING
-        self.answerState = AnswerState.AWAITING
+        self.requestState = CONNECTING
+        self.answerState = AWAITING
         self.id = 0
         self.responseKeepAlive = False
         self.cut = False
         self.headDue: float | None = None
-        self.headLine = HeadLine.NOT_DUE
+        self.headLine = NOT_DUE
         self.relay: RawRelay | None = None
         self.kept = Kept()
         self.shaping = shapingFor(self.reactor, rules.bandwidth)
@@ -175,14 +194,14 @@ class Exchange:
         """
         The request's head has gone to its source; its body may follow.
         """
-        return self.requestState is RequestState.SENDING or self.requestState is RequestState.SENT
+        return self.requestState is SENDING or self.requestState is SENT
 
     @property
     def requestDone(self) -> bool:
         """
         The whole request has been read from the browser.
         """
-        return self.requestState is RequestState.SENT or self.requestState is RequestState.ENDED
+        return self.requestState is SENT or self.requestState is REQUEST_ENDED
 
     @property
     def upstream(self) -> IAnswerSource | None:
@@ -196,7 +215,7 @@ class Exchange:
         """
         The exchange has ended.
         """
-        return self.answerState is AnswerState.ENDED
+        return self.answerState is ANSWER_ENDED
 
     def _request(self, new: RequestState) -> None:
         # The table's check is a lookup; L{move} is called only to refuse.
@@ -220,7 +239,7 @@ class Exchange:
             self._start()
 
     def _start(self) -> None:
-        if self.answerState is AnswerState.ENDED:
+        if self.answerState is ANSWER_ENDED:
             return
         self.hold.find(self._sourceFor, self._connected, self._connectFailed, self._crashed)
 
@@ -243,7 +262,7 @@ class Exchange:
         assert source is not None
         self._passedUp(source.sendHead(self.head, self.fields, drop, extra))
         self.hold.attach()
-        self._request(RequestState.SENDING)
+        self._request(SENDING)
         self.browser.exchangeReady(self)
 
     def _passedUp(self, size: int) -> None:
@@ -268,7 +287,7 @@ class Exchange:
     # -- the request, from the browser ------------------------------------------
 
     def fromBrowser(self, event: Event) -> None:
-        if self.answerState is AnswerState.ENDED:
+        if self.answerState is ANSWER_ENDED:
             return
         if isinstance(event, Body):
             capture = self.kept.requestBody
@@ -282,7 +301,7 @@ class Exchange:
             assert source is not None
             self._passedUp(source.requestData(event))
         elif isinstance(event, EndOfMessage):
-            self._request(RequestState.SENT)
+            self._request(SENT)
             self.kept.sentAt = self.reactor.seconds()
             source = self.hold.source
             if source is not None:
@@ -293,7 +312,7 @@ class Exchange:
         elif isinstance(event, Refused):
             # The body turned out malformed (a bad chunk): nothing more of
             # it can be read, so the exchange ends here.
-            if self.answerState is not AnswerState.AWAITING:
+            if self.answerState is not AWAITING:
                 self.fail(f"the request was malformed: {event.reason}", abortBrowser=True)
             else:
                 self._noAnswer(event.reason, event.status, refused=True)
@@ -342,22 +361,22 @@ class Exchange:
 
     def answerSettled(self, source: IAnswerSource) -> None:
         self.browser.flush()
-        if self.answerState is AnswerState.STREAMING and self.headLine is HeadLine.NOT_DUE and self.id:
+        if self.answerState is STREAMING and self.headLine is NOT_DUE and self.id:
             # The body didn't end in the read that brought the head: the
             # head line is due a second after it, if the body still runs.
-            self.headLine = HeadLine.DUE
+            self.headLine = DUE
             self.headDue = self.reactor.seconds() + HEAD_LINE_DELAY
             self.browser.wakeBy(self.headDue)
 
     def answerInterim(self, source: IAnswerSource, head: ResponseHead) -> None:
-        if self.answerState is AnswerState.AWAITING:
+        if self.answerState is AWAITING:
             self.kept.interim.append(head.status)
             self.kept.down += self.browser.answerInterim(head)
 
     def answerHead(self, source: IAnswerSource, head: ResponseHead) -> None:
-        if self.answerState is AnswerState.ENDED:
+        if self.answerState is ANSWER_ENDED:
             return
-        self._answer(AnswerState.STREAMING)
+        self._answer(STREAMING)
         upgraded = head.status == 101 and self.head.upgrade
         fields = HeadFields(head.version, head.headers)
         headers = answerFields(head, fields, upgraded, self.route, self.proxy.mode, self.rules)
@@ -387,19 +406,19 @@ class Exchange:
                 self.browserRaw(pending)
 
     def answerData(self, source: IAnswerSource, body: Body) -> None:
-        if self.answerState is AnswerState.STREAMING:
+        if self.answerState is STREAMING:
             kept = self.kept
             assert kept.responseBody is not None
             kept.responseBody.feed(body.data)
             kept.down += self.browser.answerData(body.data, body.raw)
 
     def answerEnd(self, source: IAnswerSource, end: EndOfMessage) -> None:
-        if self.answerState is not AnswerState.STREAMING:
+        if self.answerState is not STREAMING:
             return
         self.kept.down += self.browser.answerEnd(end)
-        self._answer(AnswerState.COMPLETE)
+        self._answer(COMPLETE)
         upstream = self.hold.source
-        requestDone = self.requestState is RequestState.SENT or self.requestState is RequestState.ENDED
+        requestDone = self.requestState is SENT or self.requestState is REQUEST_ENDED
         reuse = (upstream is not None and self.responseKeepAlive and requestDone and upstream.idle
                  and upstream.pooled)
         if not requestDone:
@@ -429,7 +448,7 @@ class Exchange:
             self.kept.down += self.browser.answerData(data, data)
 
     def _enterRaw(self, kind: RawKind) -> None:
-        self._answer(AnswerState.RELAYING)
+        self._answer(RELAYING)
         self.relay = RawRelay(kind, self.proxy.writer, self.id)
         assert self.upstream is not None
         self.upstream.raw = True
@@ -442,7 +461,7 @@ class Exchange:
             self._rawEnded(SERVER, reason)
             return
         where = f"{self.route.host}:{self.route.port}"
-        if self.answerState is AnswerState.AWAITING:
+        if self.answerState is AWAITING:
             if again is not None:
                 self._retry(again)
             elif reason.check(SSL.Error):
@@ -497,9 +516,9 @@ class Exchange:
         Write the answer's head line (once), for an answer still streaming.
         """
         self.headDue = None
-        if self.headLine is HeadLine.WRITTEN or self.kept.response is None or not self.id or self.done:
+        if self.headLine is WRITTEN or self.kept.response is None or not self.id or self.done:
             return
-        self.headLine = HeadLine.WRITTEN
+        self.headLine = WRITTEN
         self.proxy.writer.head(self.id, headRecord(self.kept.firstByteAt, self.kept.response))
 
     def timedOut(self, reason: str) -> None:
@@ -510,7 +529,7 @@ class Exchange:
         """
         if self.done:
             return
-        if self.answerState is not AnswerState.AWAITING:
+        if self.answerState is not AWAITING:
             self.kept.closedBy = PROXY
             # Nothing more is read from this browser connection.
             self.cut = True
@@ -532,8 +551,8 @@ class Exchange:
     # -- ending -------------------------------------------------------------------
 
     def _ended(self) -> None:
-        self._answer(AnswerState.ENDED)
-        self._request(RequestState.ENDED)
+        self._answer(ANSWER_ENDED)
+        self._request(REQUEST_ENDED)
         self.hold.release()
         self.headDue = None
 
@@ -598,7 +617,7 @@ class Exchange:
                                    refused=refused)
 
     def _finish(self, failed: str | None, reuseUpstream: bool) -> None:
-        if self.answerState is AnswerState.ENDED:
+        if self.answerState is ANSWER_ENDED:
             return
         self._ended()
         if self.id:

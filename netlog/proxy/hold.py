@@ -15,7 +15,7 @@ from twisted.python.failure import Failure
 from netlog.net.gate import BACKPRESSURE
 from netlog.proxy.contracts import IAnswerSink, IAnswerSource, IBrowserStream, IEngine, IResendable
 from netlog.proxy.mode import Answered, Route
-from netlog.proxy.relaying import Shaping
+from netlog.proxy.relaying import UNSHAPED, Shaping
 
 #: What L{IEngine.upstreamFor} gives: the source, whether it was reused,
 #: the address it goes to, and when it was connected.
@@ -131,10 +131,12 @@ class SourceHold:
         assert source is not None and source.gate is not None
         source.attachRequestProducer(self.browser.gate)
         self.browser.attachAnswerProducer(source.gate)
-        self.shaping.attach(self.browser.gate, source.gate)
+        if self.shaping is not UNSHAPED:
+            self.shaping.attach(self.browser.gate, source.gate)
 
     def detach(self) -> None:
-        self.shaping.stop()
+        if self.shaping is not UNSHAPED:
+            self.shaping.stop()
         source = self.source
         if source is None:
             return

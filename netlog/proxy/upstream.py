@@ -163,7 +163,15 @@ class UpstreamProtocol(Protocol):
                 exchange.answerRaw(self, data)
                 return
             for event in self.reader.feed(data):
-                self._emit(exchange, event)
+                # The answer's usual events are handed on here, without
+                # L{_emit}'s call (this runs for every read of every answer).
+                kind = type(event)
+                if kind is Body:
+                    exchange.answerData(self, event)  # type: ignore[arg-type]
+                elif kind is EndOfMessage:
+                    exchange.answerEnd(self, event)  # type: ignore[arg-type]
+                else:
+                    self._emit(exchange, event)
                 if self.exchange is not exchange:
                     return
                 if self.raw:
