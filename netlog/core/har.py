@@ -99,8 +99,9 @@ _STARTED = re.compile(
     rb',"started":(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)[,}]'
 )
 #: What a replay run's end lines say of each answer's source, carried as
-#: they are (see C{docs/replay.rst}).
-_REPLAY_MARKS = ("_replayed", "_replayedCut", "_unmatched", "_forwarded")
+#: they are (see C{docs/replay.rst}), and a rule's local answer's
+#: (C{docs/rules.rst}).
+_REPLAY_MARKS = ("_replayed", "_replayedCut", "_unmatched", "_forwarded", "_answeredBy", "_answerRule")
 #: How far into an open line C{started} is looked for before parsing it.
 _STARTED_WINDOW = 512
 

@@ -237,39 +237,53 @@ def _dumps(record: dict[str, Any], default: Callable[[Any], Any]) -> bytes:
         line = orjson.dumps(record, default=default)
     except orjson.JSONEncodeError:
         return _utf8(_encodeText(record, default))
-    if b"null" in line and _holdsFloat(record, _notFinite):
+    if b"null" in line and not _onlyUnconnected(record, line) and _notFinite(_floats(record)):
         return _utf8(_encodeText(record, default))
     return line
 
 
-def _holdsFloat(value: Any, matches: Callable[[float], bool]) -> bool:
+def _onlyUnconnected(record: dict[str, Any], line: bytes) -> bool:
     """
-    Whether a value (a record, or what JSON read) holds, at any depth, a
-    float that C{matches}.
+    Whether the line's one C{null} is its C{times.connected} of L{None} (an
+    end line's, for a request on a reused connection: most end lines): then
+    no float was written as C{null}, and the record needn't be walked.
     """
+    times = record.get("times")
+    return type(times) is dict and times.get("connected", 0) is None and line.count(b"null") == 1
+
+
+def _floats(value: Any) -> list[float]:
+    """
+    The floats a value (a record, or what JSON read) holds, at any depth:
+    walked with a list of containers still to look into, one call for the
+    whole value (a line's record is walked on every line with a C{null}).
+    """
+    found: list[float] = []
     kind = type(value)
-    if kind is dict:
-        values = value.values()
-    elif kind is list or kind is tuple:
-        values = value
-    else:
-        return kind is float and matches(value)
-    for inner in values:
-        kind = type(inner)
-        if kind is dict or kind is list or kind is tuple:
-            if _holdsFloat(inner, matches):
-                return True
-        elif kind is float and matches(inner):
-            return True
-    return False
+    if kind is float:
+        return [value]
+    if kind is not dict and kind is not list and kind is not tuple:
+        return found
+    todo = [value]
+    while todo:
+        container = todo.pop()
+        for inner in (container.values() if type(container) is dict else container):
+            kind = type(inner)
+            if kind is float:
+                found.append(inner)
+            elif kind is dict or kind is list or kind is tuple:
+                todo.append(inner)
+    return found
 
 
-def _notFinite(value: float) -> bool:
-    return not isfinite(value)
+def _notFinite(floats: list[float]) -> bool:
+    # A sum past the largest float is infinite too: such a record is left
+    # to the C{json} module as well, which writes it as it always did.
+    return bool(floats) and not isfinite(sum(floats))
 
 
-def _pastInt64(value: float) -> bool:
-    return not -_INT64_REACH < value < _INT64_REACH
+def _pastInt64(floats: list[float]) -> bool:
+    return bool(floats) and not -_INT64_REACH < max(floats, key=abs) < _INT64_REACH
 
 
 def _encodeText(record: dict[str, Any], default: Callable[[Any], Any]) -> str:
@@ -325,7 +339,7 @@ def parseJSON(line: bytes) -> Any:
         value = orjson.loads(line)
     except ValueError:
         return json.loads(line)
-    if not short and _holdsFloat(value, _pastInt64):
+    if not short and _pastInt64(_floats(value)):
         return json.loads(line)
     return value
 

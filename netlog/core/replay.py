@@ -1,6 +1,6 @@
 """
 Replay's pure part: what a recording holds for each request it can answer,
-how a request is matched to it, and the answer framed again as HTTP/1.1.
+how a request is matched to it, and the answer handed on as events.
 
 A recording is a netlog log (kept with C{--keep-bodies all}) or a HAR.
 Loading it makes a L{ReplayIndex}: per request key (the method and the URL:
@@ -33,7 +33,7 @@ from typing import Any, Callable, Hashable, Iterable, Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from netlog.core.har import ExchangeLines
-from netlog.core.http1 import HOP_BY_HOP
+from netlog.core.http1 import HOP_BY_HOP, Body, EndOfMessage, ResponseHead
 from netlog.core.logline import parseJSON
 
 __all__ = [
@@ -46,7 +46,8 @@ __all__ = [
     "answerFromHar",
     "answerFromLog",
     "bodyKey",
-    "framed",
+    "answerEvents",
+    "CONTINUE_HEAD",
     "handshake",
     "messageFrames",
     "serverFrame",
@@ -670,17 +671,27 @@ def _answerFromHar(entry: dict[str, Any]) -> RecordedAnswer:
                           address if isinstance(address, str) and address else None)
 
 
-# -- the answer, framed again ---------------------------------------------------------
+# -- the answer as events ---------------------------------------------------------------
 
 
-def framed(answer: RecordedAnswer, method: bytes) -> bytes:
+def _head(status: int, reason: bytes, fields: list[tuple[bytes, bytes]], interim: bool = False) -> ResponseHead:
     """
-    C{answer} as HTTP/1.1 bytes: the status line (the recorded reason, or
-    the status's own), the recorded fields in order less the hop-by-hop
-    ones, and the body byte for byte, framed again: a recorded
-    C{Transfer-Encoding: chunked} stays (the body in one chunk), a
-    recorded C{Content-Length} becomes the body's length in its place, and
-    an answer with neither is sent chunked. A C{HEAD}'s answer and a C{204} or C{304} keep their recorded
+    A head from its parts, C{raw} its HTTP/1.1 form (what a browser's side
+    that relays a server's framing sends).
+    """
+    raw = b"\r\n".join([b"HTTP/1.1 %d %s" % (status, reason)] + [name + b": " + value for name, value in fields])
+    return ResponseHead(status, reason, b"HTTP/1.1", fields, raw + b"\r\n\r\n", interim)
+
+
+def answerEvents(answer: RecordedAnswer, method: bytes) -> list[ResponseHead | Body | EndOfMessage]:
+    """
+    C{answer} as the events an answer source hands the exchange: its head
+    (the recorded reason, or the status's own; the recorded fields in order
+    less the hop-by-hop ones), its body byte for byte, and its end. Their
+    framing is the body's own: a recorded C{Transfer-Encoding: chunked}
+    stays (the body in one chunk), a recorded C{Content-Length} becomes the
+    body's length in its place, and an answer with neither goes chunked. A
+    C{HEAD}'s answer and a C{204} or C{304} keep their recorded
     C{Content-Length} and carry no body.
     """
     reason = answer.reason
@@ -690,38 +701,51 @@ def framed(answer: RecordedAnswer, method: bytes) -> bytes:
         except ValueError:
             reason = b"Recorded"
     bodiless = method == b"HEAD" or answer.status in _BODILESS or answer.status < 200
-    lines = [b"HTTP/1.1 %d %s" % (answer.status, reason)]
-    length = b"Content-Length: %d" % len(answer.body)
+    fields: list[tuple[bytes, bytes]] = []
+    length = (b"Content-Length", b"%d" % len(answer.body))
     placed = bodiless
     chunked = False
     for name, value in answer.headers:
         lower = name.lower()
         if lower in DROPPED_FIELDS:
             if bodiless and lower == b"content-length":
-                lines.append(name + b": " + value)
+                fields.append((name, value))
             elif not placed and lower == b"transfer-encoding" and value.strip().lower() == b"chunked":
-                lines.append(name + b": " + value)
+                fields.append((name, value))
                 placed = chunked = True
             elif not placed and lower in (b"content-length", b"transfer-encoding"):
-                lines.append(length)
+                fields.append(length)
                 placed = True
             continue
         if name.startswith(b":"):
             continue
-        lines.append(name + b": " + value)
+        fields.append((name, value))
     if not placed:
         # No framing field recorded (an HTTP/2 answer's, or one framed by
         # the connection's close): chunked, which adds no field an HTTP/2
         # browser sees.
-        lines.append(b"Transfer-Encoding: chunked")
+        fields.append((b"Transfer-Encoding", b"chunked"))
         chunked = True
-    head = b"\r\n".join(lines) + b"\r\n\r\n"
+    events: list[ResponseHead | Body | EndOfMessage] = [_head(answer.status, reason, fields)]
     if bodiless:
-        return head
+        events.append(EndOfMessage())
+        return events
+    body = answer.body
     if chunked:
-        body = answer.body
-        return head + (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
-    return head + answer.body
+        if body:
+            events.append(Body(body, b"%x\r\n%s\r\n" % (len(body), body)))
+        events.append(EndOfMessage([], b"0\r\n\r\n"))
+        return events
+    if body:
+        events.append(Body(body, body))
+    events.append(EndOfMessage())
+    return events
+
+
+#: What a request that says C{Expect: 100-continue} is told before its
+#: body, when nothing but the answer's source waits for it (RFC 9110,
+#: 10.1.1).
+CONTINUE_HEAD = _head(100, b"Continue", [], interim=True)
 
 
 #: Fields whose date C{--replay-refresh} moves by the time since the answer
@@ -782,18 +806,17 @@ OP_CLOSE = 8
 _HANDSHAKE_FIELDS = frozenset({b"sec-websocket-accept", b"sec-websocket-extensions", b"upgrade", b"connection"})
 
 
-def handshake(answer: RecordedAnswer, key: bytes) -> bytes:
+def handshake(answer: RecordedAnswer, key: bytes) -> ResponseHead:
     """
     A recorded WebSocket's C{101} for a request whose C{Sec-WebSocket-Key}
     is C{key}: the recorded fields (less hop-by-hop, accept and extension
     fields), then C{Upgrade}, C{Connection} and the accept for C{key}.
     """
     accept = base64.b64encode(hashlib.sha1(key.strip() + _WS_GUID).digest())
-    lines = [b"HTTP/1.1 101 %s" % (answer.reason or b"Switching Protocols")]
-    lines += [name + b": " + value for name, value in answer.headers
+    fields = [(name, value) for name, value in answer.headers
               if name.lower() not in _HANDSHAKE_FIELDS | DROPPED_FIELDS and not name.startswith(b":")]
-    lines += [b"Upgrade: websocket", b"Connection: Upgrade", b"Sec-WebSocket-Accept: " + accept]
-    return b"\r\n".join(lines) + b"\r\n\r\n"
+    fields += [(b"Upgrade", b"websocket"), (b"Connection", b"Upgrade"), (b"Sec-WebSocket-Accept", accept)]
+    return _head(101, answer.reason or b"Switching Protocols", fields)
 
 
 def serverFrame(opcode: int, payload: bytes, fin: bool = True) -> bytes:

@@ -1,6 +1,6 @@
 """
 Rules for a session or the main listener: header changes, block and allow
-lists, host remaps, latency and bandwidth (C{docs/rules.rst}).
+lists, local answers, host remaps, latency and bandwidth (C{docs/rules.rst}).
 
 Pure: a rules document (JSON from the API, TOML or JSON from
 C{--rules FILE}) is checked whole by L{compileRules}, which raises
@@ -16,6 +16,7 @@ answer for a host and port is kept, up to L{MAX_CACHED_HOSTS}).
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import re
@@ -24,7 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 #: The keys a rules document takes.
-KEYS = ("headers", "block", "block_status", "allow", "remap", "latency_ms", "bandwidth")
+KEYS = ("headers", "block", "block_status", "allow", "remap", "latency_ms", "bandwidth", "answer")
+#: What an answer rule takes.
+ANSWER_KEYS = ("match", "method", "status", "headers", "body", "body_base64")
+#: The largest body an answer rule gives.
+MAX_ANSWER_BODY = 1024 * 1024
 #: What a header rule takes.
 HEADER_KEYS = ("match", "set", "remove", "answer_set", "answer_remove")
 #: The status a blocked request gets unless C{block_status} says.
@@ -237,15 +242,24 @@ def _removeFields(value: Any, where: str) -> tuple[bytes, ...]:
     return tuple(_fieldName(name, f"{where}[{i}]") for i, name in enumerate(names))
 
 
-def _headerRule(value: Any, where: str) -> HeaderRule:
+def _checkRule(value: Any, where: str, kind: str, keys: tuple[str, ...], example: str, does: str) -> None:
+    """
+    C{value} is a C{kind} rule: an object of C{keys} with a C{match}.
+
+    @param example: such a rule, for the error; C{does}: what it does to
+        the requests it matches.
+    """
     if not isinstance(value, dict):
-        raise BadRules(f'{where}: a header rule is an object such as {{"match": "shop.test", "set": {{...}}}}, '
-                       f"got {_got(value)}")
-    unknown = sorted(set(value) - set(HEADER_KEYS))
+        raise BadRules(f"{where}: {kind} rule is an object such as {example}, got {_got(value)}")
+    unknown = sorted(set(value) - set(keys))
     if unknown:
-        raise BadRules(f"{where}: unknown key {_got(unknown[0])} (a header rule takes {', '.join(HEADER_KEYS)})")
+        raise BadRules(f"{where}: unknown key {_got(unknown[0])} ({kind} rule takes {', '.join(keys)})")
     if "match" not in value:
-        raise BadRules(f"{where}: a header rule needs match, the pattern of the requests it changes")
+        raise BadRules(f"{where}: {kind} rule needs match, the pattern of the requests it {does}")
+
+
+def _headerRule(value: Any, where: str) -> HeaderRule:
+    _checkRule(value, where, "a header", HEADER_KEYS, '{"match": "shop.test", "set": {...}}', "changes")
     return HeaderRule(
         where,
         parsePattern(value["match"], f"{where}.match"),
@@ -253,6 +267,61 @@ def _headerRule(value: Any, where: str) -> HeaderRule:
         _removeFields(value.get("remove", []), f"{where}.remove"),
         _setFields(value.get("answer_set", {}), f"{where}.answer_set"),
         _removeFields(value.get("answer_remove", []), f"{where}.answer_remove"),
+    )
+
+
+@dataclass(frozen=True)
+class LocalAnswer:
+    """
+    One entry of C{answer}: the requests netlog answers itself, and with
+    what.
+
+    @ivar index: its place in C{answer}, named in the log.
+    @ivar method: the method it answers (uppercase), or L{None} for any.
+    """
+
+    index: int
+    match: Pattern
+    method: str | None
+    status: int
+    headers: tuple[tuple[bytes, bytes], ...]
+    body: bytes
+
+    @property
+    def where(self) -> str:
+        return f"answer[{self.index}]"
+
+
+def _answerRule(value: Any, index: int) -> LocalAnswer:
+    where = f"answer[{index}]"
+    _checkRule(value, where, "an answer", ANSWER_KEYS, '{"match": "shop.test/api/flags", "body": "{}"}', "answers")
+    method = value.get("method")
+    if method is not None and (not isinstance(method, str) or not _TOKEN.match(method)):
+        raise BadRules(f"{where}.method: a method such as GET, got {_got(method)}")
+    if "body" in value and "body_base64" in value:
+        raise BadRules(f"{where}: body or body_base64, not both")
+    body = value.get("body", "")
+    if "body_base64" in value:
+        encoded = value["body_base64"]
+        try:
+            if not isinstance(encoded, str):
+                raise ValueError
+            data = base64.b64decode(encoded, validate=True)
+        except ValueError:
+            raise BadRules(f"{where}.body_base64: base64 text, got {_got(encoded)}") from None
+    elif isinstance(body, str):
+        data = body.encode("utf-8")
+    else:
+        raise BadRules(f"{where}.body: text, got {_got(body)}")
+    if len(data) > MAX_ANSWER_BODY:
+        raise BadRules(f"{where}: a body of at most {MAX_ANSWER_BODY} bytes, got {len(data)}")
+    return LocalAnswer(
+        index,
+        parsePattern(value["match"], f"{where}.match"),
+        method.upper() if method is not None else None,
+        _integer(value.get("status", 200), f"{where}.status", 200, 599, "an HTTP status"),
+        _setFields(value.get("headers", {}), f"{where}.headers"),
+        data,
     )
 
 
@@ -326,6 +395,8 @@ class Decision:
     @ivar remap: the address and port (L{None}: the request's) connected
         to instead of the host's.
     @ivar latency: seconds added before the answer's first byte.
+    @ivar answer: the answer rule netlog answers it with itself (nothing is
+        resolved or connected), or L{None}.
     @ivar entries: the C{_rules} entries for the log, empty when no rule
         acted.
     """
@@ -341,6 +412,7 @@ class Decision:
     latency: float = 0.0
     bandwidth: Bandwidth = field(default_factory=Bandwidth)
     entries: tuple[dict[str, str], ...] = ()
+    answer: LocalAnswer | None = None
 
     @property
     def acted(self) -> bool:
@@ -366,10 +438,11 @@ class _HostRules:
     allow: tuple[Pattern, ...]
     headers: tuple[HeaderRule, ...]
     remap: tuple[str, int | None] | None
+    answers: tuple[LocalAnswer, ...] = ()
 
     @property
     def none(self) -> bool:
-        return not (self.block or self.allow or self.headers or self.remap)
+        return not (self.block or self.allow or self.headers or self.remap or self.answers)
 
 
 _NO_HOST_RULES = _HostRules((), (), (), None)
@@ -384,7 +457,7 @@ class Rules:
 
     def __init__(self, document: Mapping[str, Any], headers: tuple[HeaderRule, ...], block: tuple[Pattern, ...],
                  blockStatus: int, allow: tuple[Pattern, ...] | None, remap: dict[str, tuple[str, int | None]],
-                 latencyMs: int, bandwidth: Bandwidth) -> None:
+                 latencyMs: int, bandwidth: Bandwidth, answers: tuple[LocalAnswer, ...] = ()) -> None:
         self.document = dict(document)
         self.headers = headers
         self.block = block
@@ -393,9 +466,10 @@ class Rules:
         self.remap = remap
         self.latency = latencyMs / 1000.0
         self.bandwidth = bandwidth
+        self.answers = answers
         #: Nothing at all: the engine need not ask.
         self.empty = not (headers or block or allow is not None or remap or latencyMs
-                          or bandwidth.down or bandwidth.up)
+                          or bandwidth.down or bandwidth.up or answers)
         #: What acts on every request (latency, bandwidth): the decision
         #: for a request no pattern names.
         entries = []
@@ -425,6 +499,7 @@ class Rules:
             tuple(p for p in self.allow or () if p.matchesHost(host, port)),
             tuple(h for h in self.headers if h.match.matchesHost(host, port)),
             self.remap.get(host),
+            tuple(a for a in self.answers if a.match.matchesHost(host, port)),
         )
         if found.none:
             found = _NO_HOST_RULES
@@ -437,10 +512,10 @@ class Rules:
         entries.append({"rule": rule, "action": "blocked"})
         return Decision(blocked=True, status=self.blockStatus, why=f"{rule} blocks it", entries=tuple(entries))
 
-    def request(self, host: str, port: int, url: str) -> Decision:
+    def request(self, host: str, port: int, url: str, method: str = "GET") -> Decision:
         """
-        What the rules do to a request for C{url} (whose host and port are
-        C{host} and C{port}).
+        What the rules do to a C{method} request for C{url} (whose host and
+        port are C{host} and C{port}).
         """
         if self.empty:
             return PASS
@@ -462,14 +537,19 @@ class Rules:
             if rule.match.matchesPath(path):
                 _change(rule.where, "", rule.remove, rule.set, setUp, dropUp, entries)
                 _change(rule.where, "answer ", rule.answerRemove, rule.answerSet, setDown, dropDown, entries)
-        if found.remap is not None:
+        answer = next((a for a in found.answers if a.match.matchesPath(path)
+                       and (a.method is None or a.method == method)), None)
+        if answer is not None:
+            entries.append({"rule": answer.where, "action": f"answered {answer.status}"})
+        elif found.remap is not None:
             entries.append(_remapEntry(host, found.remap))
         if not entries:
             return self._plain
         return Decision(
+            answer=answer,
             setUp=tuple(setUp.values()), dropUp=frozenset(dropUp),
             setDown=tuple(setDown.values()), dropDown=frozenset(dropDown),
-            remap=found.remap, latency=self.latency, bandwidth=self.bandwidth,
+            remap=None if answer is not None else found.remap, latency=self.latency, bandwidth=self.bandwidth,
             entries=tuple(entries) + self._everywhere,
         )
 
@@ -563,6 +643,8 @@ def compileRules(document: Any) -> Rules:
         _remap(document.get("remap", {})),
         _integer(document.get("latency_ms", 0), "latency_ms", 0, MAX_LATENCY_MS, "milliseconds"),
         _bandwidth(document.get("bandwidth", {})),
+        tuple(_answerRule(a, i) for i, a in
+              enumerate(_listOf(document.get("answer", []), "answer", "a list of answer rules", "rules"))),
     )
 
 

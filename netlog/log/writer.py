@@ -249,7 +249,9 @@ class LogWriter(Service):
         C{writev}, so a big line is not copied once more to add it, nor a
         body kept as L{netlog.core.logline.AsciiText} copied into it).
         """
-        openFrom = self._openFrom()
+        heap = self._openHeap
+        # (Usually the oldest open exchange is still open: no call.)
+        openFrom = heap[0] if heap and heap[0] in self._open else self._openFrom()
         now = self._clock()
         try:
             return encodePieces(n, kind, exchangeId, openFrom, now, fields)
@@ -390,6 +392,10 @@ class LogWriter(Service):
             del iov
             self._pendingBytes -= written
             self._liveBytes += written
+            if not self._pendingBytes:
+                # Every held byte went (the usual case: one line, whole).
+                pending.clear()
+                break
             while written:
                 line = pending[0]
                 while line:

@@ -56,6 +56,7 @@ from netlog.net.gate import Gate
 from netlog.net.relay import CLIENT, TUNNEL_ANSWER, tunnelAnswerFields
 from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IBrowserStream, IEngine
+from netlog.proxy.dispatch import Turned, dispatch
 from netlog.proxy.exchange import Exchange, latin1
 from netlog.proxy.h2 import H2Connection
 from netlog.core.rules import Decision
@@ -475,14 +476,12 @@ class BrowserConnection(Protocol):
         if not host:
             self.refuse(head, url, at, 403, "a request with no Host names no origin", server=(host, port))
             return
-        rules = self.proxy.rules.request(host, port, url)
-        if rules.blocked:
-            self.refuse(head, url, at, rules.status, rules.why, server=(host, port), rules=rules.entries)
+        dispatched = dispatch(self.proxy, scheme, host, port, url, head.method, self.state != FORWARD)
+        if isinstance(dispatched, Turned):
+            self.refuse(head, url, at, dispatched.status, dispatched.reason, server=(host, port),
+                        rules=dispatched.entries)
             return
-        routed = self.proxy.mode.route(scheme, host, port, self.state != FORWARD)
-        if isinstance(routed, Refusal):
-            self.refuse(head, url, at, routed.status, routed.reason, server=(host, port))
-            return
+        routed, rules = dispatched
         if routed.site is None and routed.scheme != "http":
             self.refuse(head, url, at, BAD_REQUEST,
                          f"an {scheme}:// URL must be requested through CONNECT, not as plain HTTP",

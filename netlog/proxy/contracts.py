@@ -18,6 +18,7 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 from zope.interface import Attribute, Interface
 
+from netlog.core.http1 import Body, EndOfMessage, HeadFields, RequestHead, ResponseHead
 from netlog.core.rules import Rules
 from netlog.log.writer import LogWriter
 from netlog.net.gate import Gate
@@ -220,56 +221,132 @@ class IBrowserStream(Interface):
 
 class IAnswerSink(Protocol):
     """
-    The exchange an answer source (an upstream connection, a recording)
-    answers: the answer's bytes, its end, and for a recording what it says
-    of the answer (C{marks}, written in the end line) or that it has none
-    and the request goes upstream after all (L{forward}), and what makes
-    the end line's answer the recorded one where the browser was sent it
-    framed otherwise (C{asRecorded}: a body the recording cut keeps its
-    recorded length and size).
+    The exchange as its answer source (an upstream connection, a recording,
+    a rule's local answer) feeds it: the answer in protocol-neutral events,
+    the same vocabulary the browser's side is written (an interim head, the
+    head, pieces of the body, the end with its trailers, a failure), and
+    what the source says of the answer in the end line (L{answerMarks}).
+    The events of one read of the source come between L{answerArrived} and
+    L{answerSettled}, so what they bring goes to the browser in one write.
     """
 
-    marks: dict[str, Any] | None
-    asRecorded: Callable[[dict[str, Any]], dict[str, Any]] | None
+    def answerArrived(self, source: IAnswerSource, size: int) -> None:
+        """
+        C{size} bytes of the answer came (the events they bring follow).
+        """
 
-    def serverBytes(self, upstream: Any, data: bytes) -> None: ...
+    def answerInterim(self, source: IAnswerSource, head: ResponseHead) -> None:
+        """
+        An interim (1xx) head: C{100 Continue}, C{103 Early Hints}.
+        """
 
-    def serverLost(self, upstream: Any, reason: Failure) -> None: ...
+    def answerHead(self, source: IAnswerSource, head: ResponseHead) -> None:
+        """
+        The answer's head.
+        """
 
-    def forward(self, source: Any) -> None: ...
+    def answerData(self, source: IAnswerSource, body: Body) -> None:
+        """
+        A piece of the answer's body.
+        """
+
+    def answerEnd(self, source: IAnswerSource, end: EndOfMessage) -> None:
+        """
+        The answer has ended; C{end.trailers} are its trailer fields.
+        """
+
+    def answerSettled(self, source: IAnswerSource) -> None:
+        """
+        The events of one read are over.
+        """
+
+    def answerRaw(self, source: IAnswerSource, data: bytes) -> None:
+        """
+        Bytes relayed as they come (a WebSocket, or an answer that isn't
+        HTTP, after L{answerUnparsable}).
+        """
+
+    def answerUnparsable(self, source: IAnswerSource, raw: bytes) -> None:
+        """
+        The answer can't be read as HTTP: it is relayed raw from C{raw} on.
+        """
+
+    def answerFailed(self, source: IAnswerSource, reason: Failure, raw: bytes = b"",
+                     again: IResendable | None = None) -> None:
+        """
+        The source ended without ending the answer: C{reason} why, C{raw}
+        framing read and not relayed, C{again} the request as sent when it
+        may be sent again on a new connection (a reused connection turned
+        out closed before answering). In a raw relay, this is its end.
+        """
+
+    def answerMarks(self, source: IAnswerSource, marks: dict[str, object],
+                    recorded: Callable[[dict[str, object]], dict[str, object]] | None = None) -> None:
+        """
+        What the source says of its answer in the end line (C{_replayed},
+        C{_answeredBy}), and, for a recording whose body was cut,
+        C{recorded}: the end line's answer made the recorded one.
+        """
+
+    def forward(self, source: IAnswerSource, sent: IResendable | None) -> None:
+        """
+        C{source} has no answer and sends the request on to the route's
+        upstream (C{sent}: the request as it was handed, L{None} when too
+        big to keep).
+        """
+
+
+class IResendable(Protocol):
+    """
+    A request as it was handed to an answer source, kept so that it can be
+    handed to another.
+    """
+
+    def sendTo(self, source: IAnswerSource) -> int:
+        """
+        Hand the request to C{source}; return the bytes it took.
+        """
 
 
 class IAnswerSource(Interface):
     """
     Where one exchange's answer comes from: an upstream connection to a
-    backend or a live host (L{netlog.proxy.upstream.UpstreamProtocol}), or a
-    recording (L{netlog.proxy.replay.RecordedAnswer}). The exchange hands it
-    the request and reads the answer's bytes it brings (as HTTP/1.1, through
-    its L{reader}) from L{IAnswerSink.serverBytes}, and its end from
-    L{IAnswerSink.serverLost}; the log record, the capture and the timers
-    don't know which source they got.
+    backend or a live host (L{netlog.proxy.upstream.UpstreamProtocol},
+    which frames the request as HTTP/1.1 and reads the answer), a recording
+    (L{netlog.proxy.replay.RecordedSource}), or a rule's local answer. The
+    exchange hands it the request's events and it answers with events into
+    the exchange's L{IAnswerSink}; the log record, the capture and the
+    timers don't know which source they got.
     """
 
     exchange = Attribute("The L{IAnswerSink} this source answers now, or L{None}.")
-    reader = Attribute("The L{netlog.core.http1.ResponseReader} that reads the answer it brings.")
     gate = Attribute("The producer the browser's side pauses while it can't take more of the answer.")
     raw = Attribute("The answer is relayed as it comes, not read as HTTP (a WebSocket).")
     pooled = Attribute("Whether the source, done with and reusable, goes back to the engine's pool.")
+    idle = Attribute("Whether the answer has been read whole (nothing of it is pending).")
 
-    def send(data: bytes) -> None:
+    def sendHead(head: RequestHead, fields: HeadFields, drop: frozenset[bytes] | set[bytes],
+                 extra: list[tuple[bytes, bytes]]) -> int:
         """
-        Bytes of the request as framed toward the server (its head, its
-        body's framing), or of a raw relay's browser side.
-        """
-
-    def requestData(data: bytes) -> None:
-        """
-        A piece of the request's body, its transfer coding undone.
+        The request's head: C{fields} less C{drop}, plus C{extra}. Return
+        the bytes it took toward the server.
         """
 
-    def requestEnded() -> None:
+    def requestData(body: Body) -> int:
         """
-        The whole request has been handed over.
+        A piece of the request's body (C{body.raw} as the browser's side
+        framed it); return the bytes it took.
+        """
+
+    def requestEnded(end: EndOfMessage) -> int:
+        """
+        The whole request has been handed over; return the bytes its end
+        took.
+        """
+
+    def sendRaw(data: bytes) -> None:
+        """
+        Bytes of a raw relay's browser side.
         """
 
     def attachRequestProducer(producer: Any) -> None:

@@ -9,9 +9,12 @@ carries the answer's events to the browser in its own protocol; the
 answer's side (an L{IAnswerSource}: an upstream connection,
 L{netlog.proxy.upstream.UpstreamProtocol}, or a recording when the mode
 routes the request to one, an L{Answered} route) hands it the answer's
-bytes. The exchange writes no bytes of its own toward the browser.
-Once an answer is a C{101} (a WebSocket, on HTTP/1.1 only) or can't be read
-as HTTP, both sides are relayed raw until one closes.
+events (L{netlog.proxy.contracts.IAnswerSink}). The exchange parses no
+bytes and writes none of its own toward the browser. Its state is one enum
+per direction, moved as L{netlog.proxy.states}' table allows. Once an
+answer is a C{101} (a WebSocket, on HTTP/1.1 only) or can't be read as
+HTTP, both sides are relayed raw until one closes (L{RawRelay}); the rules'
+bandwidth is kept by L{Shaping}.
 """
 
 from __future__ import annotations
@@ -25,18 +28,7 @@ from twisted.internet import error
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
-from netlog.core.capture import BodyCapture
-from netlog.core.http1 import (
-    Body,
-    EndOfMessage,
-    Event,
-    Incomplete,
-    Refused,
-    RequestHead,
-    ResponseHead,
-    Unparsable,
-    HeadFields,
-)
+from netlog.core.http1 import Body, EndOfMessage, Event, HeadFields, Incomplete, Refused, RequestHead, ResponseHead
 from netlog.core.records import (
     EXCHANGE,
     REFUSED_TEXT,
@@ -45,36 +37,41 @@ from netlog.core.records import (
     endRecord,
     headRecord,
     isWebSocket,
-    messageRecord,
-    originForm,
     responseRecord,
-    websocketRecord,
 )
 from netlog.core.rules import PASS, Decision
-from netlog.core.websocket import FrameCounter
-from netlog.core.wsmessages import KeptBudget, Message, MessageAssembler, parseDeflate
 from netlog.net.connect import describeFailure
-from netlog.net.gate import BACKPRESSURE
 from netlog.net.relay import CLIENT, PROXY, SERVER
-from netlog.net.shape import Shaper, shaperFor
-from netlog.proxy.contracts import IAnswerSource, IBrowserStream, IEngine
+from netlog.proxy.contracts import IAnswerSource, IBrowserStream, IEngine, IResendable
 from netlog.proxy.mode import Answered, DestinationRefused, Route, remapRoute
+from netlog.proxy.fields import answerFields, requestChanges
+from netlog.proxy.hold import SourceHold
+from netlog.proxy.kept import Kept
+from netlog.proxy.relaying import RawKind, RawRelay, shapingFor
+from netlog.proxy.states import (
+    ANSWER_ENDED,
+    ANSWER_MOVES,
+    AWAITING,
+    COMPLETE,
+    CONNECTING,
+    DUE,
+    NOT_DUE,
+    RELAYING,
+    REQUEST_ENDED,
+    REQUEST_MOVES,
+    SENDING,
+    SENT,
+    STREAMING,
+    WRITTEN,
+    AnswerState,
+    HeadLine,
+    RequestState,
+    move,
+)
+from netlog.proxy.upstream import MAX_RETRY_BYTES
 
 _log = Logger()
 
-#: What an exchange's captures become once their fields are written.
-_SPENT = BodyCapture(0, keep=False, hashAll=False)
-#: The answer's fields whose values may name a backend (the mode rewrites
-#: them for a route to a configured upstream).
-_REWRITTEN = frozenset({b"location", b"content-location", b"set-cookie"})
-#: A request whose head and body together are at most this many bytes is
-#: sent again on a new connection when a reused one turns out closed.
-MAX_RETRY_BYTES = 64 * 1024
-#: The methods sent again on a new connection when a reused one turns out
-#: closed, and only without a body: a proxy must not retry a request that
-#: isn't idempotent (RFC 9112, 9.3.1), and the retry is kept to the plainly
-#: safe ones.
-RETRIED_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE"})
 #: Seconds after an answer's head its head line is written when its body
 #: hasn't ended by then (an answer that ends sooner has two lines only).
 HEAD_LINE_DELAY = 1.0
@@ -127,76 +124,45 @@ def latin1(value: bytes) -> str:
 
 class Exchange:
     """
-    One request and its answer, relayed and logged.
+    One request and its answer, relayed and logged: an L{IAnswerSink} for
+    its source. Its state is one enum per direction (L{RequestState},
+    L{AnswerState}), moved only as L{netlog.proxy.states} allows.
 
-    @ivar ready: the upstream connection is made and the head has gone up;
-        the request's body may follow.
-    @ivar requestDone: the whole request has been read from the browser.
+    @ivar proxy: the engine.
+    @ivar reactor: the engine's reactor.
+    @ivar browser: the browser's side of the exchange.
+    @ivar head: the request's head as the browser sent it.
+    @ivar url: the request's absolute URL.
+    @ivar rules: what the rules do to it (L{netlog.core.rules}).
+    @ivar route: where it goes (remapped by the rules).
+    @ivar started: when its first byte came.
+    @ivar signIn: the fields whose values are kept as C{<removed>}.
+    @ivar fields: the request's fields, read once.
+    @ivar requestState: where the request is.
+    @ivar answerState: where the answer is.
+    @ivar id: the exchange's id in the log (its open line's C{n}); 0 until
+        the open line is written.
+    @ivar hold: the exchange's hold on its answer source (L{SourceHold}).
+    @ivar responseKeepAlive: the answer lets its connection be reused.
+    @ivar cut: the browser's side can't carry another exchange.
+    @ivar headDue: when the answer's head line is due (a second after its
+        head, once its body didn't end in the same read); L{None} when
+        not due or written.
+    @ivar headLine: the head line's state.
+    @ivar relay: the raw relay, once the sides are relayed raw.
+    @ivar shaping: the rules' bandwidth, each way.
+    @ivar kept: what is kept for the log lines (L{Kept}).
+    @ivar trimmed: the heap was given back for a big request body.
     """
 
     __slots__ = (
-        "_sent",
-        "_sentSize",
-        "_trimmed",
-        "address",
-        "asRecorded",
-        "browser",
-        "closedBy",
-        "cut",
-        "done",
-        "down",
-        "downShaper",
-        "fields",
-        "hadBody",
-        "head",
-        "headDue",
-        "headLogged",
-        "id",
-        "interim",
-        "marks",
-        "proxy",
-        "raw",
-        "reactor",
-        "ready",
-        "requestBody",
-        "requestDone",
-        "response",
-        "responseBody",
-        "responseComplete",
-        "responseKeepAlive",
-        "responseStarted",
-        "retried",
-        "reused",
-        "route",
-        "rules",
-        "signIn",
-        "started",
-        "connectedAt",
-        "sentAt",
-        "firstByteAt",
-        "unparsed",
-        "up",
-        "upShaper",
-        "upgraded",
-        "upstream",
-        "url",
-        "wsDown",
-        "wsUp",
+        "proxy", "reactor", "browser", "head", "url", "rules", "route", "started", "signIn", "fields",
+        "requestState", "answerState", "id", "hold", "responseKeepAlive", "cut", "headDue",
+        "headLine", "relay", "shaping", "kept", "trimmed",
     )
 
-    def __init__(
-        self,
-        proxy: IEngine,
-        browser: IBrowserStream,
-        head: RequestHead,
-        url: str,
-        route: Route,
-        started: float,
-        rules: Decision = PASS,
-    ) -> None:
-        """
-        @param rules: what the rules do to it (L{netlog.core.rules}).
-        """
+    def __init__(self, proxy: IEngine, browser: IBrowserStream, head: RequestHead, url: str, route: Route,
+                 started: float, rules: Decision = PASS) -> None:
         self.proxy = proxy
         self.reactor = proxy.reactor
         self.browser = browser
@@ -204,64 +170,63 @@ class Exchange:
         self.url = url
         self.rules = rules
         self.route = route if rules.remap is None else remapRoute(route, rules.remap)
-        #: The rules' bandwidth, each way, while connected.
-        self.upShaper: Shaper | None = None
-        self.downShaper: Shaper | None = None
         self.started = started
         self.signIn = route.signIn
-        self.id = 0
-        self.upstream: IAnswerSource | None = None
-        self.address: str | None = None
-        self.reused = False
-        self.ready = False
-        self.requestDone = False
-        #: The answer has come whole (the request may still be coming).
-        self.responseComplete = False
-        self.responseStarted = False
-        self.done = False
-        self.raw = False
-        self.unparsed = False
-        self.retried = False
-        #: The request's fields, read once.
         self.fields = (HeadFields(head.version, head.headers) if head.relayed is None
                        else HeadFields(b"HTTP/1.1", head.relayed))
-        #: The answer was cut (the server left in its middle, a timeout):
-        #: the browser's side can't carry another exchange.
-        self.cut = False
-        #: When the upstream connection was made (None when reused), the
-        #: request had gone up whole, and the answer's first byte came.
-        self.connectedAt: float | None = None
-        self.sentAt: float | None = None
-        self.firstByteAt: float | None = None
-        #: What of the request's body is kept, made when a body comes.
-        self.requestBody: BodyCapture | None = None
-        self.hadBody = False
-        self.responseBody: BodyCapture | None = None
-        self.response: dict[str, Any] | None = None
+        self.requestState = CONNECTING
+        self.answerState = AWAITING
+        self.id = 0
         self.responseKeepAlive = False
-        self.interim: list[int] = []
-        self.up = 0
-        self.down = 0
-        self.closedBy: str | None = None
-        #: The answer was a C{101}: the connections carry another protocol.
-        self.upgraded = False
-        #: The answer's head line is written (an answer still streaming).
-        self.headLogged = False
-        #: When the head line is due: a second after the answer's head came,
-        #: set once its body hasn't ended in the read that brought the head.
+        self.cut = False
         self.headDue: float | None = None
-        #: A WebSocket's directions: their messages read and logged when a
-        #: log is kept, only counted when not.
-        self.wsUp: MessageAssembler | FrameCounter | None = None
-        self.wsDown: MessageAssembler | FrameCounter | None = None
-        self._sent: list[bytes] | None = []
-        self._sentSize = 0
-        self._trimmed = False
-        #: What the answer's source says of it in the end line.
-        self.marks: dict[str, Any] | None = None
-        #: For a recording: the end line's answer as recorded, where the
-        #: browser was sent it framed otherwise (a body the recording cut).
-        self.asRecorded: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        self.headLine = NOT_DUE
+        self.relay: RawRelay | None = None
+        self.kept = Kept()
+        self.shaping = shapingFor(self.reactor, rules.bandwidth)
+        self.hold = SourceHold(proxy, browser, self.route, self, self.shaping)
+        self.trimmed = False
+
+    # -- the state, as the browser's side reads it ----------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """
+        The request's head has gone to its source; its body may follow.
+        """
+        return self.requestState is SENDING or self.requestState is SENT
+
+    @property
+    def requestDone(self) -> bool:
+        """
+        The whole request has been read from the browser.
+        """
+        return self.requestState is SENT or self.requestState is REQUEST_ENDED
+
+    @property
+    def upstream(self) -> IAnswerSource | None:
+        """
+        The answer's source, or L{None} while there is none.
+        """
+        return self.hold.source
+
+    @property
+    def done(self) -> bool:
+        """
+        The exchange has ended.
+        """
+        return self.answerState is ANSWER_ENDED
+
+    def _request(self, new: RequestState) -> None:
+        # The table's check is a lookup; L{move} is called only to refuse.
+        if new not in REQUEST_MOVES[self.requestState]:
+            move(REQUEST_MOVES, self.requestState, new)
+        self.requestState = new
+
+    def _answer(self, new: AnswerState) -> None:
+        if new not in ANSWER_MOVES[self.answerState]:
+            move(ANSWER_MOVES, self.answerState, new)
+        self.answerState = new
 
     # -- starting ---------------------------------------------------------------
 
@@ -274,90 +239,37 @@ class Exchange:
             self._start()
 
     def _start(self) -> None:
-        if self.done:
+        if self.answerState is ANSWER_ENDED:
             return
-        route = self.route
-        if isinstance(route, Answered):
-            # The mode answers this request itself (from a recording).
-            self._connected((route.answers.sourceFor(self.reactor, self.head, self.url), False, None, None))
-            return
-        idle = self.proxy.takeIdle(route)
-        if idle is not None:
-            self._connected(idle)
-            return
-        d = self.proxy.upstreamFor(self.route, fresh=True, resolved=self._resolvedTo)
-        d.addCallbacks(self._connected, self._connectFailed)
-        d.addErrback(self._crashed)
+        self.hold.find(self._sourceFor, self._connected, self._connectFailed, self._crashed)
 
-    def _resolvedTo(self, address: str) -> None:
-        self.address = address
+    def _sourceFor(self, route: Answered) -> IAnswerSource:
+        return route.answers.sourceFor(self.reactor, self.head, self.url)
 
     def _crashed(self, failure: Failure) -> None:
         _log.failure("the exchange for {url} failed", failure, url=self.url)
         if not self.done:
             self.fail("the proxy failed: " + failure.getErrorMessage())
 
-    def _use(self, result: tuple[IAnswerSource, bool, str | None, float | None]) -> bool:
-        """
-        Make the connection C{result} names (as L{IEngine.upstreamFor}
-        gives it) this exchange's; C{False}, and the connection back to the
-        pool, when the exchange ended meanwhile (the browser went away while
-        we connected).
-        """
-        upstream, reused, address, connectedAt = result
-        if self.done:
-            self.proxy.pool.put(upstream)
-            return False
-        self.upstream = upstream
-        self.reused = reused
-        self.address = address
-        self.connectedAt = None if reused else connectedAt
-        upstream.exchange = self
-        upstream.raw = False
-        return True
-
-    def _connected(self, result: tuple[IAnswerSource, bool, str | None, float | None]) -> None:
-        if not self._use(result):
-            return
+    def _connected(self) -> None:
+        self.kept.connectedAt = self.hold.connectedAt
         if not self.id:
-            # Logged before it goes: the backend never has a request the log
-            # doesn't.
+            # Logged before it goes: the backend never has a request the
+            # log doesn't.
             self.id = self.proxy.writer.open(self._openFields())
-        self._sendHead()
-        self._attach()
-        self.ready = True
+        drop, extra = requestChanges(self.head, self.fields, self.rules)
+        source = self.hold.source
+        assert source is not None
+        self._passedUp(source.sendHead(self.head, self.fields, drop, extra))
+        self.hold.attach()
+        self._request(SENDING)
         self.browser.exchangeReady(self)
 
-    def _sendHead(self) -> None:
-        head = self.head
-        fields = self.fields
-        drop = fields.relayDrop
-        extra: list[tuple[bytes, bytes]] = []
-        if head.upgrade:
-            drop = drop - {b"upgrade"}
-            extra.append((b"Connection", b"Upgrade"))
-        if self.rules.dropUp:
-            drop = drop | self.rules.dropUp
-            extra.extend(self.rules.setUp)
-        # Upstream, the target is origin-form (C{/path?query}).
-        target = head.target if head.url is None else originForm(head.target)
-        data = fields.serialize(b" ".join((head.method, target, b"HTTP/1.1")), drop, extra)
-        assert self.upstream is not None
-        self.upstream.reader.expectResponseTo(head.method)
-        self._write(data)
-
-    def _write(self, data: bytes) -> None:
-        assert self.upstream is not None
-        self.up += len(data)
-        if self.upShaper is not None:
-            self.upShaper.passed(len(data))
-        if self._sent is not None:
-            self._sentSize += len(data)
-            if self._sentSize > MAX_RETRY_BYTES:
-                self._sent = None
-            else:
-                self._sent.append(data)
-        self.upstream.send(data)
+    def _passedUp(self, size: int) -> None:
+        self.kept.up += size
+        shaper = self.shaping.upShaper
+        if shaper is not None:
+            shaper.passed(size)
 
     def _connectFailed(self, failure: Failure) -> None:
         if self.done:
@@ -368,209 +280,116 @@ class Exchange:
         reason, status = describeFailure(failure, self.route.host, self.route.port)
         self._endUnopened(status, UNREACHED_TEXT, reason)
 
-    def _endUnopened(self, status: int, text: str, reason: str, refused: bool = False) -> None:
-        """
-        End an exchange whose request never went up (its destination was
-        refused, no connection could be made, a timeout while connecting):
-        the browser gets netlog's own C{status}, and the open line is
-        written with the end, C{_refused} or C{_failed}.
-        """
-        self.done = True
-        response, size = self.browser.answer(status, text.format(reason))
-        if refused:
-            end = endRecord(self.reactor.seconds(), up=len(self.head.raw), down=size, response=response,
-                            refused=(reason, status))
-        else:
-            end = endRecord(self.reactor.seconds(), up=len(self.head.raw), down=size, response=response,
-                            failed=reason, failedStatus=status)
-        self.proxy.writer.refuse(self._openFields(), end)
-        self.browser.exchangeDone(self, cut=True)
-
-    def _endUnanswered(self, status: int, reason: str, refused: bool = False) -> None:
-        """
-        End an open exchange that got no answer (the upstream went away
-        before answering, or the request's body turned out malformed,
-        C{refused}): the browser gets netlog's own C{status}, the entry ends
-        C{_failed} (or C{_refused}).
-        """
-        self.done = True
-        response, size = self.browser.answer(status, (REFUSED_TEXT if refused else UNANSWERED_TEXT).format(reason))
-        self.response = response
-        self.responseBody = None
-        self.down += size
-        if refused:
-            fields = self.endFields(refused=(reason, status))
-        else:
-            fields = self.endFields(failed=reason, failedStatus=status)
-        self.proxy.writer.end(self.id, fields)
-        self.browser.exchangeDone(self, cut=True)
-
     def _openFields(self) -> dict[str, Any]:
         return self.proxy.openFields(self.browser, EXCHANGE, self.started, self.head, self.url, self.route.host,
-                                     self.route.port, self.address, self.signIn, self.rules.entries)
-
-    # -- backpressure -----------------------------------------------------------
-
-    def _attach(self) -> None:
-        upstream = self.upstream
-        assert upstream is not None and upstream.gate is not None
-        upstream.attachRequestProducer(self.browser.gate)
-        self.browser.attachAnswerProducer(upstream.gate)
-        bandwidth = self.rules.bandwidth
-        self.downShaper = shaperFor(self.reactor, bandwidth.down, upstream.gate)
-        self.upShaper = shaperFor(self.reactor, bandwidth.up, self.browser.gate)
-
-    def _detach(self) -> None:
-        for shaper in (self.upShaper, self.downShaper):
-            if shaper is not None:
-                shaper.stop()
-        self.upShaper = self.downShaper = None
-        upstream = self.upstream
-        if upstream is None:
-            return
-        upstream.detachRequestProducer()
-        self.browser.detachAnswerProducer()
-        if self.browser.gate.reasons:
-            self.browser.gate.release(BACKPRESSURE)
-        if upstream.gate is not None and upstream.gate.reasons:
-            upstream.gate.release(BACKPRESSURE)
+                                     self.route.port, self.hold.address, self.signIn, self.rules.entries)
 
     # -- the request, from the browser ------------------------------------------
 
     def fromBrowser(self, event: Event) -> None:
-        if self.done:
+        if self.answerState is ANSWER_ENDED:
             return
         if isinstance(event, Body):
-            self.hadBody = True
-            capture = self.requestBody
+            capture = self.kept.requestBody
             if capture is None:
-                capture = self.requestBody = self.proxy.mode.requestCapture(self.proxy.logging)
+                capture = self.kept.requestBody = self.proxy.mode.requestCapture(self.proxy.logging)
             capture.feed(event.data)
-            if not self._trimmed and capture.spilled:
-                self._trimmed = True
+            if not self.trimmed and capture.spilled:
+                self.trimmed = True
                 giveBackFreeMemory(self.reactor.seconds())
-            if not self.responseComplete:
-                assert self.upstream is not None
-                self.upstream.requestData(event.data)
-                self._write(event.raw)
+            source = self.hold.source
+            assert source is not None
+            self._passedUp(source.requestData(event))
         elif isinstance(event, EndOfMessage):
-            self.requestDone = True
-            if event.raw and not self.responseComplete:
-                self._write(event.raw)
-            self.sentAt = self.reactor.seconds()
-            if self.upstream is not None and not self.responseComplete:
-                self.upstream.requestEnded()
+            self._request(SENT)
+            self.kept.sentAt = self.reactor.seconds()
+            source = self.hold.source
+            if source is not None:
+                self._passedUp(source.requestEnded(event))
         elif isinstance(event, Incomplete):
-            self.requestDone = True
-            self.closedBy = CLIENT
+            self.kept.closedBy = CLIENT
             self.fail("the browser closed the connection in the middle of the request", abortBrowser=True)
         elif isinstance(event, Refused):
-            # The body turned out malformed (a bad chunk): nothing more of it
-            # can be read, so the exchange ends here.
-            self.requestDone = True
-            if self.responseStarted:
+            # The body turned out malformed (a bad chunk): nothing more of
+            # it can be read, so the exchange ends here.
+            if self.answerState is not AWAITING:
                 self.fail(f"the request was malformed: {event.reason}", abortBrowser=True)
             else:
-                self._detach()
-                self._dropUpstream()
-                self._endUnanswered(event.status, event.reason, refused=True)
+                self._noAnswer(event.reason, event.status, refused=True)
+
+    def browserRaw(self, data: bytes) -> None:
+        if self.done or self.upstream is None or self.relay is None:
+            return
+        self.relay.passed("up", data)
+        self._passedUp(len(data))
+        self.upstream.sendRaw(data)
 
     def browserLost(self, reason: Failure) -> None:
         if self.done:
             return
-        if self.raw:
+        if self.relay is not None:
             self._rawEnded(CLIENT, reason)
             return
-        self.closedBy = CLIENT
-        if not self.id:
-            self.fail("the browser closed the connection before the server was connected")
-        else:
-            self.fail("the browser closed the connection before the answer was complete")
+        self.kept.closedBy = CLIENT
+        self.fail("the browser closed the connection before "
+                  + ("the server was connected" if not self.id else "the answer was complete"))
 
-    # -- the answer, from upstream ------------------------------------------------
+    def cancelled(self) -> None:
+        """
+        The browser cancelled the request (an HTTP/2 stream's
+        C{RST_STREAM}): the exchange ends, and its source is closed (the
+        answer's rest can't be told apart from the next one's).
+        """
+        if not self.done:
+            self.kept.closedBy = CLIENT
+            self.fail("the browser cancelled the request")
 
-    def serverBytes(self, upstream: IAnswerSource, data: bytes) -> None:
-        if self.downShaper is not None:
-            self.downShaper.passed(len(data))
+    # -- the answer, from its source (IAnswerSink) ---------------------------------
+
+    def answerArrived(self, source: IAnswerSource, size: int) -> None:
+        shaper = self.shaping.downShaper
+        if shaper is not None:
+            shaper.passed(size)
         now = self.reactor.seconds()
         self.browser.touch(now)
-        if self.firstByteAt is None:
-            self.firstByteAt = now
-        if self.raw:
-            self._rawDown(data)
-            return
-        # What these bytes bring for the browser (a head, body pieces, the
+        kept = self.kept
+        if kept.firstByteAt is None:
+            kept.firstByteAt = now
+        # What one read brings for the browser (a head, body pieces, the
         # end) goes in one write, not one per event.
         self.browser.gather()
-        try:
-            for event in upstream.reader.feed(data):
-                self._fromServer(event)
-                if self.raw:
-                    leftover = upstream.reader.leftover()
-                    if leftover:
-                        self._rawDown(leftover)
-                    return
-                if self.done:
-                    return
-        finally:
-            self.browser.flush()
-        if self.responseStarted and self.headDue is None and not self.headLogged and self.id:
+
+    def answerSettled(self, source: IAnswerSource) -> None:
+        self.browser.flush()
+        if self.answerState is STREAMING and self.headLine is NOT_DUE and self.id:
             # The body didn't end in the read that brought the head: the
             # head line is due a second after it, if the body still runs.
-            self.headDue = now + HEAD_LINE_DELAY
+            self.headLine = DUE
+            self.headDue = self.reactor.seconds() + HEAD_LINE_DELAY
             self.browser.wakeBy(self.headDue)
 
-    def _fromServer(self, event: Event) -> None:
-        if isinstance(event, ResponseHead):
-            if event.interim:
-                self.interim.append(event.status)
-                self.down += self.browser.answerInterim(event)
-            else:
-                self._responseHead(event)
-        elif isinstance(event, Body):
-            assert self.responseBody is not None
-            self.responseBody.feed(event.data)
-            self.down += self.browser.answerData(event.data, event.raw)
-        elif isinstance(event, EndOfMessage):
-            if self.upgraded:
-                return
-            self.down += self.browser.answerEnd(event)
-            self._responseEnded()
-        elif isinstance(event, Unparsable):
-            self._unparsable(event)
-        elif isinstance(event, Incomplete):
-            self._upstreamClosedEarly(event.reason, event.raw)
+    def answerInterim(self, source: IAnswerSource, head: ResponseHead) -> None:
+        if self.answerState is AWAITING:
+            self.kept.interim.append(head.status)
+            self.kept.down += self.browser.answerInterim(head)
 
-    def _responseHead(self, event: ResponseHead) -> None:
-        self.responseStarted = True
-        self._sent = None
-        head = self.head
-        upgraded = event.status == 101 and head.upgrade
-        fields = HeadFields(event.version, event.headers)
-        drop = fields.relayDrop
-        if upgraded:
-            drop = drop - {b"upgrade"}
-        # One pass: drop the hop-by-hop fields, have the mode rewrite what
-        # names a configured upstream.
-        route = self.route
-        mode = self.proxy.mode
-        if route.site is not None:
-            headers = [
-                (name, mode.rewrite(route, lower, value) if lower in _REWRITTEN else value)
-                for (name, value), lower in zip(event.headers, fields.lowered) if lower not in drop
-            ]
-        else:
-            headers = [field for field, lower in zip(event.headers, fields.lowered) if lower not in drop]
-        if self.rules.dropDown:
-            headers = [f for f in headers if f[0].lower() not in self.rules.dropDown]
-            headers.extend(self.rules.setDown)
+    def answerHead(self, source: IAnswerSource, head: ResponseHead) -> None:
+        if self.answerState is ANSWER_ENDED:
+            return
+        self._answer(STREAMING)
+        upgraded = head.status == 101 and self.head.upgrade
+        fields = HeadFields(head.version, head.headers)
+        headers = answerFields(head, fields, upgraded, self.route, self.proxy.mode, self.rules)
         contentType = fields.first(b"content-type")
-        self.responseKeepAlive = fields.keepAlive and not event.eofFramed
-        sent, reason, size = self.browser.answerHead(event, fields, headers, upgraded)
+        self.responseKeepAlive = fields.keepAlive and not head.eofFramed
+        browser = self.browser
+        sent, reason, size = browser.answerHead(head, fields, headers, upgraded)
+        kept = self.kept
         if size > 0:
-            self.down += size
-        self.responseBody = mode.responseCapture(contentType, self.proxy.logging)
-        self.response = responseRecord(event.status, reason, self.browser.version, sent, size, None, self.signIn)
+            kept.down += size
+        proxy = self.proxy
+        kept.responseBody = proxy.mode.responseCapture(contentType, proxy.logging)
+        kept.response = responseRecord(head.status, reason, browser.version, sent, size, None, self.signIn)
         if upgraded or (contentType is not None and contentType[:17].lower() == b"text/event-stream"):
             # An answer that goes on streaming: its head is logged now,
             # before its bytes go to the browser.
@@ -578,138 +397,140 @@ class Exchange:
         if upgraded:
             # Both connections now carry the new protocol, relayed as it
             # comes; a WebSocket's messages are read and logged.
-            self.upgraded = True
-            if isWebSocket(head):
+            self._enterRaw(RawKind.UPGRADED)
+            if isWebSocket(self.head) and self.relay is not None:
                 extensions = fields.first(b"sec-websocket-extensions")
-                self._startWebSocket(extensions.decode("latin-1") if extensions is not None else None)
-            else:
-                self._enterRaw()
+                self.relay.readWebSocket(extensions.decode("latin-1") if extensions is not None else None)
+            pending = self.browser.enterRaw(self)
+            if pending:
+                self.browserRaw(pending)
 
-    def _responseEnded(self) -> None:
-        self.responseComplete = True
-        upstream = self.upstream
-        reuse = (
-            upstream is not None
-            and self.responseKeepAlive
-            and self.requestDone
-            and upstream.reader.idle
-            and upstream.pooled
-        )
-        if not self.requestDone:
-            # An early answer (a 413 before the upload ended): the rest of the
-            # request is read and dropped, the backend connection closed.
+    def answerData(self, source: IAnswerSource, body: Body) -> None:
+        if self.answerState is STREAMING:
+            kept = self.kept
+            assert kept.responseBody is not None
+            kept.responseBody.feed(body.data)
+            kept.down += self.browser.answerData(body.data, body.raw)
+
+    def answerEnd(self, source: IAnswerSource, end: EndOfMessage) -> None:
+        if self.answerState is not STREAMING:
+            return
+        self.kept.down += self.browser.answerEnd(end)
+        self._answer(COMPLETE)
+        upstream = self.hold.source
+        requestDone = self.requestState is SENT or self.requestState is REQUEST_ENDED
+        reuse = (upstream is not None and self.responseKeepAlive and requestDone and upstream.idle
+                 and upstream.pooled)
+        if not requestDone:
+            # An early answer (a 413 before the upload ended): the rest of
+            # the request is read and dropped, the connection closed.
             self.browser.discardRestOfRequest(self)
         self._finish(None, reuseUpstream=reuse)
 
-    def _upstreamClosedEarly(self, reason: str, raw: bytes = b"") -> None:
-        if not self.responseStarted:
-            self._noAnswer(f"{self.route.host}:{self.route.port} closed the connection before answering")
-            return
-        self.closedBy = SERVER
-        why = f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer"
-        # Bytes read and not yet relayed (a last chunk cut inside its
-        # trailers): a browser side that relays the server's framing sends
-        # them as they came, then closes; their framing tells it the answer
-        # is cut. An abort would drop them with the rest of the write
-        # buffer. Otherwise only the abort says the answer is cut.
-        sent = self.browser.cutAnswer(raw) if raw else None
-        if sent is not None:
-            self.down += sent
-            self.cut = True
-            self.fail(why)
-        else:
-            self.fail(why, abortBrowser=True)
+    def answerMarks(self, source: IAnswerSource, marks: dict[str, object],
+                    recorded: Callable[[dict[str, object]], dict[str, object]] | None = None) -> None:
+        self.kept.marks = dict(marks)
+        self.kept.recordedAs = recorded
 
-    def serverLost(self, upstream: IAnswerSource, reason: Failure) -> None:
-        if self.done or upstream is not self.upstream:
-            return
-        if self.raw:
-            self._rawEnded(SERVER, reason)
-            return
-        for event in upstream.reader.feedEOF():
-            self._fromServer(event)
-            if self.done:
-                return
+    def answerUnparsable(self, source: IAnswerSource, raw: bytes) -> None:
         if self.done:
             return
-        if not self.responseStarted and self.firstByteAt is None and self.reused \
-                and not self.retried and self._sent is not None and self.requestDone \
-                and not self.hadBody and self.head.method in RETRIED_METHODS:
-            self._retry()
-            return
-        if not self.responseStarted:
-            where = f"{self.route.host}:{self.route.port}"
-            if reason.check(SSL.Error):
-                error_ = reason.value
-                assert error_ is not None
-                self._noAnswer(f"TLS with {where} failed: {describeTLSError(error_)}")
-                return
-            what = "reset" if not reason.check(error.ConnectionDone) else "closed"
-            self._noAnswer(f"{where} {what} the connection before answering")
-        else:
-            self.closedBy = SERVER
-            self.fail(f"{self.route.host}:{self.route.port} closed the connection in the middle of the answer",
-                      abortBrowser=True)
+        self._enterRaw(RawKind.UNPARSED)
+        pending = self.browser.enterRaw(self)
+        if pending:
+            self.browserRaw(pending)
+        if raw:
+            self.answerRaw(source, raw)
 
-    def forward(self, source: IAnswerSource) -> None:
+    def answerRaw(self, source: IAnswerSource, data: bytes) -> None:
+        if self.relay is not None and not self.done:
+            self.relay.passed("down", data)
+            self.kept.down += self.browser.answerData(data, data)
+
+    def _enterRaw(self, kind: RawKind) -> None:
+        self._answer(RELAYING)
+        self.relay = RawRelay(kind, self.proxy.writer, self.id)
+        assert self.upstream is not None
+        self.upstream.raw = True
+
+    def answerFailed(self, source: IAnswerSource, reason: Failure, raw: bytes = b"",
+                     again: IResendable | None = None) -> None:
+        if self.done or source is not self.upstream:
+            return
+        if self.relay is not None:
+            self._rawEnded(SERVER, reason)
+            return
+        where = f"{self.route.host}:{self.route.port}"
+        if self.answerState is AWAITING:
+            if again is not None:
+                self._retry(again)
+            elif reason.check(SSL.Error):
+                assert reason.value is not None
+                self._noAnswer(f"TLS with {where} failed: {describeTLSError(reason.value)}")
+            else:
+                what = "reset" if not reason.check(error.ConnectionDone) else "closed"
+                self._noAnswer(f"{where} {what} the connection before answering")
+            return
+        self.kept.closedBy = SERVER
+        why = f"{where} closed the connection in the middle of the answer"
+        # Framing read and not yet relayed (a last chunk cut inside its
+        # trailers): a browser side that relays the server's framing sends
+        # it as it came (it tells the browser the answer is cut); otherwise
+        # only an abort says so.
+        sent = self.browser.cutAnswer(raw) if raw else None
+        if sent is not None:
+            self.kept.down += sent
+            self.cut = True
+        self.fail(why, abortBrowser=sent is None)
+
+    def forward(self, source: IAnswerSource, sent: IResendable | None) -> None:
         """
-        C{source} has no answer for this request and sends it on to the
-        route's upstream (a replay's unmatched request, with
-        C{--replay-unmatched forward}): the request as it was sent so far
-        goes up on a new connection, as a retry's does.
+        C{source} has no answer (a replay's unmatched request, with
+        C{--replay-unmatched forward}): the request goes up on a new
+        connection, as a retry's does.
         """
         if self.done or source is not self.upstream:
             return
-        if self._sent is None:
+        if sent is None:
             self._noAnswer(f"the request is over {MAX_RETRY_BYTES} bytes, too big to forward unanswered")
             return
-        self._retry()
+        self._retry(sent)
 
-    def _retry(self) -> None:
+    def _retry(self, again: IResendable) -> None:
         """
-        A reused connection was already closed: send the request again, once,
-        on a new one.
+        Hand the request, as it was handed, to a new connection.
         """
-        self.retried = True
-        sent = b"".join(self._sent or [])
-        self._detach()
-        self.upstream = None
-        self.up = 0
-        self._sent = []
-        self._sentSize = 0
-        d = self.proxy.upstreamFor(self.route, fresh=True)
+        self.kept.up = 0
+        self.hold.again(again, self._resent,
+                        lambda f: self._noAnswer(describeFailure(f, self.route.host, self.route.port)[0]),
+                        self._crashed)
 
-        def again(result: tuple[IAnswerSource, bool, str | None, float | None]) -> None:
-            if not self._use(result):
-                return
-            assert self.upstream is not None
-            self.upstream.reader.expectResponseTo(self.head.method)
-            self._write(sent)
-            self._attach()
+    def _resent(self, size: int) -> None:
+        self.kept.connectedAt = self.hold.connectedAt
+        self._passedUp(size)
 
-        d.addCallbacks(again, lambda f: self._noAnswer(describeFailure(f, self.route.host, self.route.port)[0]))
-        d.addErrback(self._crashed)
+    # -- timers -------------------------------------------------------------------
 
-    def _noAnswer(self, reason: str, status: int = 502) -> None:
+    def logHead(self) -> None:
         """
-        No answer came: the browser gets a C{status} (502, or 504 on a
-        timeout), the entry C{_failed}.
+        Write the answer's head line (once), for an answer still streaming.
         """
-        self.browser.flush()
-        self._detach()
-        self._dropUpstream()
-        self._endUnanswered(status, reason)
+        self.headDue = None
+        if self.headLine is WRITTEN or self.kept.response is None or not self.id or self.done:
+            return
+        self.headLine = WRITTEN
+        self.proxy.writer.head(self.id, headRecord(self.kept.firstByteAt, self.kept.response))
 
     def timedOut(self, reason: str) -> None:
         """
         Nothing passed for the idle timeout. Before any answer the browser
-        gets a C{504}; after one began (or in a raw relay) both connections
-        are cut. Either way the entry ends C{_failed}.
+        gets a C{504}; after one began (or in a raw relay) both sides are
+        cut. Either way the entry ends C{_failed}.
         """
         if self.done:
             return
-        if self.raw or self.responseStarted:
-            self.closedBy = PROXY
+        if self.answerState is not AWAITING:
+            self.kept.closedBy = PROXY
             # Nothing more is read from this browser connection.
             self.cut = True
             self.fail(reason, abortBrowser=True)
@@ -719,188 +540,102 @@ class Exchange:
         else:
             self._noAnswer(reason, GATEWAY_TIMEOUT)
 
-    # -- raw relays: WebSockets and answers that aren't HTTP ---------------------
-
-    def logHead(self) -> None:
-        """
-        Write the answer's head line (once), for an answer still streaming.
-        """
-        self.headDue = None
-        if self.headLogged or self.response is None or not self.id or self.done:
-            return
-        self.headLogged = True
-        self.proxy.writer.head(self.id, headRecord(self.firstByteAt, self.response))
-
-    def _startWebSocket(self, extensions: str | None) -> None:
-        if self.id and self.proxy.writer.enabled:
-            deflate = parseDeflate(extensions)
-            budget = KeptBudget()
-            self.wsUp = MessageAssembler(budget, deflate is not None,
-                                         deflate is not None and deflate.clientNoContext)
-            self.wsDown = MessageAssembler(budget, deflate is not None,
-                                           deflate is not None and deflate.serverNoContext)
-        else:
-            self.wsUp = FrameCounter()
-            self.wsDown = FrameCounter()
-        self._enterRaw()
-
-    def _logMessages(self, direction: str, messages: list[Message]) -> None:
-        write = self.proxy.writer.message
-        for m in messages:
-            write(self.id, messageRecord(direction, m.opcode, m.size, m.data, m.truncated, m.compressed,
-                                         m.undecodable, m.frames))
-
-    def _unparsable(self, event: Unparsable) -> None:
-        self.unparsed = True
-        self._sent = None
-        self._enterRaw()
-        if event.raw:
-            self._rawDown(event.raw)
-
-    def _enterRaw(self) -> None:
-        self.raw = True
-        assert self.upstream is not None
-        self.upstream.raw = True
-        pending = self.browser.enterRaw(self)
-        if pending:
-            self.browserRaw(pending)
-
-    def browserRaw(self, data: bytes) -> None:
-        if self.done or self.upstream is None:
-            return
-        ws = self.wsUp
-        if ws is not None:
-            messages = ws.feed(data)
-            if messages:
-                # Logged before the message's last bytes go on.
-                self._logMessages("up", messages)
-        self.up += len(data)
-        if self.upShaper is not None:
-            self.upShaper.passed(len(data))
-        self.upstream.send(data)
-
-    def _rawDown(self, data: bytes) -> None:
-        ws = self.wsDown
-        if ws is not None:
-            messages = ws.feed(data)
-            if messages:
-                self._logMessages("down", messages)
-        self.down += self.browser.answerData(data, data)
-
-    def _rawEnded(self, closedBy: str, reason: Failure) -> None:
-        self.closedBy = closedBy
-        failed = None
-        if not reason.check(error.ConnectionDone):
-            who = "the browser" if closedBy == CLIENT else self.route.host
-            failed = f"{who} reset the connection"
-        self._finish(failed, reuseUpstream=False)
-        if closedBy == CLIENT:
-            self._dropUpstream(gently=True)
-        else:
-            self.browser.finishRaw()
-
-    def cancelled(self) -> None:
-        """
-        The browser cancelled the request (an HTTP/2 stream's C{RST_STREAM}):
-        the exchange ends, and its upstream connection is closed (the
-        answer's rest can't be told apart from the next one's).
-        """
-        if self.done:
-            return
-        self.closedBy = CLIENT
-        self.fail("the browser cancelled the request")
-
     def abort(self) -> None:
         """
         The proxy is stopping: end this exchange now.
         """
-        if self.done:
-            return
-        self.closedBy = PROXY
-        self.fail("the proxy stopped", abortBrowser=True)
+        if not self.done:
+            self.kept.closedBy = PROXY
+            self.fail("the proxy stopped", abortBrowser=True)
 
     # -- ending -------------------------------------------------------------------
+
+    def _ended(self) -> None:
+        self._answer(ANSWER_ENDED)
+        self._request(REQUEST_ENDED)
+        self.hold.release()
+        self.headDue = None
+
+    def _endUnopened(self, status: int, text: str, reason: str, refused: bool = False) -> None:
+        """
+        End an exchange whose request never went up (its destination was
+        refused, no connection could be made, a timeout while connecting):
+        the browser gets netlog's own C{status}, and the open line is
+        written with the end, C{_refused} or C{_failed}.
+        """
+        self._ended()
+        response, size = self.browser.answer(status, text.format(reason))
+        end = endRecord(self.reactor.seconds(), up=len(self.head.raw), down=size, response=response,
+                        refused=(reason, status) if refused else None, failed=None if refused else reason,
+                        failedStatus=None if refused else status)
+        self.proxy.writer.refuse(self._openFields(), end)
+        self.browser.exchangeDone(self, cut=True)
+
+    def _noAnswer(self, reason: str, status: int = 502, refused: bool = False) -> None:
+        """
+        End an open exchange that got no answer (its source went away
+        before answering, a timeout, or the request's body turned out
+        malformed, C{refused}): the browser gets netlog's own C{status}
+        (502, or 504 on a timeout), the entry ends C{_failed} (or C{_refused}).
+        """
+        if self.done:
+            return
+        self.browser.flush()
+        self.hold.detach()
+        self.hold.drop()
+        self._ended()
+        response, size = self.browser.answer(status, (REFUSED_TEXT if refused else UNANSWERED_TEXT).format(reason))
+        self.kept.response = response
+        self.kept.responseBody = None
+        self.kept.down += size
+        self.proxy.writer.end(self.id, self.endFields(refused=(reason, status)) if refused
+                              else self.endFields(failed=reason, failedStatus=status))
+        self.browser.exchangeDone(self, cut=True)
 
     def fail(self, reason: str, abortBrowser: bool = False) -> None:
         if self.done:
             return
         self._finish(reason, reuseUpstream=False)
-        self._dropUpstream()
+        self.hold.drop()
         if abortBrowser:
             self.browser.abort()
 
-    def _dropUpstream(self, gently: bool = False) -> None:
-        upstream, self.upstream = self.upstream, None
-        if upstream is not None:
-            upstream.exchange = None
-            upstream.close(gently)
+    def _rawEnded(self, closedBy: str, reason: Failure) -> None:
+        self.kept.closedBy = closedBy
+        failed = None
+        if not reason.check(error.ConnectionDone):
+            failed = f"{'the browser' if closedBy == CLIENT else self.route.host} reset the connection"
+        self._finish(failed, reuseUpstream=False)
+        if closedBy == CLIENT:
+            self.hold.drop(gently=True)
+        else:
+            self.browser.finishRaw()
 
     def endFields(self, *, failed: str | None = None, failedStatus: int | None = None,
                   refused: tuple[str, int] | None = None) -> dict[str, Any]:
-        now = self.reactor.seconds()
-        requestBody = None
-        if self.hadBody:
-            capture = self.requestBody or self.proxy.mode.requestCapture(self.proxy.logging)
-            requestBody = capture.record(splice=True)
-        response = None
-        if self.response is not None and not self.unparsed:
-            response = dict(self.response)
-            if self.responseBody is not None and not self.upgraded:
-                response["body"] = self.responseBody.record(splice=True)
-            if self.asRecorded is not None:
-                response = self.asRecorded(response)
-        websocket: dict[str, Any] | None = None
-        wsUp, wsDown = self.wsUp, self.wsDown
-        if wsUp is not None and wsDown is not None:
-            websocket = websocketRecord(wsUp.messages, wsDown.messages, wsUp.bytes, wsDown.bytes,
-                                        _closeOf(wsUp), _closeOf(wsDown))
-        fields = endRecord(
-            now, self.connectedAt, self.sentAt, self.firstByteAt,
-            up=self.up, down=self.down, requestBody=requestBody, response=response, interim=self.interim,
-            closedBy=self.closedBy if self.wsUp is not None or self.raw else None,
-            websocket=websocket, unparsed=self.unparsed, refused=refused, failed=failed,
-            failedStatus=failedStatus, marks=self.marks,
-        )
-        # The kept bodies are in the fields now, as the base64 the captures
-        # kept (the LogWriter writes it into the line without a copy): let
-        # the captures go before the line is encoded.
-        self.requestBody = _SPENT
-        self.responseBody = _SPENT if self.responseBody is not None else None
-        return fields
+        return self.kept.endFields(self.reactor.seconds(), self.relay, failed=failed, failedStatus=failedStatus,
+                                   refused=refused)
 
     def _finish(self, failed: str | None, reuseUpstream: bool) -> None:
-        if self.done:
+        if self.answerState is ANSWER_ENDED:
             return
-        self.done = True
-        self.headDue = None
+        self._ended()
         if self.id:
             self.proxy.writer.end(self.id, self.endFields(failed=failed))
         else:
-            # Ended before its upstream connection was made (the browser
-            # left, a timeout): its open line goes with its end.
+            # Ended before its source was made (the browser left, a
+            # timeout): its open line goes with its end.
             self.id = self.proxy.writer.refuse(self._openFields(), self.endFields(failed=failed))
         # The answer's last bytes go after its end line is written, and
         # before anything the browser's next request brings.
         self.browser.flush()
-        self._detach()
-        upstream = self.upstream
-        if upstream is not None:
+        self.hold.detach()
+        if self.hold.source is not None:
             if reuseUpstream:
-                self.upstream = None
-                upstream.exchange = None
-                self.proxy.pool.put(upstream)
-            elif not self.raw:
-                self._dropUpstream(gently=True)
+                self.hold.giveBack()
+            elif self.relay is None:
+                self.hold.drop(gently=True)
         self.browser.exchangeDone(self, cut=self.cut)
-
-
-def _closeOf(side: MessageAssembler | FrameCounter) -> tuple[int | None, str] | None:
-    """
-    The close frame a WebSocket's side sent (its code and reason), if read.
-    """
-    if isinstance(side, MessageAssembler) and side.closed:
-        return side.closeCode, side.closeReason or ""
-    return None
 
 
 def describeTLSError(value: BaseException) -> str:

@@ -61,8 +61,8 @@ from netlog.core.records import (
 )
 from netlog.net.gate import Gate
 from netlog.proxy.contracts import IBrowserStream, IEngine
+from netlog.proxy.dispatch import Turned, dispatch
 from netlog.proxy.exchange import Exchange
-from netlog.proxy.mode import Refusal
 
 _log = Logger()
 
@@ -215,14 +215,12 @@ class H2Stream:
         assert head.host is not None
         port = head.port or DEFAULT_PORTS["https"]
         url = "https://" + _authority(head) + head.target.decode("latin-1")
-        rules = proxy.rules.request(head.host, port, url)
-        if rules.blocked:
-            connection.refuse(self, head, url, at, rules.status, rules.why, (head.host, port), rules.entries)
+        dispatched = dispatch(proxy, "https", head.host, port, url, head.method, True)
+        if isinstance(dispatched, Turned):
+            connection.refuse(self, head, url, at, dispatched.status, dispatched.reason, (head.host, port),
+                              dispatched.entries)
             return
-        routed = proxy.mode.route("https", head.host, port, True)
-        if isinstance(routed, Refusal):
-            connection.refuse(self, head, url, at, routed.status, routed.reason, (head.host, port))
-            return
+        routed, rules = dispatched
         exchange = Exchange(proxy, self, head, url, routed, at, rules)
         self.exchange = exchange
         if ended:

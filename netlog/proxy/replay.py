@@ -6,9 +6,9 @@ L{IAnswerSource}).
 The exchange hands a L{RecordedSource} the request as it would hand an
 upstream connection; once the request has ended, the source matches it
 (L{netlog.core.replay}), reads the recorded answer back from the file by
-offset, frames it again as HTTP/1.1 and hands the exchange those bytes
-(at once, or after the recorded wait with C{--replay-pace recorded}). The
-exchange reads, keeps, logs and sends them exactly as an upstream's. No
+offset, and hands the exchange its events (at once, or after the recorded
+wait with C{--replay-pace recorded}). The exchange keeps, logs and sends
+them exactly as an upstream's. No
 connection is made and no name looked up unless an unmatched request is
 forwarded (C{--replay-unmatched forward}).
 """
@@ -23,13 +23,12 @@ from functools import partial
 from typing import Any, Callable
 
 from twisted.internet.error import ConnectionDone
-from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.interfaces import IReactorTime
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from netlog.core.capture import MAX_REQUEST_BODY
 from netlog.core.har import exchangeLines
-from netlog.core.http1 import HeadFields, RequestHead, ResponseReader
+from netlog.core.http1 import RequestHead
 from netlog.core.replay import (
     MatchRules,
     Recorded,
@@ -39,7 +38,7 @@ from netlog.core.replay import (
     answerFromLog,
     bodyKey,
     OP_CLOSE,
-    framed,
+    answerEvents,
     handshake,
     recordedFromHar,
     recordedFromLog,
@@ -53,9 +52,9 @@ from netlog.core.replay import (
 )
 from netlog.core.wsmessages import MessageAssembler
 from netlog.log.series import openSeries
-from netlog.net.gate import Gate
 from netlog.proxy.contracts import IAnswerSink, IAnswerSource
 from netlog.proxy.mode import IAnswers
+from netlog.proxy.held import AnswerEvents, HeldSource
 
 #: What C{--replay-unmatched} takes: answer C{404}, or send it to the backend.
 UNMATCHED_404 = "404"
@@ -70,9 +69,6 @@ MAX_PACE_WAIT = 30.0
 #: Bytes of recorded answers' bodies kept read back, the most recently
 #: served (a page's scripts, styles and images are asked for again and again).
 MAX_CACHED_ANSWER_BYTES = 32 * 1024 * 1024
-#: What a request that says C{Expect: 100-continue} gets at once, before
-#: its body: nothing but the recording waits for it (RFC 9110, 10.1.1).
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 #: Bytes read from the start of a recording to tell a log from a HAR.
 _SNIFF_SIZE = 64
 
@@ -232,131 +228,61 @@ class Replay:
 
 
 @implementer(IAnswerSource)
-class RecordedSource:
+class RecordedSource(HeldSource):
     """
     The answer source of one replayed exchange: it keeps the request's body
-    to match by, then brings the recorded answer.
+    to match by, then hands the exchange the recorded answer's events.
     """
 
-    #: A recording is never pooled: each exchange gets its own.
-    pooled = False
-
     def __init__(self, replay: Replay, reactor: IReactorTime, head: RequestHead, url: str) -> None:
+        super().__init__(reactor, head, url)
         self.replay = replay
-        self.reactor = reactor
-        self.head = head
-        self.url = url
-        self.exchange: IAnswerSink | None = None
-        self.reader = ResponseReader()
-        self.gate = Gate(self)
-        self.raw = False
-        self._body: list[bytes] = []
-        self._bodySize = 0
-        self._pending: IDelayedCall | None = None
-        #: The request asks to be told to send its body (C{Expect:
-        #: 100-continue}); the C{100} to tell it, once due.
-        self._fields = HeadFields(head.version, head.headers)
-        expect = self._fields.first(b"expect")
-        self._continueDue = (head.version == b"HTTP/1.1" and expect is not None
-                             and expect.strip().lower() == b"100-continue")
-        self._continuing: IDelayedCall | None = None
-        self._ended = False
         #: A replayed WebSocket's server frames by browser messages heard
         #: (L{netlog.core.replay.webSocketPlan}), and the browser's side read.
         self._plan: list[bytes] | None = None
         self._heard = 0
         self._browserFrames: MessageAssembler | None = None
 
-    # The gate's transport: nothing to pause, the answer is handed at once.
-    def pauseProducing(self) -> None:
-        pass
-
-    def resumeProducing(self) -> None:
-        pass
-
-    # -- IAnswerSource ---------------------------------------------------------------------
-
-    def send(self, data: bytes) -> None:
-        """
-        Nothing goes anywhere: the request is matched, not sent; once a
-        replayed WebSocket is open, its frames are read (L{_fromBrowser}).
-        """
-        if self.raw and self._plan is not None:
-            self._fromBrowser(data)
-        elif self._continueDue:
-            # The request's head, which asks to be told to go on with its
-            # body: told at once, as the exchange reads an answer (after
-            # this call), unless the whole request is here by then.
-            self._continueDue = False
-            self._continuing = self.reactor.callLater(0, self._continue)
-
-    def _continue(self) -> None:
-        self._continuing = None
-        if self.exchange is not None and not self._ended:
-            self.exchange.serverBytes(self, CONTINUE)
-
-    def requestData(self, data: bytes) -> None:
-        self._bodySize += len(data)
-        if self._bodySize <= MAX_REQUEST_BODY:
-            self._body.append(data)
-
-    def requestEnded(self) -> None:
-        self._ended = True
-        exchange = self.exchange
-        if exchange is None:
-            return
+    def answerRequest(self, exchange: IAnswerSink, body: bytes | None) -> None:
         head = self.head
         method = head.method.decode("latin-1")
         replay = self.replay
-        body = b"".join(self._body) if self._bodySize <= MAX_REQUEST_BODY else None
-        self._body = []
         matched = None
         if body is not None:
-            contentType = self._fields.first(b"content-type")
+            contentType = self.fields.first(b"content-type")
             matched = replay.index.match(
                 requestKey(method, self.url, replay.rules),
                 bodyKey(body, contentType.decode("latin-1") if contentType is not None else None, replay.rules),
                 replay.answerFor)
         if matched is None:
             if replay.forwardUnmatched:
-                exchange.marks = {"_forwarded": True}
-                exchange.forward(self)
+                exchange.answerMarks(self, {"_forwarded": True})
+                exchange.forward(self, self._sent)
                 return
             answer = unmatchedAnswer(method, self.url)
-            exchange.marks = {"_unmatched": True}
+            exchange.answerMarks(self, {"_unmatched": True})
         else:
             recorded, answer = matched
             if replay.refresh:
                 answer = refreshed(answer, self.reactor.seconds())
-            exchange.marks = replayMarks(recorded, answer)
-            if answer.cut:
-                exchange.asRecorded = partial(recordedResponse, answer=answer)
-        key = self._fields.first(b"sec-websocket-key")
+            exchange.answerMarks(self, replayMarks(recorded, answer),
+                                 partial(recordedResponse, answer=answer) if answer.cut else None)
+        key = self.fields.first(b"sec-websocket-key")
+        events: AnswerEvents
         if answer.status == 101 and head.upgrade and key is not None:
-            data = handshake(answer, key)
+            events = [handshake(answer, key)]
             self._plan = webSocketPlan(answer.messages)
             self._browserFrames = MessageAssembler()
         else:
-            data = framed(answer, head.method)
-        wait = min(answer.wait, MAX_PACE_WAIT) if replay.paced else 0.0
-        self._pending = self.reactor.callLater(wait, self._answer, data)
+            events = answerEvents(answer, head.method)
+        self.handAfter(min(answer.wait, MAX_PACE_WAIT) if replay.paced else 0.0, events)
 
-    def _answer(self, data: bytes) -> None:
-        self._pending = None
-        exchange = self.exchange
-        if exchange is not None:
-            exchange.serverBytes(self, data)
+    # -- a replayed WebSocket: the server's side -----------------------------------------
+
+    def handed(self) -> None:
         if self.raw and self._plan is not None:
             # A WebSocket: the server's messages before the browser's first.
             self._sendPlanned()
-            return
-        exchange = self.exchange
-        if exchange is not None:
-            # Whatever the answer left unread ends here, as a server's close.
-            self.exchange = None
-            exchange.serverLost(self, Failure(ConnectionDone()))
-
-    # -- a replayed WebSocket: the server's side -----------------------------------------
 
     def _sendPlanned(self) -> None:
         """
@@ -369,9 +295,9 @@ class RecordedSource:
             return
         frames = plan[self._heard]
         if frames:
-            exchange.serverBytes(self, frames)
+            exchange.answerRaw(self, frames)
 
-    def _fromBrowser(self, data: bytes) -> None:
+    def sendRaw(self, data: bytes) -> None:
         """
         The browser's WebSocket frames: each message it completes lets the
         recorded answers that followed it go; its close is answered with a
@@ -379,7 +305,8 @@ class RecordedSource:
         WebSocket ends.
         """
         frames = self._browserFrames
-        assert frames is not None
+        if frames is None:
+            return
         for _ in frames.feed(data):
             self._heard += 1
             self._sendPlanned()
@@ -387,20 +314,5 @@ class RecordedSource:
             code = frames.closeCode
             echoed = code.to_bytes(2, "big") + (frames.closeReason or "").encode("utf-8") if code else b""
             exchange, self.exchange = self.exchange, None
-            exchange.serverBytes(self, serverFrame(OP_CLOSE, echoed))
-            exchange.serverLost(self, Failure(ConnectionDone()))
-
-    def attachRequestProducer(self, producer: Any) -> None:
-        """
-        The request is taken as fast as it comes.
-        """
-
-    def detachRequestProducer(self) -> None:
-        pass
-
-    def close(self, gently: bool) -> None:
-        self.exchange = None
-        for pending in (self._pending, self._continuing):
-            if pending is not None and pending.active():
-                pending.cancel()
-        self._pending = self._continuing = None
+            exchange.answerRaw(self, serverFrame(OP_CLOSE, echoed))
+            exchange.answerFailed(self, Failure(ConnectionDone()))

@@ -1,6 +1,8 @@
 """
-Connections to backends and live hosts: the upstream protocol that reads
-answers, and the pool that keeps idle keep-alive connections for reuse.
+Connections to backends and live hosts: the upstream protocol, an answer
+source that frames requests as HTTP/1.1 and reads answers into events, the
+request kept to be sent again, and the pool that keeps idle keep-alive
+connections for reuse.
 """
 
 from __future__ import annotations
@@ -15,7 +17,18 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from netlog.core.http1 import ResponseReader
+from netlog.core.http1 import (
+    Body,
+    EndOfMessage,
+    Event,
+    HeadFields,
+    Incomplete,
+    RequestHead,
+    ResponseHead,
+    ResponseReader,
+    Unparsable,
+)
+from netlog.core.records import originForm
 from netlog.net.connect import connectThen
 from netlog.net.gate import Gate
 from netlog.net.reactors import IProxyReactor
@@ -32,15 +45,81 @@ MAX_IDLE_PER_UPSTREAM = 64
 IDLE_UPSTREAM_TIMEOUT = 30.0
 
 
+#: A request whose head and body together are at most this many bytes is
+#: kept as it was sent, to be sent again on a new connection when a reused
+#: one turns out closed (or handed on by a source with no answer).
+MAX_RETRY_BYTES = 64 * 1024
+#: The methods sent again on a new connection when a reused one turns out
+#: closed, and only without a body: a proxy must not retry a request that
+#: isn't idempotent (RFC 9112, 9.3.1), and the retry is kept to the plainly
+#: safe ones.
+RETRIED_METHODS = frozenset({b"GET", b"HEAD", b"OPTIONS", b"TRACE"})
+
+
+class SentRequest:
+    """
+    A request as it was handed to an answer source, while it is at most
+    L{MAX_RETRY_BYTES}: its head's parts and its body's events, to hand to
+    another source (L{IResendable}).
+
+    @ivar size: the bytes kept so far.
+    @ivar ended: the request has been handed whole.
+    @ivar hadBody: a piece of body was handed.
+    """
+
+    __slots__ = ("head", "fields", "drop", "extra", "events", "size", "ended", "hadBody")
+
+    def __init__(self, head: RequestHead, fields: HeadFields, drop: frozenset[bytes] | set[bytes],
+                 extra: list[tuple[bytes, bytes]]) -> None:
+        self.head = head
+        self.fields = fields
+        self.drop = drop
+        self.extra = extra
+        self.events: list[Body | EndOfMessage] = []
+        self.size = len(head.raw)
+        self.ended = False
+        self.hadBody = False
+
+    def keep(self, event: Body | EndOfMessage) -> bool:
+        """
+        Keep C{event}; C{False} once the request is too big to keep.
+        """
+        if isinstance(event, Body):
+            self.hadBody = True
+        else:
+            self.ended = True
+        self.size += len(event.raw)
+        self.events.append(event)
+        return self.size <= MAX_RETRY_BYTES
+
+    def sendTo(self, source: IAnswerSource) -> int:
+        sent = source.sendHead(self.head, self.fields, self.drop, self.extra)
+        for event in self.events:
+            sent += source.requestData(event) if isinstance(event, Body) else source.requestEnded(event)
+        return sent
+
+
 @implementer(IAnswerSource)
 class UpstreamProtocol(Protocol):
     """
     One connection to a backend or a live host, carrying one exchange at a
-    time: the answer source of an exchange routed upstream. Its bytes go to
-    the exchange, read as answers, or raw once the exchange says so (a
-    WebSocket, an answer that isn't HTTP).
+    time: the answer source of an exchange routed upstream. It frames the
+    request as HTTP/1.1, reads the answer's bytes (its L{reader}) and hands
+    the exchange their events, or the bytes raw once the exchange says so
+    (a WebSocket, an answer that isn't HTTP).
 
-    @ivar firstByteAt: when the current exchange's first answer byte came.
+    @ivar reader: reads the answers.
+    @ivar exchange: the L{IAnswerSink} answered now, or L{None} while idle.
+    @ivar raw: the connection relays bytes raw, not read as HTTP.
+    @ivar gate: pauses the reading of answers (the browser's backpressure).
+    @ivar connected: the connection is up.
+    @ivar pool: the pool holding it while idle.
+    @ivar idleSince: when it went idle in the pool.
+    @ivar address: the address connected to.
+    @ivar heads: the requests sent on it so far.
+    @ivar sent: the current request as sent, while small enough to send
+        again (L{SentRequest}); L{None} once not.
+    @ivar answered: bytes of an answer to the current request have come.
     """
 
     transport: Any
@@ -59,6 +138,9 @@ class UpstreamProtocol(Protocol):
         self.lostReason: Failure | None = None
         self.idleSince = 0.0
         self.address: str | None = None
+        self.heads = 0
+        self.sent: SentRequest | None = None
+        self.answered = False
 
     def connectionMade(self) -> None:
         self.connected = True
@@ -74,7 +156,48 @@ class UpstreamProtocol(Protocol):
             # can't be reused.
             self.transport.abortConnection()
             return
-        exchange.serverBytes(self, data)
+        self.answered = True
+        exchange.answerArrived(self, len(data))
+        try:
+            if self.raw:
+                exchange.answerRaw(self, data)
+                return
+            for event in self.reader.feed(data):
+                # The answer's usual events are handed on here, without
+                # L{_emit}'s call (this runs for every read of every answer).
+                kind = type(event)
+                if kind is Body:
+                    exchange.answerData(self, event)  # type: ignore[arg-type]
+                elif kind is EndOfMessage:
+                    exchange.answerEnd(self, event)  # type: ignore[arg-type]
+                else:
+                    self._emit(exchange, event)
+                if self.exchange is not exchange:
+                    return
+                if self.raw:
+                    leftover = self.reader.leftover()
+                    if leftover:
+                        exchange.answerRaw(self, leftover)
+                    return
+        finally:
+            exchange.answerSettled(self)
+
+    def _emit(self, exchange: IAnswerSink, event: Event) -> None:
+        if isinstance(event, Body):
+            exchange.answerData(self, event)
+        elif isinstance(event, ResponseHead):
+            self.sent = None
+            if event.interim:
+                exchange.answerInterim(self, event)
+            else:
+                exchange.answerHead(self, event)
+        elif isinstance(event, EndOfMessage):
+            exchange.answerEnd(self, event)
+        elif isinstance(event, Unparsable):
+            self.sent = None
+            exchange.answerUnparsable(self, event.raw)
+        elif isinstance(event, Incomplete):
+            exchange.answerFailed(self, self.lostReason or Failure(error.ConnectionLost(event.reason)), event.raw)
 
     def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
         self.connected = False
@@ -82,8 +205,30 @@ class UpstreamProtocol(Protocol):
         if self.pool is not None:
             self.pool.forget(self)
         exchange, self.exchange = self.exchange, None
-        if exchange is not None:
-            exchange.serverLost(self, reason)
+        if exchange is None:
+            return
+        if not self.raw:
+            for event in self.reader.feedEOF():
+                self._emit(exchange, event)
+                if isinstance(event, Incomplete):
+                    return
+        exchange.answerFailed(self, reason, again=self._again())
+
+    def _again(self) -> SentRequest | None:
+        """
+        The request, when it may be sent again on a new connection: this one
+        was reused and closed before any answer came to a request sent
+        whole, bodiless, with a safe method.
+        """
+        sent = self.sent
+        if (sent is None or self.heads < 2 or self.answered or self.raw or not sent.ended or sent.hadBody
+                or sent.head.method not in RETRIED_METHODS):
+            return None
+        return sent
+
+    @property
+    def idle(self) -> bool:
+        return self.reader.idle
 
     @property
     def reusable(self) -> bool:
@@ -91,18 +236,40 @@ class UpstreamProtocol(Protocol):
 
     # -- the answer source (IAnswerSource) ----------------------------------------
 
-    def send(self, data: bytes) -> None:
+    def sendHead(self, head: RequestHead, fields: HeadFields, drop: frozenset[bytes] | set[bytes],
+                 extra: list[tuple[bytes, bytes]]) -> int:
+        """
+        Frame the head as HTTP/1.1, its target in origin-form (C{/path?query}).
+        """
+        self.heads += 1
+        self.answered = False
+        self.sent = SentRequest(head, fields, drop, extra)
+        target = head.target if head.url is None else originForm(head.target)
+        data = fields.serialize(b" ".join((head.method, target, b"HTTP/1.1")), drop, extra)
+        self.reader.expectResponseTo(head.method)
         sendNow(self.transport, data)
+        return len(data)
 
-    def requestData(self, data: bytes) -> None:
+    def requestData(self, body: Body) -> int:
         """
-        The server reads the body from the bytes L{send} sent.
+        The body goes as the browser's side framed it.
         """
+        sent = self.sent
+        if sent is not None and not sent.keep(body):
+            self.sent = None
+        sendNow(self.transport, body.raw)
+        return len(body.raw)
 
-    def requestEnded(self) -> None:
-        """
-        The server answers as it reads: nothing to do.
-        """
+    def requestEnded(self, end: EndOfMessage) -> int:
+        sent = self.sent
+        if sent is not None and not sent.keep(end):
+            self.sent = None
+        if end.raw:
+            sendNow(self.transport, end.raw)
+        return len(end.raw)
+
+    def sendRaw(self, data: bytes) -> None:
+        sendNow(self.transport, data)
 
     def attachRequestProducer(self, producer: Any) -> None:
         self.transport.registerProducer(producer, True)
@@ -114,6 +281,7 @@ class UpstreamProtocol(Protocol):
             pass
 
     def close(self, gently: bool) -> None:
+        self.sent = None
         if gently:
             self.transport.loseConnection()
         else:

@@ -76,11 +76,17 @@ class EncodeLineTests(SynchronousTestCase):
         is in the fields: never written as a silent C{null}.
         """
         for fields in ({"v": float("nan")}, {"times": {"end": float("inf")}},
-                       {"a": {"b": {"c": float("-inf")}}}, {"l": [1, [float("nan")]]}):
+                       {"a": {"b": {"c": float("-inf")}}}, {"l": [1, [float("nan")]]},
+                       # Beside the usual null (a reused connection's), and in its place.
+                       {"times": {"connected": None, "end": float("nan")}},
+                       {"times": {"connected": None}, "v": [float("inf")]},
+                       {"times": {"connected": float("nan")}}):
             with self.assertRaises(ValueError):
                 encodeLine(1, OPEN, 1, 1, 0.0, fields)
         self.assertEqual(json.loads(encodeLine(1, OPEN, 1, 1, 0.0, {"a": None, "b": [None, 1.5]}))["b"],
                          [None, 1.5])
+        self.assertEqual(json.loads(encodeLine(1, OPEN, 1, 1, 0.0, {"times": {"connected": None, "end": 2.5}}))["times"],
+                         {"connected": None, "end": 2.5})
 
     @given(st.dictionaries(st.text(), st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)

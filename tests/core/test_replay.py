@@ -32,7 +32,7 @@ from netlog.core.replay import (
     answerFromHar,
     answerFromLog,
     bodyKey,
-    framed,
+    answerEvents,
     handshake,
     messageFrames,
     recordedFromHar,
@@ -448,6 +448,14 @@ class HarTests(SynchronousTestCase):
                                       answerOf))
 
 
+def framed(answer: RecordedAnswer, method: bytes) -> bytes:
+    """
+    The events a recorded answer is handed on as, in the HTTP/1.1 bytes a
+    browser's side that relays the framing sends.
+    """
+    return b"".join(event.raw for event in answerEvents(answer, method))
+
+
 class FramedTests(SynchronousTestCase):
     def test_framedAgain(self) -> None:
         """
@@ -559,7 +567,7 @@ class WebSocketTests(SynchronousTestCase):
         answer = RecordedAnswer(101, b"Switching Protocols", [
             (b"Upgrade", b"websocket"), (b"Connection", b"Upgrade"), (b"Sec-WebSocket-Accept", b"old"),
             (b"Sec-WebSocket-Extensions", b"permessage-deflate"), (b"X-Served", b"1")], b"", False, 0.0)
-        self.assertEqual(handshake(answer, b"dGhlIHNhbXBsZSBub25jZQ=="),
+        self.assertEqual(handshake(answer, b"dGhlIHNhbXBsZSBub25jZQ==").raw,
                          b"HTTP/1.1 101 Switching Protocols\r\nX-Served: 1\r\nUpgrade: websocket\r\n"
                          b"Connection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
 

@@ -90,7 +90,7 @@ CONNECT_CASES: list[tuple[Any, ...]] = [
 BADDOCUMENTS_CASES: list[tuple[Any, ...]] = [
     ([], 'rules: a rules document is an object such as {"block": ["tracker.test"]}, got []'),
     ({"blocks": []}, 'rules: unknown key "blocks" (it takes headers, block, block_status, allow, remap, '
-                     'latency_ms, bandwidth)'),
+                     'latency_ms, bandwidth, answer)'),
     ({"block": "tracker.test"}, 'block: a list of patterns such as ["tracker.test", "*.ads.test"], '
                                 'got "tracker.test"'),
     ({"block": ["a.test", "b.test", "a b"]}, 'block[2]: a pattern is host[:port][/path], got "a b"'),
