@@ -54,4 +54,4 @@ def uncompiledReason(
     else:
         which = ", ".join(plain) + (" is" if len(plain) == 1 else " are") + " plain Python"
     return (f"{which} (installed where no C compiler or Python headers were found, "
-            "or run from a source checkout; see README.rst, Install)")
+            "or run from a source checkout; see README.rst, Start here)")
