@@ -453,7 +453,7 @@ class _Reader:
 
     _strict = True
     _discardWhenDead = False
-    _index: dict[bytes, list[bytes]] = {}
+    _index: dict[bytes, list[bytes]]
     _maxHead: int
     _maxFields: int
 
@@ -464,6 +464,7 @@ class _Reader:
         self._pendingRaw = b""
         self._scanned = 0
         self._after = _HEAD
+        self._index = {}
 
     # What the subclasses provide.
 

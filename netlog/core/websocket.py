@@ -78,11 +78,14 @@ class FrameCounter:
                 break
             self._head = b""
             pos += need - base
-            self._startFrame(head[:need])
-            if self.error is not None:
+            if not self._startFrame(head[:need]):
                 return
 
-    def _startFrame(self, head: bytes) -> None:
+    def _startFrame(self, head: bytes) -> bool:
+        """
+        Start the frame of C{head}; C{False} when it ends the framing (its
+        reason in C{error}).
+        """
         b0, b1 = head[0], head[1]
         fin = bool(b0 & 0x80)
         opcode = b0 & 0x0F
@@ -93,30 +96,31 @@ class FrameCounter:
             length = int.from_bytes(head[2:10], "big")
             if length >> 63:
                 self.error = "64-bit length with the high bit set"
-                return
+                return False
         if opcode >= 8:
             if opcode > OP_PONG:
                 self.error = "reserved control opcode %d" % (opcode,)
-                return
+                return False
             if not fin or length > 125:
                 self.error = "fragmented or long control frame"
-                return
+                return False
         elif opcode > OP_BINARY:
             self.error = "reserved data opcode %d" % (opcode,)
-            return
+            return False
         elif opcode == OP_CONTINUATION:
             if not self._fragmented:
                 self.error = "continuation frame outside a message"
-                return
+                return False
         elif self._fragmented:
             self.error = "new message before the previous one ended"
-            return
+            return False
         self._opcode = opcode
         self._fin = fin
         self._remaining = length
         self._inFrame = True
         if length == 0:
             self._frameDone()
+        return True
 
     def _frameDone(self) -> None:
         self._inFrame = False

@@ -270,8 +270,7 @@ class MessageAssembler:
                 break
             self._head = b""
             pos += need - base
-            self._startFrame(head[:need])
-            if self.error is not None:
+            if not self._startFrame(head[:need]):
                 return out
             if self._remaining == 0:
                 self._frameDone(out)
@@ -279,7 +278,11 @@ class MessageAssembler:
 
     # -- frames ---------------------------------------------------------------
 
-    def _startFrame(self, head: bytes) -> None:
+    def _startFrame(self, head: bytes) -> bool:
+        """
+        Start the frame of C{head}; C{False} when it ends the framing (its
+        reason in C{error}).
+        """
         b0, b1 = head[0], head[1]
         fin = bool(b0 & 0x80)
         rsv1 = bool(b0 & 0x40)
@@ -294,26 +297,26 @@ class MessageAssembler:
             at = 10
             if length >> 63:
                 self.error = "64-bit length with the high bit set"
-                return
+                return False
         self._mask = head[at:at + 4] if b1 & 0x80 else None
         if opcode >= 8:
             if opcode > OP_PONG:
                 self.error = "reserved control opcode %d" % (opcode,)
-                return
+                return False
             if not fin or length > 125:
                 self.error = "fragmented or long control frame"
-                return
+                return False
             self._control = bytearray()
         elif opcode > OP_BINARY:
             self.error = "reserved data opcode %d" % (opcode,)
-            return
+            return False
         elif opcode == OP_CONTINUATION:
             if not self._fragmented:
                 self.error = "continuation frame outside a message"
-                return
+                return False
         elif self._fragmented:
             self.error = "new message before the previous one ended"
-            return
+            return False
         else:
             self._startMessage(opcode, rsv1 and self._deflate)
         if opcode < 8 and self._frames is not None:
@@ -326,6 +329,7 @@ class MessageAssembler:
         self._offset = 0
         self._remaining = length
         self._inFrame = True
+        return True
 
     def _payload(self, chunk: bytes) -> None:
         if self._mask is not None:

@@ -1,8 +1,8 @@
 """
-What a proxy says when it starts: where its log is, where its CA is (the
-site proxy), where its API serves, and which folders it made, one line
-each, on standard error and in twistd's log; and the rule for the folders
-it may make.
+What a proxy says when it starts: that it runs uncompiled (when it does),
+where its log is, where its CA is (the site proxy), where its API serves,
+and which folders it made, one line each, on standard error and in
+twistd's log; and the rule for the folders it may make.
 
 Folders are made only under the documented defaults (the default log's
 folder, the default state folder): a C{--log} or C{--state} given by hand
@@ -20,6 +20,7 @@ from twisted.application.service import Service
 from twisted.logger import Logger
 
 from netlog.api.service import CA_CERT_FILE
+from netlog.compiled import uncompiledReason
 from netlog.tap.preflight import commandName
 
 _log = Logger(namespace="netlog.startup")
@@ -92,6 +93,9 @@ class StartupReport(Service):
     def lines(self) -> list[str]:
         config = self._config
         said = []
+        reason = uncompiledReason()
+        if reason is not None:
+            said.append(f"running uncompiled: {reason}")
         log = config.get("log")
         said.append(f"the log is {os.path.abspath(log)}" if log else "it keeps no log (--no-log)")
         if getattr(config, "hasCA", False):

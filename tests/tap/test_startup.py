@@ -1,7 +1,8 @@
 """
 What a proxy says when it starts, over a real C{twistd}: one line each on
-standard error and in twistd's log for where the log is, where the CA is
-(the site proxy), where the API serves and which folders it made.
+standard error and in twistd's log for running uncompiled (the pure build
+only), where the log is, where the CA is (the site proxy), where the API
+serves and which folders it made.
 """
 
 from __future__ import annotations
@@ -13,9 +14,14 @@ import urllib.request
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
+from tests.support.build import compiledExpected
 from tests.supervise.running import Twistd, waitFor
 from tests.tap.test_mistakes import SITES
 
+#: Why a pure build runs uncompiled, as it says so: none of the modules
+#: compiled by a build with a C compiler is.
+UNCOMPILED = ("the 7 modules of the hot path are plain Python (installed where no C compiler "
+              "or Python headers were found, or run from a source checkout; see README.rst, Start here)")
 #: Seconds an API call may take.
 API_TIMEOUT = 20.0
 
@@ -56,7 +62,8 @@ class StartupLineTests(SynchronousTestCase):
         api = re.fullmatch(r"the API serves on (http://127\.0\.0\.1:(\d+)/) \(its token: (.*)\)",
                            next(line for line in lines if line.startswith("the API")))
         assert api is not None, lines
-        wanted = [f"the log is {log}"]
+        wanted = [] if compiledExpected() else [f"running uncompiled: {UNCOMPILED}"]
+        wanted.append(f"the log is {log}")
         if plugin == "netlog-proxy":
             wanted.append(f"the CA is {state}/ca.pem; its SPKI hash: netlog ca --state {state} --spki-only")
         wanted += [api.group(0), f"made the folder {state}"]
@@ -77,6 +84,7 @@ class StartupLineTests(SynchronousTestCase):
         twistdLog = twistd.text()
         self.assertIn("server shut down", twistdLog.lower())
         self.assertEqual(twistdLog.count("the API serves on"), 1, twistdLog)
+        self.assertEqual(twistdLog.count("running uncompiled"), 0 if compiledExpected() else 1, twistdLog)
         self.assertNotIn("Starting factory", twistdLog)
         self.assertNotIn("Stopping factory", twistdLog)
 
