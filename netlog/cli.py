@@ -20,7 +20,7 @@ _COMMANDS = {
     "view": ("netlog.api.viewcli", "serve the live view of a log file on loopback and print its URL"),
     "session": ("netlog.session.cli", "make, list, export and stop a proxy's sessions over its API"),
     "mcp": ("netlog.mcp.cli", "serve a proxy's API to agents over the Model Context Protocol"),
-    "rotate": ("netlog.log.rotatecli", "close the running proxy's live log segment now, over its API"),
+    "rotate": ("netlog.session.rotatecli", "close the running proxy's live log segment now, over its API"),
     "warc": ("netlog.warc.cli", "export the log as WARC 1.1 (.warc.gz)"),
     "wacz": ("netlog.warc.waczcli", "export the log as a WACZ 1.1.1 package (WARC, index, pages)"),
 }

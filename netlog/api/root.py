@@ -23,7 +23,7 @@ from netlog.api.rotate import RotateResource
 from netlog.api.rules import RulesResource
 from netlog.api.sessions import SessionsResource, unsupportedSessions
 from netlog.net.reactors import IProxyReactor
-from netlog.warc.resource import WarcResource
+from netlog.api.warc import WarcResource
 
 
 def makeApiRoot(

@@ -44,7 +44,7 @@ from netlog.core.rules import BadRules
 from netlog.core.ratelimit import TokenBucket
 from netlog.net.reactors import IProxyReactor
 from netlog.session.manager import STOP_TIMEOUT, SessionError
-from netlog.warc.resource import WarcResource
+from netlog.api.warc import WarcResource
 
 _log = Logger()
 

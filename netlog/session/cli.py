@@ -25,7 +25,7 @@ from netlog.client import API_ENV, CALL_TIMEOUT, TOKEN_ENV, TOKEN_FILE, Netlog, 
 from netlog.har.cli import redaction
 from netlog.har.redact import BUILTIN, PolicyError, Redactor, redactorFor
 from netlog.core.rules import BadRules, isTomlName, readRulesDocument
-from netlog.tap.rulesfile import readRulesText
+from netlog.session.rulesfile import readRulesText
 
 
 #: Where a 401 says the token comes from: L{api}'s options, not the Python

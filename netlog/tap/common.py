@@ -225,7 +225,7 @@ class LogOptions(usage.Options):
         remaps, latency, bandwidth), TOML, or JSON for a name ending .json.
         """
         from netlog.core.rules import BadRules
-        from netlog.tap.rulesfile import readRulesFile
+        from netlog.session.rulesfile import readRulesFile
 
         try:
             self["rules"] = readRulesFile(path)
