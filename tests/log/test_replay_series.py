@@ -9,11 +9,12 @@ import os
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.core.replay import MatchRules, framed, requestKey
+from netlog.core.replay import MatchRules, requestKey
 from netlog.core.segments import Rotation
 from netlog.log.series import listing
 from netlog.log.writer import LogWriter
 from netlog.proxy.replay import Replay
+from tests.core.test_replay import framed
 
 from .test_exchange_segments import ended, opened
 from .test_rotation import WAIT

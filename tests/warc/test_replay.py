@@ -14,9 +14,10 @@ from twisted.trial.unittest import SynchronousTestCase
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from netlog.core.replay import MatchRules, bodyKey, framed, requestKey
+from netlog.core.replay import MatchRules, bodyKey, requestKey
 from netlog.proxy.replay import Replay
 from netlog.warc.export import writeWarc
+from tests.core.test_replay import framed
 from tests.har.support import Log, b64
 from tests.standin.support import tempDirectory
 
