@@ -402,7 +402,7 @@ class HarTests(SynchronousTestCase):
         self.assertEqual(index.skipped, {SKIP_UNANSWERED: 1, SKIP_BODY_NOT_KEPT: 1})
         redirect = index.match(requestKey("POST", "https://shop.test/login", rules), None, answerOf)
         assert redirect is not None
-        self.assertEqual(framed(redirect[1], b"POST"),
+        self.assertEqual(onTheWire(redirect[1], b"POST"),
                          b"HTTP/1.1 302 OK\r\nlocation: /account\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
         page = index.match(requestKey("GET", "https://shop.test/", rules), None, answerOf)
         assert page is not None
@@ -448,7 +448,7 @@ class HarTests(SynchronousTestCase):
                                       answerOf))
 
 
-def framed(answer: RecordedAnswer, method: bytes) -> bytes:
+def onTheWire(answer: RecordedAnswer, method: bytes) -> bytes:
     """
     The events a recorded answer is handed on as, in the HTTP/1.1 bytes a
     browser's side that relays the framing sends.
@@ -467,15 +467,15 @@ class FramedTests(SynchronousTestCase):
                                              (b"Connection", b"keep-alive"), (b"Set-Cookie", b"a=1"),
                                              (b"Keep-Alive", b"timeout=5"), (b"Set-Cookie", b"b=2")],
                                 b"hello", False, 0.0)
-        self.assertEqual(framed(answer, b"GET"),
+        self.assertEqual(onTheWire(answer, b"GET"),
                          b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"
                          b"Set-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
         gzipped = RecordedAnswer(200, b"OK", [(b"Content-Encoding", b"gzip"), (b"Content-Length", b"4"),
                                               (b"Proxy-Connection", b"close")], b"\x1f\x8b\x08\x00", False, 0.0)
-        self.assertEqual(framed(gzipped, b"GET"),
+        self.assertEqual(onTheWire(gzipped, b"GET"),
                          b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08\x00")
         cut = RecordedAnswer(200, b"", [(b"content-length", b"3000000")], b"abc", True, 0.0)
-        self.assertEqual(framed(cut, b"GET"), b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")
+        self.assertEqual(onTheWire(cut, b"GET"), b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")
 
     def test_bodiless(self) -> None:
         """
@@ -483,9 +483,9 @@ class FramedTests(SynchronousTestCase):
         carry no body.
         """
         answer = RecordedAnswer(200, b"OK", [(b"Content-Length", b"42")], b"", False, 0.0)
-        self.assertEqual(framed(answer, b"HEAD"), b"HTTP/1.1 200 OK\r\nContent-Length: 42\r\n\r\n")
+        self.assertEqual(onTheWire(answer, b"HEAD"), b"HTTP/1.1 200 OK\r\nContent-Length: 42\r\n\r\n")
         answer = RecordedAnswer(304, b"Not Modified", [(b"ETag", b'"x"')], b"", False, 0.0)
-        self.assertEqual(framed(answer, b"GET"), b'HTTP/1.1 304 Not Modified\r\nETag: "x"\r\n\r\n')
+        self.assertEqual(onTheWire(answer, b"GET"), b'HTTP/1.1 304 Not Modified\r\nETag: "x"\r\n\r\n')
 
 
 class AsRecordedTests(SynchronousTestCase):
@@ -513,7 +513,7 @@ class AsRecordedTests(SynchronousTestCase):
         self.assertEqual(replayMarks(*big), {"_replayed": 1, "_replayedCut": True,
                                              "_replayedServer": {"address": "127.0.0.1", "port": 8080}})
         self.assertEqual(replayMarks(*small), {"_replayed": 3})
-        self.assertEqual(framed(big[1], b"GET"),
+        self.assertEqual(onTheWire(big[1], b"GET"),
                          b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc")
         # The end line's response as the replay's exchange builds it.
         sent = {"status": 200, "reason": "OK", "version": "HTTP/2", "headers": [["content-type", "text/plain"],

@@ -14,7 +14,7 @@ from netlog.core.segments import Rotation
 from netlog.log.series import listing
 from netlog.log.writer import LogWriter
 from netlog.proxy.replay import Replay
-from tests.core.test_replay import framed
+from tests.core.test_replay import onTheWire
 
 from .test_exchange_segments import ended, opened
 from .test_rotation import WAIT
@@ -47,6 +47,6 @@ class ReplaySeriesTests(SynchronousTestCase):
             found = replay.index.match(requestKey("GET", f"https://shop.test/item/{i}", rules), None,
                                        replay.answerFor)
             assert found is not None, i
-            page = framed(found[1], b"GET")
+            page = onTheWire(found[1], b"GET")
             self.assertTrue(page.startswith(b"HTTP/1.1 200 OK\r\n"), page)
             self.assertTrue(page.endswith(b"\r\n\r\n2\r\nok\r\n0\r\n\r\n"), page)

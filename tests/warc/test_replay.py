@@ -17,7 +17,7 @@ from warcio.warcwriter import WARCWriter
 from netlog.core.replay import MatchRules, bodyKey, requestKey
 from netlog.proxy.replay import Replay
 from netlog.warc.export import writeWarc
-from tests.core.test_replay import framed
+from tests.core.test_replay import onTheWire
 from tests.har.support import Log, b64
 from tests.standin.support import tempDirectory
 
@@ -84,7 +84,7 @@ class WarcRecordingTests(SynchronousTestCase):
         found = replay.index.match(requestKey(method, url, self.rules), bodyKey(body, contentType, self.rules),
                                    replay.answerFor)
         assert found is not None, (method, url)
-        return framed(found[1], method.encode()), found[0].mark
+        return onTheWire(found[1], method.encode()), found[0].mark
 
     def test_wireRecording(self) -> None:
         """
