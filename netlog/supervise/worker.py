@@ -35,9 +35,13 @@ import signal
 import socket
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from netlog.net.reactors import IProxyReactor, theReactor
+from netlog.state import stateFileReader
+
+if TYPE_CHECKING:
+    from netlog.core.rules import ReadFile
 
 #: Where the worker tells the supervisor it serves.
 STATUS_FD = 3
@@ -308,12 +312,14 @@ def handedToSlot(name: str, logPath: str | None, theirs: int, ours: int) -> bool
     return False
 
 
-def _serveControl(reactor: IProxyReactor, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any, slot: int) -> None:
+def _serveControl(reactor: IProxyReactor, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any, slot: int,
+                  readFile: ReadFile | None) -> None:
     """
     Serve the supervisor's control channel on C{fd}: sessions made and
     deleted over the API while this worker runs, each served by
     C{AdoptedSession} (see L{WorkerSpec.adoptSession}) if it was
-    handed to this worker's C{slot}.
+    handed to this worker's C{slot}, and rules set (C{readFile}: how their
+    answer rules' body files are read).
     """
     from netlog.supervise.control import SideFactory, WorkerSide
 
@@ -334,14 +340,14 @@ def _serveControl(reactor: IProxyReactor, fd: int, proxy: Any, sessions: Any, Ad
             return
         AdoptedSession(
             proxy, reactor, name, str(message["log"]), logFd, listenFd,
-            getattr(socket, message["family"]), int(message["port"]), message.get("rules") or {},
+            getattr(socket, message["family"]), int(message["port"]), message.get("rules") or {}, readFile,
         ).setServiceParent(sessions)
 
     def setRules(message: dict[str, Any]) -> None:
         from netlog.core.rules import compileRules
 
         name = message.get("name")
-        rules = compileRules(message.get("rules") or {})
+        rules = compileRules(message.get("rules") or {}, readFile)
         if name is None:
             proxy.rules = rules
         elif name in sessions.namedServices:
@@ -437,10 +443,13 @@ def main(argv: list[str], forked: bool = False) -> int:
         writer.setServiceParent(top)
         proxy: ServedProxy = buildProxy(config, writer, reactor)
         proxy.connectionPrefix = connectionPrefix(spec.slot)
+        # The bodies answer rules name are read from the state folder by
+        # each worker, as its rules are set.
+        readFile = stateFileReader(config["state"]) if config.get("state") else None
         if spec.rules is not None:
             from netlog.core.rules import compileRules
 
-            proxy.rules = compileRules(spec.rules)
+            proxy.rules = compileRules(spec.rules, readFile)
         proxy.setServiceParent(top)
         listeners = list(proxy.listeners) if servesMain else []
         handed = spec.listeners
@@ -470,10 +479,10 @@ def main(argv: list[str], forked: bool = False) -> int:
                 continue
             AdoptedSession(
                 proxy, reactor, held.name, held.log.path, held.log.fd,
-                held.fd, getattr(socket, held.family), held.port, held.rules,
+                held.fd, getattr(socket, held.family), held.port, held.rules, readFile,
             ).setServiceParent(sessions)
         if spec.control is not None:
-            _serveControl(reactor, spec.control, proxy, sessions, AdoptedSession, slot)
+            _serveControl(reactor, spec.control, proxy, sessions, AdoptedSession, slot, readFile)
     except Exception:
         log.failure("the worker could not set up the proxy")
         return EXIT_SETUP_FAILED
