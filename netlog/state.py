@@ -9,6 +9,8 @@ it.
 from __future__ import annotations
 
 import os
+import stat
+from typing import Callable
 
 #: The environment variable that names the API (C{netlog session}, the
 #: client, the pytest plugin).
@@ -51,3 +53,30 @@ def checkInAFolder(what: str, path: str) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise NoSuchFolder(f"{what}: no such folder: {parent} (netlog makes folders only for its defaults)")
+
+
+def stateFileReader(state: str) -> Callable[[str, int], bytes]:
+    """
+    How a file under the state folder C{state} is read (an answer rule's
+    C{body_file}, see L{netlog.core.rules.ReadFile}): C{(path, limit)},
+    the path relative to the folder, at most C{limit} bytes and one more
+    (so that a file too big is seen to be).
+
+    @raise ValueError: (from the reader) the path leads out of the folder,
+        a link included.
+    @raise OSError: (likewise) it isn't there, isn't a regular file, or
+        can't be read.
+    """
+    root = os.path.realpath(state)
+
+    def read(path: str, limit: int) -> bytes:
+        full = os.path.realpath(os.path.join(root, path))
+        if os.path.commonpath([root, full]) != root:
+            raise ValueError(path)
+        # (Not blocking: a FIFO there is refused, not waited on.)
+        with open(full, "rb", opener=lambda name, flags: os.open(name, flags | os.O_NONBLOCK)) as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise OSError(0, "not a regular file")
+            return f.read(limit + 1)
+
+    return read

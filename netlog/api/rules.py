@@ -24,7 +24,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET, Request
 
 from netlog.api.answers import sendJSON
-from netlog.core.rules import BadRules, Rules, compileRules
+from netlog.core.rules import BadRules, ReadFile, Rules, compileRules
 from netlog.session.manager import SessionError
 
 _log = Logger()
@@ -40,19 +40,27 @@ class RulesHolder(Protocol):
     process) or a L{netlog.session.manager.HeldSessions} (supervised).
     """
 
+    @property
+    def readFile(self) -> ReadFile | None:
+        """
+        How an answer rule's C{body_file} is read (from the state folder).
+        """
+
     def rulesOf(self, name: str | None) -> Rules: ...
 
     def setRules(self, name: str | None, rules: Rules) -> Deferred[Any] | None: ...
 
 
-def readRules(document: Any) -> Rules:
+def readRules(document: Any, readFile: ReadFile | None) -> Rules:
     """
-    A rules document from a request's JSON, checked whole.
+    A rules document from a request's JSON, checked whole; the bodies its
+    answer rules name in the state folder are read now, through
+    C{readFile}.
 
     @raise BadRules: it is wrong, or longer than L{MAX_RULES_BODY} once
         written compactly.
     """
-    rules = compileRules(document)
+    rules = compileRules(document, readFile)
     if len(json.dumps(rules.document, separators=(",", ":"))) > MAX_RULES_BODY:
         raise BadRules(f"rules: a rules document is at most {MAX_RULES_BODY} bytes")
     return rules
@@ -85,7 +93,7 @@ class RulesResource(Resource):
             except (UnicodeDecodeError, ValueError):
                 return sendJSON(request, 400, {"error": "rules: the body is not JSON"})
             try:
-                rules = readRules(document)
+                rules = readRules(document, self._holder.readFile)
             except BadRules as e:
                 return sendJSON(request, 400, {"error": str(e)})
             result = self._holder.setRules(self._name, rules)

@@ -148,7 +148,7 @@ class SessionsResource(Resource):
         if unknown:
             return sendJSON(request, 400, {"error": f"unknown fields {unknown} (it takes name, port and rules)"})
         try:
-            rules = readRules(body.get("rules", {}))
+            rules = readRules(body.get("rules", {}), self._manager.readFile)
         except BadRules as e:
             return sendJSON(request, 400, {"error": str(e)})
         try:

@@ -22,12 +22,14 @@ import json
 import re
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 #: The keys a rules document takes.
 KEYS = ("headers", "block", "block_status", "allow", "remap", "latency_ms", "bandwidth", "answer")
 #: What an answer rule takes.
-ANSWER_KEYS = ("match", "method", "status", "headers", "body", "body_base64")
+ANSWER_KEYS = ("match", "method", "status", "headers", "body", "body_base64", "body_file")
+#: The keys an answer rule's body may come from, one at most.
+BODY_KEYS = ("body", "body_base64", "body_file")
 #: The largest body an answer rule gives.
 MAX_ANSWER_BODY = 1024 * 1024
 #: What a header rule takes.
@@ -57,6 +59,12 @@ _FRAMING = frozenset({
     "proxy-connection", "host",
 })
 _PATTERN_FORM = "a pattern is host[:port][/path]"
+
+#: How an answer rule's C{body_file} is read: C{(path, limit)}, the path
+#: relative to the state folder and checked here, to at most C{limit}
+#: bytes (the shell's L{netlog.state.stateFileReader}). It raises
+#: L{OSError}, or L{ValueError} when the path leads out of the folder.
+ReadFile = Callable[[str, int], bytes]
 
 
 class BadRules(ValueError):
@@ -292,27 +300,58 @@ class LocalAnswer:
         return f"answer[{self.index}]"
 
 
-def _answerRule(value: Any, index: int) -> LocalAnswer:
-    where = f"answer[{index}]"
-    _checkRule(value, where, "an answer", ANSWER_KEYS, '{"match": "shop.test/api/flags", "body": "{}"}', "answers")
-    method = value.get("method")
-    if method is not None and (not isinstance(method, str) or not _TOKEN.match(method)):
-        raise BadRules(f"{where}.method: a method such as GET, got {_got(method)}")
-    if "body" in value and "body_base64" in value:
-        raise BadRules(f"{where}: body or body_base64, not both")
-    body = value.get("body", "")
+def _bodyFilePath(path: Any, where: str) -> str:
+    """
+    C{body_file} checked as a path under the state folder: relative, with
+    no C{..} and nothing empty in it.
+    """
+    if (not isinstance(path, str) or not path or path.startswith("/") or "\x00" in path
+            or any(part in ("", ".", "..") for part in path.split("/"))):
+        raise BadRules(f"{where}.body_file: a path under the state folder such as \"flags.json\", "
+                       f"got {_got(path)}")
+    return path
+
+
+def _answerBody(value: Any, where: str, readFile: ReadFile | None) -> bytes:
+    """
+    An answer rule's body: C{body} (text), C{body_base64}, or C{body_file}
+    read now through C{readFile}.
+    """
+    given = [key for key in BODY_KEYS if key in value]
+    if len(given) > 1:
+        raise BadRules(f"{where}: one of body, body_base64 or body_file, not {' and '.join(given)}")
+    if "body_file" in value:
+        path = _bodyFilePath(value["body_file"], where)
+        if readFile is None:
+            raise BadRules(f"{where}.body_file: no state folder to read {path!r} from")
+        try:
+            return readFile(path, MAX_ANSWER_BODY)
+        except ValueError:
+            raise BadRules(f"{where}.body_file: {path!r} leads out of the state folder") from None
+        except OSError as e:
+            raise BadRules(f"{where}.body_file: {path!r} can't be read in the state folder: "
+                           f"{e.strerror or e}") from None
     if "body_base64" in value:
         encoded = value["body_base64"]
         try:
             if not isinstance(encoded, str):
                 raise ValueError
-            data = base64.b64decode(encoded, validate=True)
+            return base64.b64decode(encoded, validate=True)
         except ValueError:
             raise BadRules(f"{where}.body_base64: base64 text, got {_got(encoded)}") from None
-    elif isinstance(body, str):
-        data = body.encode("utf-8")
-    else:
-        raise BadRules(f"{where}.body: text, got {_got(body)}")
+    body = value.get("body", "")
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    raise BadRules(f"{where}.body: text, got {_got(body)}")
+
+
+def _answerRule(value: Any, index: int, readFile: ReadFile | None = None) -> LocalAnswer:
+    where = f"answer[{index}]"
+    _checkRule(value, where, "an answer", ANSWER_KEYS, '{"match": "shop.test/api/flags", "body": "{}"}', "answers")
+    method = value.get("method")
+    if method is not None and (not isinstance(method, str) or not _TOKEN.match(method)):
+        raise BadRules(f"{where}.method: a method such as GET, got {_got(method)}")
+    data = _answerBody(value, where, readFile)
     if len(data) > MAX_ANSWER_BODY:
         raise BadRules(f"{where}: a body of at most {MAX_ANSWER_BODY} bytes, got {len(data)}")
     return LocalAnswer(
@@ -620,9 +659,12 @@ def _pathOf(url: str) -> str:
     return url[start:end]
 
 
-def compileRules(document: Any) -> Rules:
+def compileRules(document: Any, readFile: ReadFile | None = None) -> Rules:
     """
     Check a whole rules document and compile it.
+
+    @param readFile: how an answer rule's C{body_file} is read, once, now
+        (L{None}: a document that names one is refused).
 
     @raise BadRules: with one line saying which key is wrong, where and why.
     """
@@ -643,7 +685,7 @@ def compileRules(document: Any) -> Rules:
         _remap(document.get("remap", {})),
         _integer(document.get("latency_ms", 0), "latency_ms", 0, MAX_LATENCY_MS, "milliseconds"),
         _bandwidth(document.get("bandwidth", {})),
-        tuple(_answerRule(a, i) for i, a in
+        tuple(_answerRule(a, i, readFile) for i, a in
               enumerate(_listOf(document.get("answer", []), "answer", "a list of answer rules", "rules"))),
     )
 
@@ -672,10 +714,11 @@ def isTomlName(path: str) -> bool:
     return not path.lower().endswith(".json")
 
 
-def parseRulesText(text: str, toml: bool) -> Rules:
+def parseRulesText(text: str, toml: bool, readFile: ReadFile | None = None) -> Rules:
     """
-    Read a rules file's text (TOML, or JSON) and compile it.
+    Read a rules file's text (TOML, or JSON) and compile it (C{readFile}:
+    as L{compileRules}).
 
     @raise BadRules: it can't be read, or is wrong.
     """
-    return compileRules(readRulesDocument(text, toml))
+    return compileRules(readRulesDocument(text, toml), readFile)

@@ -5,7 +5,7 @@ words a log reader understands.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Generic, TypeVar
 
 from twisted.internet import defer, error
 from twisted.internet.interfaces import IProtocol, IReactorTCP
@@ -19,13 +19,16 @@ from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT
 GATEWAY_TIMEOUT = 504
 BAD_GATEWAY = 502
 
+#: The protocol a connection is made for.
+_P = TypeVar("_P", bound=IProtocol)
+
 
 def connectThen(
     reactor: IReactorTCP,
     address: str,
     port: int,
-    buildProtocol: Callable[[], IProtocol],
-    connected: Callable[[IProtocol], object],
+    buildProtocol: Callable[[], _P],
+    connected: Callable[[_P], object],
     failed: Callable[[Failure], object],
     timeout: float = DEFAULT_CONNECT_TIMEOUT,
 ) -> None:
@@ -40,7 +43,7 @@ def connectThen(
     reactor.connectTCP(address, port, factory, timeout=timeout)
 
 
-class _OneConnection(ClientFactory):
+class _OneConnection(ClientFactory, Generic[_P]):
     """
     Builds the caller's protocol for one connection and says when it is
     made or why it failed; quiet, since a proxy makes one per connection and
@@ -51,15 +54,15 @@ class _OneConnection(ClientFactory):
 
     def __init__(
         self,
-        build: Callable[[], IProtocol],
-        connected: Callable[[IProtocol], object],
+        build: Callable[[], _P],
+        connected: Callable[[_P], object],
         failed: Callable[[Failure], object],
     ) -> None:
         self._build = build
-        self._connected: Callable[[IProtocol], object] | None = connected
+        self._connected: Callable[[_P], object] | None = connected
         self._failed: Callable[[Failure], object] | None = failed
 
-    def buildProtocol(self, addr: Any) -> IProtocol:  # type: ignore[override]
+    def buildProtocol(self, addr: Any) -> _P:  # type: ignore[override]
         protocol = self._build()
         protocol.factory = self  # type: ignore[attr-defined]
         made = getattr(protocol, "connectionMade")

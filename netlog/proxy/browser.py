@@ -55,7 +55,7 @@ from netlog.core.records import (
 from netlog.net.gate import Gate
 from netlog.net.relay import CLIENT, TUNNEL_ANSWER, tunnelAnswerFields
 from netlog.net.send import noDelay, sendNow
-from netlog.proxy.contracts import IBrowserStream, IEngine
+from netlog.proxy.contracts import IBrowserStream, IEngine, IRawPeer
 from netlog.proxy.dispatch import Turned, dispatch
 from netlog.proxy.exchange import Exchange, latin1
 from netlog.proxy.h2 import H2Connection
@@ -402,13 +402,13 @@ class BrowserConnection(Protocol):
                 if self.queue:
                     self.pump()
 
-    def exchangeReady(self, exchange: Exchange) -> None:
+    def exchangeReady(self, exchange: IRawPeer) -> None:
         if exchange is self.exchange:
             if self.gate.reasons:
                 self.gate.release(CONNECTING)
             self.pump()
 
-    def exchangeDone(self, exchange: Exchange, cut: bool) -> None:
+    def exchangeDone(self, exchange: IRawPeer, cut: bool) -> None:
         if exchange is not self.exchange:
             return
         if self.rawPeer is exchange:
@@ -426,7 +426,7 @@ class BrowserConnection(Protocol):
             self.headStarted = self._lastActive
         self._arm()
 
-    def discardRestOfRequest(self, exchange: Exchange) -> None:
+    def discardRestOfRequest(self, exchange: IRawPeer) -> None:
         self.discarding = True
 
     def enterRaw(self, peer: Any) -> bytes:

@@ -12,19 +12,92 @@ tunnel, upstream.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence, TypeVar
 
 from twisted.internet import defer
+from twisted.internet.interfaces import IProtocol, IPushProducer, ITransport
 from twisted.python.failure import Failure
 from zope.interface import Attribute, Interface
 
 from netlog.core.http1 import Body, EndOfMessage, HeadFields, RequestHead, ResponseHead
 from netlog.core.rules import Rules
-from netlog.log.writer import LogWriter
+from netlog.log.interfaces import ILogWriter
 from netlog.net.gate import Gate
 from netlog.net.policy import DestinationPolicy
 from netlog.net.reactors import IProxyReactor
 from netlog.proxy.mode import IMode, Route
+
+
+#: A line's fields, or a record in one (JSON: L{netlog.core.records}).
+Fields = dict[str, object]
+
+#: A connection's protocol, as L{IEngine.connectRaw} makes it.
+_P = TypeVar("_P", bound=IProtocol)
+
+
+class IRawPeer(Protocol):
+    """
+    What a browser's connection is handed to once its bytes are relayed as
+    they come (see L{IBrowserSide.enterRaw}): a blind tunnel, or an exchange
+    relaying a WebSocket or an answer that isn't HTTP. The engine also
+    aborts an exchange this way when it stops.
+    """
+
+    def browserRaw(self, data: bytes) -> None: ...
+
+    def browserLost(self, reason: Failure) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+class IBrowserConnection(Protocol):
+    """
+    A browser's connection, as the engine stops it: what it is busy with
+    (L{IRawPeer.abort}), then closed.
+    """
+
+    @property
+    def rawPeer(self) -> IRawPeer | None: ...
+
+    @property
+    def exchange(self) -> IRawPeer | None: ...
+
+    def close(self) -> None: ...
+
+
+class INamedSide(Protocol):
+    """
+    What an open line names of the connection that carries a request.
+    """
+
+    @property
+    def client(self) -> str:
+        """
+        The browser's address, C{host:port}.
+        """
+
+    @property
+    def connectionId(self) -> str:
+        """
+        The connection's id in the log.
+        """
+
+
+class IPool(Protocol):
+    """
+    The engine's idle upstream connections, as an exchange gives its
+    source back.
+    """
+
+    def put(self, source: IAnswerSource) -> None:
+        """
+        Keep C{source} for reuse (a source that can't be reused is closed).
+        """
+
+
+#: What L{IEngine.upstreamFor} gives: the source, whether it was reused,
+#: the address it goes to, and when it was connected.
+Taken = tuple["IAnswerSource", bool, "str | None", "float | None"]
 
 
 class IEngine(Protocol):
@@ -34,31 +107,33 @@ class IEngine(Protocol):
 
     reactor: IProxyReactor
     mode: IMode
-    writer: LogWriter
+    writer: ILogWriter
     policy: DestinationPolicy
     idleTimeout: float
     headerTimeout: float
-    connections: set[Any]
-    pool: Any
+    connections: set[IBrowserConnection]
     rules: Rules
+
+    @property
+    def pool(self) -> IPool: ...
 
     @property
     def logging(self) -> bool: ...
 
     def nextConnectionId(self) -> str: ...
 
-    def openFields(self, side: Any, kind: str, started: float, head: Any, url: str,
+    def openFields(self, side: INamedSide, kind: str, started: float, head: RequestHead, url: str,
                    host: str | None, port: int | None, address: str | None = None,
-                   signIn: frozenset[str] = frozenset(), rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]: ...
+                   signIn: frozenset[str] = frozenset(), rules: Sequence[dict[str, str]] = ()) -> Fields: ...
 
-    def takeIdle(self, route: Route) -> Any: ...
+    def takeIdle(self, route: Route) -> Taken | None: ...
 
     def upstreamFor(self, route: Route, fresh: bool = False,
-                    resolved: Callable[[str], None] | None = None) -> defer.Deferred[Any]: ...
+                    resolved: Callable[[str], None] | None = None) -> defer.Deferred[Taken]: ...
 
     def resolveFor(self, route: Route) -> defer.Deferred[str]: ...
 
-    def connectRaw(self, address: str, port: int, protocolClass: Any) -> defer.Deferred[Any]: ...
+    def connectRaw(self, address: str, port: int, protocolClass: Callable[[], _P]) -> defer.Deferred[_P]: ...
 
 
 class IBrowserSide(Protocol):
@@ -66,20 +141,20 @@ class IBrowserSide(Protocol):
     The browser's connection, as a blind tunnel on it uses it.
     """
 
-    transport: Any
+    transport: ITransport
     gate: Gate
     client: str
     connectionId: str
     gone: bool
-    rawPeer: Any
+    rawPeer: IRawPeer | None
 
-    def enterRaw(self, peer: Any) -> bytes: ...
+    def enterRaw(self, peer: IRawPeer) -> bytes: ...
 
-    def refuse(self, head: Any, url: str, at: float, status: int, reason: str,
+    def refuse(self, head: RequestHead, url: str, at: float, status: int, reason: str,
                server: tuple[str, int], kind: str = ...) -> None: ...
 
     def answer(self, status: int, text: str, headers: list[tuple[bytes, bytes]] = ...,
-               close: bool = True) -> tuple[dict[str, Any], int]: ...
+               close: bool = True) -> tuple[Fields, int]: ...
 
     def close(self) -> None: ...
 
@@ -105,42 +180,42 @@ class IBrowserStream(Interface):
     version = Attribute("The protocol toward the browser as the log names it: C{b'HTTP/1.1'} or C{b'HTTP/2'}.")
     gate = Attribute("The producer that pauses the reading of this stream's request (a L{Gate}).")
 
-    def exchangeReady(exchange: Any) -> None:
+    def exchangeReady(exchange: IRawPeer) -> None:
         """
         The exchange's head has gone up: the request's body may follow.
         """
 
-    def exchangeDone(exchange: Any, cut: bool) -> None:
+    def exchangeDone(exchange: IRawPeer, cut: bool) -> None:
         """
         The exchange has ended and its end line is written; C{cut}: its
         answer didn't end as it should (the stream can't carry more).
         """
 
-    def discardRestOfRequest(exchange: Any) -> None:
+    def discardRestOfRequest(exchange: IRawPeer) -> None:
         """
         The answer came before the request ended: the request's rest is read
         and dropped.
         """
 
-    def enterRaw(peer: Any) -> bytes:
+    def enterRaw(peer: IRawPeer) -> bytes:
         """
         Hand the rest of the connection to C{peer} (a WebSocket, an answer
         that isn't HTTP); return what was read and not relayed yet.
         """
 
     def answer(status: int, text: str, headers: list[tuple[bytes, bytes]] = ...,
-               close: bool = True) -> tuple[dict[str, Any], int]:
+               close: bool = True) -> tuple[Fields, int]:
         """
         Answer with netlog's own C{status} and plain C{text}; return its
         C{response} record and the bytes it took.
         """
 
-    def answerInterim(head: Any) -> int:
+    def answerInterim(head: ResponseHead) -> int:
         """
         Send an interim (1xx) answer's head; return the bytes it took.
         """
 
-    def answerHead(head: Any, fields: Any, headers: list[tuple[bytes, bytes]],
+    def answerHead(head: ResponseHead, fields: HeadFields, headers: list[tuple[bytes, bytes]],
                    upgraded: bool) -> tuple[list[tuple[bytes, bytes]], bytes, int]:
         """
         Send the answer's head: C{head} as the server sent it, C{fields} its
@@ -158,7 +233,7 @@ class IBrowserStream(Interface):
         server's may send it as it came). Return the bytes it took.
         """
 
-    def answerEnd(end: Any) -> int:
+    def answerEnd(end: EndOfMessage) -> int:
         """
         The answer's body has ended (C{end}: its trailers, and the last of
         the server's framing); return the bytes it took.
@@ -196,7 +271,7 @@ class IBrowserStream(Interface):
         what is sent.
         """
 
-    def attachAnswerProducer(producer: Any) -> None:
+    def attachAnswerProducer(producer: IPushProducer) -> None:
         """
         Pause C{producer} (the upstream's gate) while the browser can't take
         more of the answer.
@@ -349,7 +424,7 @@ class IAnswerSource(Interface):
         Bytes of a raw relay's browser side.
         """
 
-    def attachRequestProducer(producer: Any) -> None:
+    def attachRequestProducer(producer: IPushProducer) -> None:
         """
         Pause C{producer} (the browser's gate) while the source can't take
         more of the request.

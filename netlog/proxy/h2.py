@@ -60,7 +60,7 @@ from netlog.core.records import (
     ownAnswerH2,
 )
 from netlog.net.gate import Gate
-from netlog.proxy.contracts import IBrowserStream, IEngine
+from netlog.proxy.contracts import IBrowserStream, IEngine, IRawPeer
 from netlog.proxy.dispatch import Turned, dispatch
 from netlog.proxy.exchange import Exchange
 
@@ -305,11 +305,11 @@ class H2Stream:
 
     # -- IBrowserStream -------------------------------------------------------------
 
-    def exchangeReady(self, exchange: Exchange) -> None:
+    def exchangeReady(self, exchange: IRawPeer) -> None:
         if exchange is self.exchange:
             self.deliver()
 
-    def exchangeDone(self, exchange: Exchange, cut: bool) -> None:
+    def exchangeDone(self, exchange: IRawPeer, cut: bool) -> None:
         if exchange is not self.exchange:
             return
         self.exchange = None
@@ -326,7 +326,7 @@ class H2Stream:
                 self.connection.resetStream(self, ErrorCodes.NO_ERROR)
         self.connection.streamIdle(self)
 
-    def discardRestOfRequest(self, exchange: Exchange) -> None:
+    def discardRestOfRequest(self, exchange: IRawPeer) -> None:
         self.discarding = True
 
     def enterRaw(self, peer: Any) -> bytes:

@@ -13,14 +13,9 @@ from typing import Callable, Protocol
 from twisted.python.failure import Failure
 
 from netlog.net.gate import BACKPRESSURE
-from netlog.proxy.contracts import IAnswerSink, IAnswerSource, IBrowserStream, IEngine, IResendable
+from netlog.proxy.contracts import IAnswerSink, IAnswerSource, IBrowserStream, IEngine, IResendable, Taken
 from netlog.proxy.mode import Answered, Route
 from netlog.proxy.relaying import UNSHAPED, Shaping
-
-#: What L{IEngine.upstreamFor} gives: the source, whether it was reused,
-#: the address it goes to, and when it was connected.
-Taken = tuple[IAnswerSource, bool, "str | None", "float | None"]
-
 
 class IHolder(IAnswerSink, Protocol):
     """

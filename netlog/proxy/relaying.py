@@ -16,7 +16,7 @@ from netlog.core.records import messageRecord, websocketRecord
 from netlog.core.rules import Bandwidth
 from netlog.core.websocket import FrameCounter
 from netlog.core.wsmessages import KeptBudget, Message, MessageAssembler, parseDeflate
-from netlog.log.writer import LogWriter
+from netlog.log.interfaces import ILogWriter
 from netlog.net.gate import Gate
 from netlog.net.shape import Shaper, shaperFor
 
@@ -45,7 +45,7 @@ class RawRelay:
 
     __slots__ = ("kind", "wsUp", "wsDown", "_writer", "_id")
 
-    def __init__(self, kind: RawKind, writer: LogWriter, exchangeId: int) -> None:
+    def __init__(self, kind: RawKind, writer: ILogWriter, exchangeId: int) -> None:
         self.kind = kind
         self.wsUp: MessageAssembler | FrameCounter | None = None
         self.wsDown: MessageAssembler | FrameCounter | None = None

@@ -9,11 +9,11 @@ a supervisor that adopts them).
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from twisted.application.service import Service
 from twisted.internet import defer
-from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
+from twisted.internet.interfaces import IOpenSSLServerConnectionCreator, IProtocol
 from twisted.logger import Logger
 from twisted.protocols.tls import TLSMemoryBIOFactory
 from zope.interface import implementer
@@ -21,17 +21,21 @@ from zope.interface import implementer
 from netlog.core.http1 import RequestHead
 from netlog.core.records import openRecord, requestRecord
 from netlog.core.rules import NO_RULES, Rules
-from netlog.log.writer import LogWriter
+from netlog.log.interfaces import ILogWriter
 from netlog.net.connect import connectThen
 from netlog.net.policy import DestinationPolicy
 from netlog.net.reactors import IProxyReactor
 from netlog.net.resolve import Resolver
 from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT
 from netlog.proxy.browser import FORWARD, HTTP_ROUTE, HTTPS_ROUTE, BrowserFactory
+from netlog.proxy.contracts import IBrowserConnection, Taken
 from netlog.proxy.mode import DestinationRefused, IMode, Route
 from netlog.proxy.upstream import Pool, UpstreamProtocol, connectUpstream
 
 _log = Logger()
+
+#: A plain connection's protocol (L{ProxyService.connectRaw}).
+_P = TypeVar("_P", bound=IProtocol)
 
 
 @implementer(IOpenSSLServerConnectionCreator)
@@ -63,7 +67,7 @@ class ProxyService(Service):
     def __init__(
         self,
         mode: IMode,
-        writer: LogWriter,
+        writer: ILogWriter,
         reactor: IProxyReactor,
         resolver: Resolver,
         policy: DestinationPolicy,
@@ -94,7 +98,7 @@ class ProxyService(Service):
         self.headerTimeout = headerTimeout
         self.rules = rules
         self.pool = Pool(reactor)
-        self.connections: set[Any] = set()
+        self.connections: set[IBrowserConnection] = set()
         self._ids = itertools.count(1)
         #: What its connection ids start with: nothing, or the worker slot
         #: of the worker it runs in (see
@@ -188,17 +192,17 @@ class ProxyService(Service):
 
         return d.addCallback(pick)
 
-    def connectRaw(self, address: str, port: int, protocolClass: Any) -> defer.Deferred[Any]:
+    def connectRaw(self, address: str, port: int, protocolClass: Callable[[], _P]) -> defer.Deferred[_P]:
         """
         A plain connection to C{address:port} for C{protocolClass} (a
         tunnel's server side).
         """
-        made: defer.Deferred[Any] = defer.Deferred()
+        made: defer.Deferred[_P] = defer.Deferred()
         connectThen(self.reactor, address, port, protocolClass, made.callback, made.errback,
                     timeout=self.connectTimeout)
         return made
 
-    def takeIdle(self, route: Route) -> tuple[UpstreamProtocol, bool, str, float | None] | None:
+    def takeIdle(self, route: Route) -> Taken | None:
         """
         An idle pooled connection for C{route}, as L{upstreamFor} gives it,
         or L{None}.
@@ -209,7 +213,7 @@ class ProxyService(Service):
         return (idle, True, idle.address or route.host, None)
 
     def upstreamFor(self, route: Route, fresh: bool = False, resolved: Callable[[str], None] | None = None
-                    ) -> defer.Deferred[tuple[UpstreamProtocol, bool, str, float | None]]:
+                    ) -> defer.Deferred[Taken]:
         """
         A connection for C{route}: an idle one from the pool, else a new one.
 
@@ -230,7 +234,7 @@ class ProxyService(Service):
             tls = self._upstreamTLS[key]
         d = self.resolveFor(route)
 
-        def connect(address: str) -> Any:
+        def connect(address: str) -> defer.Deferred[Taken]:
             if resolved is not None:
                 resolved(address)
             c = connectUpstream(self.reactor, address, route.port, tls, self.connectTimeout, key)

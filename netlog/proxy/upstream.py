@@ -337,11 +337,17 @@ class Pool:
                 return protocol
         return None
 
-    def put(self, protocol: UpstreamProtocol) -> None:
+    def put(self, source: IAnswerSource) -> None:
         """
-        Keep C{protocol} for reuse, or close it when it can't be reused or
-        too many are kept.
+        Keep C{source} for reuse, or close it when it can't be reused or
+        too many are kept (or isn't an upstream connection at all: a
+        recording or a rule's answer, given back when its exchange ended
+        as it was found).
         """
+        if not isinstance(source, UpstreamProtocol):
+            source.close(False)
+            return
+        protocol = source
         idle = self._idle.setdefault(protocol.key, [])
         if not protocol.reusable or len(idle) >= self.maxIdle:
             protocol.transport.loseConnection()

@@ -24,7 +24,7 @@ from twisted.internet import defer, error
 from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.logger import Logger
 
-from netlog.core.rules import NO_RULES, Rules, compileRules
+from netlog.core.rules import NO_RULES, ReadFile, Rules, compileRules
 from netlog.log.logfile import UnsafeLogPath, openLogFile
 from netlog.log.series import removeSeries
 from netlog.log.writer import LogWriter, lastLineOf
@@ -32,6 +32,7 @@ from netlog.net.options import LISTEN_BACKLOG
 from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService
 from netlog.session.names import BadSession, autoName, checkName, checkPort, sessionLogPath
+from netlog.state import stateFileReader
 
 _log = Logger(namespace="netlog.sessions")
 
@@ -87,9 +88,11 @@ class AdoptedSession(MultiService):
     """
 
     def __init__(self, main: Any, reactor: IProxyReactor, name: str, logPath: str, logFd: int,
-                 listenFd: int, family: int, port: int, rules: dict[str, Any] | None = None) -> None:
+                 listenFd: int, family: int, port: int, rules: dict[str, Any] | None = None,
+                 readFile: ReadFile | None = None) -> None:
         """
         @param rules: its rules document, checked by the supervisor.
+        @param readFile: how its answer rules' C{body_file}s are read.
         """
         from netlog.supervise.adopt import AdoptedListeners
 
@@ -100,7 +103,7 @@ class AdoptedSession(MultiService):
         # One writer per log: the descriptor was handed to this worker's
         # slot alone (the worker refuses any other, see handedToSlot).
         self.writer = LogWriter(logPath, reactor=reactor, fd=logFd)
-        proxy = self.proxy = sessionProxy(main, self.writer, reactor, port, compileRules(rules or {}))
+        proxy = self.proxy = sessionProxy(main, self.writer, reactor, port, compileRules(rules or {}, readFile))
         main.policy.addListener(SESSION_INTERFACE, port)
         self.writer.setServiceParent(self)
         proxy.setServiceParent(self)
@@ -247,7 +250,12 @@ class HeldSessions:
     """
 
     def __init__(self, supervisor: Any, logPath: str | None, stopTimeout: float = STOP_TIMEOUT,
-                 retention: float | None = None) -> None:
+                 retention: float | None = None, state: str | None = None) -> None:
+        """
+        @param state: the state folder, where answer rules' C{body_file}s
+            are read.
+        """
+        self.readFile = stateFileReader(state) if state else None
         self._supervisor = supervisor
         self._retention = retention
         self._logPath = logPath
@@ -350,12 +358,16 @@ class SessionManager(MultiService):
         gid: int | None = None,
         stopTimeout: float = STOP_TIMEOUT,
         retention: float | None = None,
+        state: str | None = None,
     ) -> None:
         """
         @param retention: seconds after which a deleted session's log is
             removed (C{--session-retention}); None: kept.
+        @param state: the state folder, where answer rules' C{body_file}s
+            are read.
         """
         MultiService.__init__(self)
+        self.readFile = stateFileReader(state) if state else None
         self._proxy = proxy
         self._retention = retention
         self._logPath = logPath

@@ -5,7 +5,7 @@ C{--rules FILE}: the main listener's rules, from a file a user writes
 
 from __future__ import annotations
 
-from netlog.core.rules import BadRules, Rules, isTomlName, parseRulesText
+from netlog.core.rules import BadRules, ReadFile, Rules, isTomlName, parseRulesText
 
 #: The longest rules file read, in bytes.
 MAX_RULES_FILE = 1024 * 1024
@@ -32,15 +32,16 @@ def readRulesText(path: str, name: str) -> str:
         raise BadRules(f"{name}: not UTF-8 text") from None
 
 
-def readRulesFile(path: str) -> Rules:
+def readRulesFile(path: str, readFile: ReadFile | None = None) -> Rules:
     """
-    The rules in C{path}, checked whole.
+    The rules in C{path}, checked whole; C{readFile} reads the bodies its
+    answer rules name in the state folder.
 
     @raise BadRules: it can't be read, or is wrong (one line, naming the
         file).
     """
     text = readRulesText(path, f"--rules {path}")
     try:
-        return parseRulesText(text, toml=isTomlName(path))
+        return parseRulesText(text, toml=isTomlName(path), readFile=readFile)
     except BadRules as e:
         raise BadRules(f"--rules {path}: {e}") from None

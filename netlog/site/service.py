@@ -8,14 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from netlog.core.capture import KEEP_ALL
-from netlog.log.writer import LogWriter
+from netlog.log.interfaces import ILogWriter
 from netlog.net.options import buildDestinations
 from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService
 from netlog.site.mode import SiteMode
 
 
-def buildProxy(config: Any, writer: LogWriter, reactor: IProxyReactor) -> ProxyService:
+def buildProxy(config: Any, writer: ILogWriter, reactor: IProxyReactor) -> ProxyService:
     """
     The site proxy for the parsed options of C{twistd netlog-proxy}.
     """

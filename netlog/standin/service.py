@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from netlog.log.writer import LogWriter
+from netlog.log.interfaces import ILogWriter
 from netlog.net.options import DEFAULT_LISTEN, buildDestinations, splitDescription
 from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService
@@ -38,7 +38,7 @@ def listenerAddress(description: str) -> tuple[str, int] | None:
     return host, port
 
 
-def buildProxy(config: Any, writer: LogWriter, reactor: IProxyReactor) -> ProxyService:
+def buildProxy(config: Any, writer: ILogWriter, reactor: IProxyReactor) -> ProxyService:
     """
     The stand-in for C{config} (the tap's options): the engine over
     L{StandinMode}.

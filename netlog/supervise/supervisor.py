@@ -39,7 +39,17 @@ from netlog.net.reactors import IProxyReactor
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.control import SupervisorSide, connectSupervisorSide
 from netlog.supervise.policy import RestartPolicy
-from netlog.supervise.worker import GO, READY, STANDING_BY, STATUS_FD, readAlive, workerSpec
+from netlog.supervise.worker import (
+    GO,
+    READY,
+    STANDING_BY,
+    STATUS_FD,
+    HandedListener,
+    HandedLog,
+    HandedSession,
+    WorkerSpec,
+    readAlive,
+)
 
 _log = Logger(namespace="netlog.supervisor")
 
@@ -322,7 +332,7 @@ class Supervisor(MultiService):
     @param standby: keep a second worker started ahead, built and waiting,
         that takes over the moment the serving one dies.
     @param adoptSession: the dotted name of what serves a session in a
-        worker (see L{netlog.supervise.worker.workerSpec}); without it, no
+        worker (see L{netlog.supervise.worker.WorkerSpec}); without it, no
         session can be handed to one.
     @param fork: fork each worker from this process (sharing its memory,
         see L{netlog.supervise.fork}) instead of starting a new Python.
@@ -745,9 +755,7 @@ class Supervisor(MultiService):
         handed = []
         for bound in self.listeners if slot.servesMain else []:
             childFDs[nextFd] = bound.fd
-            handed.append(
-                {"fd": nextFd, "family": bound.family, "role": bound.role, "description": bound.description}
-            )
+            handed.append(HandedListener(nextFd, bound.family, bound.role, bound.description))
             nextFd += 1
         files = {}
         for path, fd in self.privilegedFiles.items():
@@ -761,18 +769,16 @@ class Supervisor(MultiService):
                 continue
             childFDs[nextFd] = fd
             childFDs[nextFd + 1] = bound.fd
-            sessions.append({
-                "name": name, "log": {"path": paths[name], "fd": nextFd},
-                "fd": nextFd + 1, "family": bound.family, "port": bound.getHost().port,
-                "rules": self._rules.get(name, NO_RULES).document, "slot": slot.index,
-            })
+            sessions.append(HandedSession(
+                name, HandedLog(paths[name], nextFd), nextFd + 1, bound.family, bound.getHost().port,
+                self._rules.get(name, NO_RULES).document, slot.index,
+            ))
             nextFd += 2
-        spec = workerSpec(
+        spec = WorkerSpec(
             optionsClass=self._optionsClass,
             buildProxy=self._buildProxy,
             argv=self._argv,
-            logPath=self.logPath,
-            logFd=logFd,
+            log=HandedLog(self.logPath, logFd),
             listeners=handed,
             apiAddress=self._apiAddress(),
             files=files,
@@ -783,7 +789,7 @@ class Supervisor(MultiService):
             rules=self._rules[None].document,
             slot=slot.index,
             servesMain=slot.servesMain,
-        )
+        ).toJSON()
         control, theirs = connectSupervisorSide(self._reactor)
         childFDs[nextFd] = theirs.fileno()
         worker = WorkerProtocol(slot, self._reactor.seconds(), standby)

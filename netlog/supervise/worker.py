@@ -1,7 +1,7 @@
 """
 The worker: one proxy process started by the supervisor.
 
-L{main} with SPEC, the JSON that L{workerSpec} makes: in a process forked
+L{main} with SPEC, the JSON of a L{WorkerSpec}: in a process forked
 from the supervisor (see L{netlog.supervise.fork}), or as
 C{python -m netlog.supervise.worker SPEC}. The worker inherits from the supervisor the log file,
 open for appending, and the listening sockets, already bound; it never opens
@@ -34,9 +34,14 @@ import os
 import signal
 import socket
 import sys
-from typing import Any, Protocol
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from netlog.net.reactors import IProxyReactor, theReactor
+from netlog.state import stateFileReader
+
+if TYPE_CHECKING:
+    from netlog.core.rules import ReadFile
 
 #: Where the worker tells the supervisor it serves.
 STATUS_FD = 3
@@ -116,69 +121,142 @@ class ServedProxy(Protocol):
 EXIT_SETUP_FAILED = 3
 
 
-def workerSpec(
-    *,
-    optionsClass: str,
-    buildProxy: str,
-    argv: list[str],
-    logPath: str | None,
-    logFd: int | None,
-    listeners: list[dict[str, Any]],
-    apiAddress: tuple[str, int] | None,
-    files: dict[str, int] | None = None,
-    standby: bool = False,
-    sessions: list[dict[str, Any]] | None = None,
-    control: int | None = None,
-    adoptSession: str | None = None,
-    rules: dict[str, Any] | None = None,
-    slot: int = 0,
-    servesMain: bool = True,
-) -> str:
+@dataclass(frozen=True)
+class HandedLog:
     """
-    The JSON argument of a worker.
+    A log a worker is handed: its path, and the worker's descriptor for it
+    (L{None}: no log).
+    """
 
-    @param optionsClass: the dotted name of the plugin's C{Options}.
-    @param buildProxy: the dotted name of its C{buildProxy}.
-    @param argv: the plugin's own arguments, as given to twistd.
-    @param listeners: one C{{"fd", "family", "role", "description"}} per
-        listener, in the order C{buildProxy}'s C{listeners} lists them.
-    @param files: the proxy's C{privilegedFiles}, opened by the supervisor:
+    path: str | None
+    fd: int | None
+
+
+@dataclass(frozen=True)
+class HandedListener:
+    """
+    A listener a worker is handed, bound by the supervisor: the worker's
+    descriptor for it, its socket family (C{"AF_INET"}, C{"AF_INET6"}), and
+    the role and description the proxy lists it under.
+    """
+
+    fd: int
+    family: str
+    role: str
+    description: str
+
+
+@dataclass(frozen=True)
+class HandedSession:
+    """
+    A session a worker is handed: its log, its listener's descriptor,
+    family and port, its rules document and the slot it is served in.
+    """
+
+    name: str
+    log: HandedLog
+    fd: int
+    family: str
+    port: int
+    rules: dict[str, Any]
+    slot: int = 0
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """
+    What a worker is told to serve: the JSON of its command line (L{toJSON},
+    L{fromJSON}), so that it crosses the process boundary as text.
+
+    @ivar optionsClass: the dotted name of the plugin's C{Options}.
+    @ivar buildProxy: the dotted name of its C{buildProxy}.
+    @ivar argv: the plugin's own arguments, as given to twistd.
+    @ivar log: the main log.
+    @ivar listeners: the main listeners, in the order C{buildProxy}'s
+        C{listeners} lists them.
+    @ivar apiAddress: where the API listens, if it does.
+    @ivar files: the proxy's C{privilegedFiles}, opened by the supervisor:
         path -> the worker's descriptor.
-    @param sessions: one C{{"name", "log": {"path", "fd"}, "fd", "family",
-        "port", "rules"}} per session held by the supervisor: its log, its
-        listener and its rules document.
-    @param rules: the main listener's rules document (L{netlog.core.rules}),
-        as the supervisor holds it.
-    @param slot: the worker slot it serves in (its connection ids say so).
-    @param servesMain: it serves the main listeners and writes the main
-        log; a worker of another slot builds the proxy only as the pattern of
-        its sessions, and writes no main log.
-    @param control: the worker's end of the control channel (see
+    @ivar standby: it waits for L{GO} before it serves.
+    @ivar sessions: the sessions held by the supervisor that it may serve.
+    @ivar control: the worker's end of the control channel (see
         L{netlog.supervise.control}).
-    @param adoptSession: the dotted name of what serves a session from its
+    @ivar adoptSession: the dotted name of what serves a session from its
         handed log and listener (L{netlog.session.manager.AdoptedSession}),
         called with C{(proxy, reactor, name, log path, log fd, listener fd,
-        family, port, rules document)}; named, like C{buildProxy}, by whoever set sessions
-        up, so that the worker needs to know nothing of them.
+        family, port, rules document)}; named, like C{buildProxy}, by
+        whoever set sessions up, so that the worker needs to know nothing of
+        them.
+    @ivar rules: the main listener's rules document (L{netlog.core.rules}),
+        as the supervisor holds it.
+    @ivar slot: the worker slot it serves in (its connection ids say so).
+    @ivar servesMain: it serves the main listeners and writes the main log;
+        a worker of another slot builds the proxy only as the pattern of its
+        sessions, and writes no main log.
     """
-    return json.dumps(
-        {
-            "options": optionsClass,
-            "build": buildProxy,
-            "argv": argv,
-            "log": {"path": logPath, "fd": logFd},
-            "listeners": listeners,
-            "api": list(apiAddress) if apiAddress else None,
-            "files": files or {},
-            "standby": standby,
-            "sessions": sessions or [],
-            "control": control,
-            "adoptSession": adoptSession,
-            "rules": rules,
-            "slot": slot,
-            "servesMain": servesMain,
-        }
-    )
+
+    optionsClass: str
+    buildProxy: str
+    argv: list[str]
+    log: HandedLog
+    listeners: list[HandedListener]
+    apiAddress: tuple[str, int] | None
+    files: dict[str, int] = field(default_factory=dict)
+    standby: bool = False
+    sessions: list[HandedSession] = field(default_factory=list)
+    control: int | None = None
+    adoptSession: str | None = None
+    rules: dict[str, Any] | None = None
+    slot: int = 0
+    servesMain: bool = True
+
+    def toJSON(self) -> str:
+        """
+        The worker's command line argument.
+        """
+        return json.dumps(
+            {
+                "options": self.optionsClass,
+                "build": self.buildProxy,
+                "argv": self.argv,
+                "log": asdict(self.log),
+                "listeners": [asdict(h) for h in self.listeners],
+                "api": list(self.apiAddress) if self.apiAddress else None,
+                "files": self.files,
+                "standby": self.standby,
+                "sessions": [asdict(h) for h in self.sessions],
+                "control": self.control,
+                "adoptSession": self.adoptSession,
+                "rules": self.rules,
+                "slot": self.slot,
+                "servesMain": self.servesMain,
+            }
+        )
+
+    @classmethod
+    def fromJSON(cls, text: str) -> WorkerSpec:
+        """
+        The spec L{toJSON} wrote.
+        """
+        spec = json.loads(text)
+        api = spec.get("api")
+        return cls(
+            optionsClass=spec["options"],
+            buildProxy=spec["build"],
+            argv=list(spec["argv"]),
+            log=HandedLog(**spec["log"]),
+            listeners=[HandedListener(**h) for h in spec["listeners"]],
+            apiAddress=(api[0], int(api[1])) if api else None,
+            files=dict(spec.get("files") or {}),
+            standby=bool(spec.get("standby")),
+            sessions=[HandedSession(**dict(h, log=HandedLog(**h["log"]), rules=h.get("rules") or {}))
+                      for h in spec.get("sessions") or []],
+            control=spec.get("control"),
+            adoptSession=spec.get("adoptSession"),
+            rules=spec.get("rules"),
+            slot=int(spec.get("slot") or 0),
+            servesMain=bool(spec.get("servesMain", True)),
+        )
 
 
 def dottedName(thing: Any) -> str:
@@ -216,7 +294,7 @@ def _startLogging(forked: bool = False) -> None:
         globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
 
 
-def handedToSlot(name: str, logPath: str, theirs: int, ours: int) -> bool:
+def handedToSlot(name: str, logPath: str | None, theirs: int, ours: int) -> bool:
     """
     Whether session C{name}, handed over, is this worker's to write: the
     slot the supervisor put it in (C{theirs}, the one record of who writes
@@ -234,12 +312,14 @@ def handedToSlot(name: str, logPath: str, theirs: int, ours: int) -> bool:
     return False
 
 
-def _serveControl(reactor: IProxyReactor, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any, slot: int) -> None:
+def _serveControl(reactor: IProxyReactor, fd: int, proxy: Any, sessions: Any, AdoptedSession: Any, slot: int,
+                  readFile: ReadFile | None) -> None:
     """
     Serve the supervisor's control channel on C{fd}: sessions made and
     deleted over the API while this worker runs, each served by
-    C{AdoptedSession} (see L{workerSpec}'s C{adoptSession}) if it was
-    handed to this worker's C{slot}.
+    C{AdoptedSession} (see L{WorkerSpec.adoptSession}) if it was
+    handed to this worker's C{slot}, and rules set (C{readFile}: how their
+    answer rules' body files are read).
     """
     from netlog.supervise.control import SideFactory, WorkerSide
 
@@ -260,14 +340,14 @@ def _serveControl(reactor: IProxyReactor, fd: int, proxy: Any, sessions: Any, Ad
             return
         AdoptedSession(
             proxy, reactor, name, str(message["log"]), logFd, listenFd,
-            getattr(socket, message["family"]), int(message["port"]), message.get("rules") or {},
+            getattr(socket, message["family"]), int(message["port"]), message.get("rules") or {}, readFile,
         ).setServiceParent(sessions)
 
     def setRules(message: dict[str, Any]) -> None:
         from netlog.core.rules import compileRules
 
         name = message.get("name")
-        rules = compileRules(message.get("rules") or {})
+        rules = compileRules(message.get("rules") or {}, readFile)
         if name is None:
             proxy.rules = rules
         elif name in sessions.namedServices:
@@ -285,7 +365,7 @@ def _serveControl(reactor: IProxyReactor, fd: int, proxy: Any, sessions: Any, Ad
     os.close(fd)
 
 
-def handedWriter(logSpec: dict[str, Any], servesMain: bool, reactor: IProxyReactor, log: Any) -> Any:
+def handedWriter(logSpec: HandedLog, servesMain: bool, reactor: IProxyReactor, log: Any) -> Any:
     """
     The main log's writer, made only from the descriptor the supervisor
     handed over. A worker whose slot does not write the main log gets a
@@ -295,14 +375,14 @@ def handedWriter(logSpec: dict[str, Any], servesMain: bool, reactor: IProxyReact
     """
     from netlog.log.writer import LogWriter
 
-    if logSpec["fd"] is not None and not servesMain:
+    if logSpec.fd is not None and not servesMain:
         log.error("refusing the log {path}: it was handed to a worker that does not write it",
-                  path=logSpec["path"])
-        os.close(logSpec["fd"])
+                  path=logSpec.path)
+        os.close(logSpec.fd)
         return LogWriter(None, reactor=reactor)
-    if logSpec["fd"] is None:
+    if logSpec.fd is None:
         return LogWriter(None, reactor=reactor)
-    return LogWriter(logSpec["path"], reactor=reactor, fd=logSpec["fd"])
+    return LogWriter(logSpec.path, reactor=reactor, fd=logSpec.fd)
 
 
 def openConnections(proxy: Any, sessions: Any) -> int:
@@ -323,7 +403,7 @@ def main(argv: list[str], forked: bool = False) -> int:
     if len(argv) != 2:
         sys.stderr.write("usage: python -m netlog.supervise.worker SPEC\n")
         return EXIT_SETUP_FAILED
-    spec = json.loads(argv[1])
+    spec = WorkerSpec.fromJSON(argv[1])
     # Ctrl-C in a terminal reaches the whole process group: let the
     # supervisor alone decide, and stop its workers with SIGTERM. (Twisted
     # leaves an ignored SIGINT ignored.)
@@ -346,64 +426,68 @@ def main(argv: list[str], forked: bool = False) -> int:
     log = Logger(namespace="netlog.worker")
 
     try:
-        inheritPrivilegedFiles(spec.get("files") or {})
-        config = namedAny(spec["options"])()
-        config.parseOptions(spec["argv"])
-        config["api-address"] = tuple(spec["api"]) if spec["api"] else None
-        buildProxy = namedAny(spec["build"])
-        logSpec = spec["log"]
-        servesMain = bool(spec.get("servesMain", True))
+        inheritPrivilegedFiles(spec.files)
+        config = namedAny(spec.optionsClass)()
+        config.parseOptions(spec.argv)
+        config["api-address"] = spec.apiAddress
+        buildProxy = namedAny(spec.buildProxy)
+        logSpec = spec.log
+        servesMain = spec.servesMain
         # One writer per log: the supervisor hands each log to the workers
         # of one slot only, and the worker writes only what it was handed
         # (a log it was not handed, it refuses, see handedWriter).
         writer = handedWriter(logSpec, servesMain, reactor, log)
-        if servesMain and logSpec["fd"] is not None:
+        if servesMain and logSpec.fd is not None:
             writer.rotateHanded(rotationOf(config))
         top = MultiService()
         writer.setServiceParent(top)
         proxy: ServedProxy = buildProxy(config, writer, reactor)
-        proxy.connectionPrefix = connectionPrefix(int(spec.get("slot") or 0))
-        if spec.get("rules") is not None:
+        proxy.connectionPrefix = connectionPrefix(spec.slot)
+        # The bodies answer rules name are read from the state folder by
+        # each worker, as its rules are set.
+        readFile = stateFileReader(config["state"]) if config.get("state") else None
+        if spec.rules is not None:
             from netlog.core.rules import compileRules
 
-            proxy.rules = compileRules(spec["rules"])
+            proxy.rules = compileRules(spec.rules, readFile)
         proxy.setServiceParent(top)
         listeners = list(proxy.listeners) if servesMain else []
-        handed = spec["listeners"]
-        if [(r, d) for r, d, _ in listeners] != [(h["role"], h["description"]) for h in handed]:
+        handed = spec.listeners
+        if [(r, d) for r, d, _ in listeners] != [(h.role, h.description) for h in handed]:
             raise RuntimeError(
                 "the worker's proxy has other listeners than the supervisor bound: "
                 f"{[(r, d) for r, d, _ in listeners]} against "
-                f"{[(h['role'], h['description']) for h in handed]}"
+                f"{[(h.role, h.description) for h in handed]}"
             )
         adopted = AdoptedListeners(
             reactor,
-            [(h["fd"], getattr(socket, h["family"]), factory) for h, (_, _, factory) in zip(handed, listeners)],
+            [(h.fd, getattr(socket, h.family), factory) for h, (_, _, factory) in zip(handed, listeners)],
         )
         adopted.setServiceParent(top)
-        handedSessions = spec.get("sessions") or []
-        AdoptedSession: Any = namedAny(spec["adoptSession"]) if spec.get("adoptSession") else None
+        handedSessions = spec.sessions
+        AdoptedSession: Any = namedAny(spec.adoptSession) if spec.adoptSession else None
         if AdoptedSession is None and handedSessions:
             raise RuntimeError("the worker was handed sessions but no adoptSession to serve them")
         sessions = MultiService()
         sessions.setServiceParent(top)
-        slot = int(spec.get("slot") or 0)
+        slot = spec.slot
         for held in handedSessions:
-            if not handedToSlot(held["name"], held["log"]["path"], int(held.get("slot") or 0), slot):
-                os.close(held["log"]["fd"])
-                os.close(held["fd"])
+            if not handedToSlot(held.name, held.log.path, held.slot, slot):
+                if held.log.fd is not None:
+                    os.close(held.log.fd)
+                os.close(held.fd)
                 continue
             AdoptedSession(
-                proxy, reactor, held["name"], held["log"]["path"], held["log"]["fd"],
-                held["fd"], getattr(socket, held["family"]), held["port"], held.get("rules") or {},
+                proxy, reactor, held.name, held.log.path, held.log.fd,
+                held.fd, getattr(socket, held.family), held.port, held.rules, readFile,
             ).setServiceParent(sessions)
-        if spec.get("control") is not None:
-            _serveControl(reactor, spec["control"], proxy, sessions, AdoptedSession, slot)
+        if spec.control is not None:
+            _serveControl(reactor, spec.control, proxy, sessions, AdoptedSession, slot, readFile)
     except Exception:
         log.failure("the worker could not set up the proxy")
         return EXIT_SETUP_FAILED
 
-    waiting = [bool(spec.get("standby"))]
+    waiting = [spec.standby]
 
     class _Lifeline(Protocol):
         def dataReceived(self, data: bytes) -> None:

@@ -224,13 +224,10 @@ class LogOptions(usage.Options):
         FILE: the main listener's rules (headers, block and allow lists,
         remaps, latency, bandwidth), TOML, or JSON for a name ending .json.
         """
-        from netlog.core.rules import BadRules
-        from netlog.session.rulesfile import readRulesFile
-
-        try:
-            self["rules"] = readRulesFile(path)
-        except BadRules as e:
-            raise usage.UsageError(str(e)) from None
+        # Checked now; read again in postOptions with its answer rules'
+        # body files, which are in the state folder (given after it, maybe).
+        self["rules"] = _readRules(path, None)
+        self["rules-file"] = path
 
     def opt_listen(self, description: str) -> None:
         """
@@ -244,6 +241,8 @@ class LogOptions(usage.Options):
             # Given as "" ("$UNSET" in a script): not the default, a mistake.
             if value == "" and name + "=" in self.longOpt:
                 raise usage.UsageError(f"--{name} was given an empty value")
+        if self.get("rules-file"):
+            self["rules"] = _readRules(self["rules-file"], self.get("state") or DEFAULT_STATE)
         if not self.get("listen"):
             self["listen"] = [DEFAULT_LISTEN]
             self["listen-is-default"] = True
@@ -304,6 +303,21 @@ class LogOptions(usage.Options):
     logName = "network"
 
 
+def _readRules(path: str, state: str | None) -> Any:
+    """
+    C{--rules}: the file's rules, their answer rules' body files read from
+    the state folder (L{None}: checked, not read, each body empty).
+    """
+    from netlog.core.rules import BadRules
+    from netlog.session.rulesfile import readRulesFile
+    from netlog.state import stateFileReader
+
+    try:
+        return readRulesFile(path, stateFileReader(state) if state else lambda name, limit: b"")
+    except BadRules as e:
+        raise usage.UsageError(str(e)) from None
+
+
 def dropIds(config: usage.Options) -> tuple[int | None, int | None]:
     """
     The uid and gid twistd will drop to (its C{--uid}/C{--gid}), if any.
@@ -341,7 +355,8 @@ def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: IProxyReactor
         top = makeSupervised(config, buildProxy, reactor)
         from netlog.session.manager import HeldSessions
 
-        sessions = HeldSessions(top, config["log"], retention=config.get("session-retention"))
+        sessions = HeldSessions(top, config["log"], retention=config.get("session-retention"),
+                                state=config.get("state"))
     api: Any = None
     if config.get("api"):
         from netlog.api.service import makeApiService
@@ -438,7 +453,7 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: IProxyReacto
     from netlog.session.manager import SessionManager
 
     sessions = SessionManager(proxy, config["log"], reactor, config.get("session") or [], uid, gid,
-                              retention=config.get("session-retention"))
+                              retention=config.get("session-retention"), state=config.get("state"))
     sessions.setServiceParent(top)
     return top
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core.rules import (
+    MAX_ANSWER_BODY,
     MAX_ENTRIES,
     NO_RULES,
     PASS,
@@ -329,6 +330,79 @@ class RulesTests(SynchronousTestCase):
         for i in range(5000):
             assert rules.request(f"h{i}.bad.test", 80, "http://x/").blocked
             assert not rules.request(f"h{i}.good.test", 80, "http://x/").blocked
+
+
+class BodyFileTests(SynchronousTestCase):
+    """
+    An answer rule's C{body_file}: read through the reader it is given,
+    once, when the rules are compiled.
+    """
+
+    def reader(self, files: dict[str, bytes]) -> Any:
+        self.asked: list[tuple[str, int]] = []
+
+        def read(path: str, limit: int) -> bytes:
+            self.asked.append((path, limit))
+            if path == "outside/link":
+                raise ValueError(path)
+            if path not in files:
+                raise FileNotFoundError(2, "No such file or directory")
+            return files[path][:limit + 1]
+
+        return read
+
+    def test_read(self) -> None:
+        """
+        The file's bytes are the body, read once when the rules are set,
+        not per request.
+        """
+        read = self.reader({"flags.json": b'{"beta": true}', "api/logo.png": b"\x89PNG"})
+        rules = compileRules({"answer": [{"match": "shop.test/api/flags", "body_file": "flags.json"},
+                                         {"match": "shop.test/logo", "body_file": "api/logo.png"}]}, read)
+        for _ in range(3):
+            decision = rules.request("shop.test", 443, "https://shop.test/api/flags")
+            assert decision.answer is not None
+            self.assertEqual(decision.answer.body, b'{"beta": true}')
+        decision = rules.request("shop.test", 443, "https://shop.test/logo")
+        assert decision.answer is not None
+        self.assertEqual(decision.answer.body, b"\x89PNG")
+        self.assertEqual(self.asked, [("flags.json", MAX_ANSWER_BODY), ("api/logo.png", MAX_ANSWER_BODY)])
+
+    def test_documentKeepsTheName(self) -> None:
+        """
+        The rules document, as the API gives it back, names the file, not
+        its bytes.
+        """
+        document = {"answer": [{"match": "shop.test/api/flags", "body_file": "flags.json"}]}
+        rules = compileRules(document, self.reader({"flags.json": b"{}"}))
+        self.assertEqual(rules.document, document)
+
+    def test_refused(self) -> None:
+        """
+        A path that isn't under the state folder, a file that is missing or
+        too big, two bodies, or no state folder at all: one line naming the
+        rule.
+        """
+        read = self.reader({"big.bin": b"x" * (MAX_ANSWER_BODY + 1)})
+        for rule, said, reader in [
+            ({"body_file": "/etc/passwd"}, "answer[0].body_file: a path under the state folder", read),
+            ({"body_file": "../secret"}, "answer[0].body_file: a path under the state folder", read),
+            ({"body_file": "a//b"}, "answer[0].body_file: a path under the state folder", read),
+            ({"body_file": ""}, "answer[0].body_file: a path under the state folder", read),
+            ({"body_file": 3}, "answer[0].body_file: a path under the state folder", read),
+            ({"body_file": "outside/link"}, "answer[0].body_file: 'outside/link' leads out of the state folder",
+             read),
+            ({"body_file": "flags.json"},
+             "answer[0].body_file: 'flags.json' can't be read in the state folder: No such file or directory", read),
+            ({"body_file": "big.bin"}, f"answer[0]: a body of at most {MAX_ANSWER_BODY} bytes", read),
+            ({"body_file": "flags.json", "body": "{}"}, "answer[0]: one of body, body_base64 or body_file, "
+                                                        "not body and body_file", read),
+            ({"body_file": "flags.json"}, "answer[0].body_file: no state folder to read 'flags.json' from", None),
+        ]:
+            document = {"answer": [{"match": "shop.test/api/flags", **rule}]}
+            e = self.assertRaises(BadRules, compileRules, document, reader)
+            self.assertIn(said, str(e))
+            self.assertNotIn("\n", str(e))
 
 
 class PropertyTests(SynchronousTestCase):

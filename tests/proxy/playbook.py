@@ -216,12 +216,6 @@ class MemoryWriter(RecordingWriter):
     message lines among them.
     """
 
-    def head(self, exchangeId: int, fields: dict[str, Any]) -> None:
-        self.lines.append(("head", exchangeId, fields))
-
-    def message(self, exchangeId: int, fields: dict[str, Any]) -> None:
-        self.lines.append(("message", exchangeId, fields))
-
     def types(self) -> list[str]:
         return [kind for kind, _, _ in self.lines]
 

@@ -19,6 +19,7 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core.rules import BadRules, LocalAnswer, compileRules
 from netlog.proxy.local import LocalAnswers
+from netlog.state import stateFileReader
 from netlog.proxy.mode import Answered
 from tests.client.test_cli import session as shell
 from tests.proxy.playbook import POST_FORM, ROUTE, Play
@@ -80,7 +81,7 @@ class DocumentTests(SynchronousTestCase):
         for document, said in [
             ({"answer": [{"status": 200}]}, "answer[0]: an answer rule needs match"),
             ({"answer": [{**FLAGS, "status": 99}]}, "answer[0].status: an HTTP status, an integer from 200 to 599"),
-            ({"answer": [{**FLAGS, "body_base64": "x"}]}, "answer[0]: body or body_base64, not both"),
+            ({"answer": [{**FLAGS, "body_base64": "x"}]}, "answer[0]: one of body, body_base64 or body_file, not body and body_base64"),
             ({"answer": [{"match": "a.test", "body_base64": "!!"}]}, "answer[0].body_base64: base64 text"),
             ({"answer": [{**FLAGS, "headers": {"Content-Length": "3"}}]}, "Content-Length frames the message"),
             ({"answer": [{**FLAGS, "colour": 1}]}, 'answer[0]: unknown key "colour"'),
@@ -184,10 +185,55 @@ def _connect(port: int) -> socket.socket:
 
 
 @pytest.mark.slow
+class StateFileTests(SynchronousTestCase):
+    """
+    How a body file is read from the state folder (real files).
+    """
+
+    def setUp(self) -> None:
+        self.state = os.path.abspath(self.mktemp())
+        os.makedirs(os.path.join(self.state, "api"))
+        with open(os.path.join(self.state, "api", "flags.json"), "wb") as f:
+            f.write(b'{"beta": true}')
+        self.read = stateFileReader(self.state)
+
+    def test_read(self) -> None:
+        """
+        A file under the folder is read, to the limit and one byte more.
+        """
+        self.assertEqual(self.read("api/flags.json", 100), b'{"beta": true}')
+        self.assertEqual(self.read("api/flags.json", 3), b'{"be')
+
+    def test_linkOut(self) -> None:
+        """
+        A link that leads out of the folder is refused, one that stays in
+        is followed.
+        """
+        outside = os.path.abspath(self.mktemp())
+        with open(outside, "wb") as f:
+            f.write(b"secret")
+        os.symlink(outside, os.path.join(self.state, "out"))
+        os.symlink("api/flags.json", os.path.join(self.state, "in"))
+        self.assertRaises(ValueError, self.read, "out", 100)
+        self.assertEqual(self.read("in", 100), b'{"beta": true}')
+
+    def test_notAFile(self) -> None:
+        """
+        A missing file, a folder and a FIFO are refused (the FIFO without
+        waiting for a writer).
+        """
+        os.mkfifo(os.path.join(self.state, "fifo"))
+        for path in ["missing.json", "api", "fifo"]:
+            self.assertRaises(OSError, self.read, path, 100)
+
+
 class EndToEndTests(SynchronousTestCase):
     """
     A real site proxy whose backend's listener must accept nothing.
     """
+
+    #: In one process: the rules are compiled where the API sets them.
+    supervision: tuple[str, ...] = ("--no-supervise",)
 
     def setUp(self) -> None:
         self.backend = _Listener()
@@ -201,7 +247,7 @@ class EndToEndTests(SynchronousTestCase):
         self.twistd = Twistd(self.folder, "netlog-proxy", [
             "--sites", sites, "--listen", "tcp:0:interface=127.0.0.1", "--log", os.path.join(self.folder, "n.jsonl"),
             "--https-route", "tcp:0:interface=127.0.0.1", "--state", self.folder, "--api", "tcp:0",
-            "--resolve-only", "--resolve", "shop.test=127.0.0.1", "--no-supervise",
+            "--resolve-only", "--resolve", "shop.test=127.0.0.1", *self.supervision,
         ])
         self.addCleanup(self.twistd.stop)
         self.base = f"http://127.0.0.1:{self.twistd.apiPort()}"
@@ -265,3 +311,55 @@ class EndToEndTests(SynchronousTestCase):
             self.assertEqual((entry["_answeredBy"], entry["_answerRule"]), ("rule", 0))
             self.assertEqual(entry["response"]["content"]["text"], '{"beta": true}')
             self.assertEqual(entry["_rules"], [{"rule": "answer[0]", "action": "answered 200"}])
+
+    def test_bodyFile(self) -> None:
+        """
+        An answer rule's C{body_file} (under the state folder), given by
+        C{netlog session rules} for a session and by the client for the
+        main listener, is the answer's body over HTTP/1.1 and HTTP/2; it is
+        read when the rules are set (a later change of the file changes
+        nothing), the backend accepts nothing, and a file that isn't there
+        is refused with one line naming the rule.
+        """
+        flags = os.path.join(self.folder, "flags.json")
+        with open(flags, "w") as f:
+            f.write('{"from": "file"}')
+        rule = {"match": "shop.test/api/flags", "headers": {"Content-Type": "application/json"},
+                "body_file": "flags.json"}
+        status, made = self.call("POST", self.base + "/sessions", {"name": "a"})
+        self.assertEqual(status, 201, made)
+        rulesFile = os.path.join(self.folder, "a.toml")
+        with open(rulesFile, "w") as f:
+            f.write('[[answer]]\nmatch = "shop.test/api/flags"\nbody_file = "flags.json"\n')
+        done = shell("rules", "a", rulesFile, "--api", self.base, "--token-file", self.tokenFile)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(json.loads(done.stdout),
+                         {"rules": {"answer": [{"match": "shop.test/api/flags", "body_file": "flags.json"}]}})
+
+        from netlog.client import Netlog
+
+        Netlog(self.base, token_file=self.tokenFile).set_rules({"answer": [rule]})
+        with open(flags, "w") as f:
+            f.write("changed after the rules were set")
+        self.assertEqual(self.fetchAll(made["port"], None), [(200, b'{"from": "file"}')] * 2)
+        self.assertEqual(self.fetchAll(self.twistd.listenerPort("forward"), self.twistd.listenerPort("https-route")),
+                         [(200, b'{"from": "file"}')] * 4)
+        self.assertEqual(self.backend.accepted, 0)
+
+        status, refused = self.call("PUT", self.base + "/rules", {"answer": [{**rule, "body_file": "gone.json"}]})
+        self.assertEqual(status, 400)
+        self.assertEqual(refused["error"], "answer[0].body_file: 'gone.json' can't be read in the state folder: "
+                                           "No such file or directory")
+        status, escaped = self.call("PUT", self.base + "/rules", {"answer": [{**rule, "body_file": "../x"}]})
+        self.assertEqual(status, 400)
+        self.assertIn("answer[0].body_file: a path under the state folder", escaped["error"])
+
+
+class SupervisedEndToEndTests(EndToEndTests):
+    """
+    The same under a supervisor: each worker compiles the rules it is
+    handed (at its start, and over the control channel) and reads their
+    body files from the state folder itself.
+    """
+
+    supervision = ()

@@ -27,7 +27,7 @@ def memoryProxy() -> ProxyService:
     """
     reactor = MemoryReactorClock()
     return ProxyService(
-        StandinMode(), RecordingWriter(), reactor,  # type: ignore[arg-type]
+        StandinMode(), RecordingWriter(), reactor,
         Resolver(reactor, {"x.test": "192.0.2.10"}, resolveOnly=True),
         DestinationPolicy(), ["forward"], connectTimeout=5, idleTimeout=60, headerTimeout=10,
     )

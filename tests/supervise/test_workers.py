@@ -23,7 +23,18 @@ from twisted.trial import unittest
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.supervise.supervisor import placeSession
-from netlog.supervise.worker import ALIVE, aliveLine, connectionPrefix, handedToSlot, handedWriter, readAlive
+from netlog.supervise.worker import (
+    ALIVE,
+    HandedListener,
+    HandedLog,
+    HandedSession,
+    WorkerSpec,
+    aliveLine,
+    connectionPrefix,
+    handedToSlot,
+    handedWriter,
+    readAlive,
+)
 from netlog.tap.common import workerCount
 from tests.session.test_sessions import PLAIN_REQUESTS, caller, drive, entries
 from tests.standin.support import inThread, listenOrigin, tempDirectory
@@ -119,7 +130,7 @@ class OneWriterTests(SynchronousTestCase):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         errors: list[str] = []
         log = Logger(observer=lambda event: errors.append(event["log_format"]))  # type: ignore[arg-type]
-        writer = handedWriter({"path": path, "fd": fd}, False, Clock(), log)
+        writer = handedWriter(HandedLog(path, fd), False, Clock(), log)
         self.assertFalse(writer.enabled)
         self.assertEqual(len(errors), 1)
         self.assertIn("refusing the log", errors[0])
@@ -131,9 +142,48 @@ class OneWriterTests(SynchronousTestCase):
 
         path = os.path.abspath(self.mktemp())
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        writer = handedWriter({"path": path, "fd": fd}, True, Clock(), Logger())
+        writer = handedWriter(HandedLog(path, fd), True, Clock(), Logger())
         self.assertTrue(writer.enabled)
         os.close(fd)
+
+
+class WorkerSpecTests(SynchronousTestCase):
+    def test_crossesAsJSON(self) -> None:
+        """
+        A worker's spec crosses to its process as JSON text and is read
+        back whole: its listeners, its sessions with their logs and rules,
+        the API's address as a pair.
+        """
+        spec = WorkerSpec(
+            optionsClass="netlog.standin.tap.Options",
+            buildProxy="netlog.standin.service.buildProxy",
+            argv=["--listen", "tcp:0:interface=127.0.0.1"],
+            log=HandedLog("/state/network.log", 3),
+            listeners=[HandedListener(4, "AF_INET", "forward", "tcp:0:interface=127.0.0.1")],
+            apiAddress=("127.0.0.1", 8099),
+            files={"/state/ca.pem": 5},
+            standby=True,
+            sessions=[HandedSession("shop", HandedLog("/state/sessions/shop/network.log", 6), 7, "AF_INET", 41000,
+                                    {"block": ["ads.test"]}, 1)],
+            control=8,
+            adoptSession="netlog.session.manager.AdoptedSession",
+            rules={"block": ["tracker.test"]},
+            slot=1,
+            servesMain=False,
+        )
+        text = spec.toJSON()
+        self.assertIsInstance(text, str)
+        self.assertEqual(WorkerSpec.fromJSON(text), spec)
+
+    def test_noLogNoSessions(self) -> None:
+        """
+        A spec without a log, an API or sessions reads back as one.
+        """
+        spec = WorkerSpec("o.Options", "o.build", [], HandedLog(None, None), [], None)
+        back = WorkerSpec.fromJSON(spec.toJSON())
+        self.assertEqual(back, spec)
+        self.assertIsNone(back.log.fd)
+        self.assertEqual(back.sessions, [])
 
 
 class WorkerCountTests(SynchronousTestCase):

@@ -53,3 +53,22 @@ class RulesOptionTests(SynchronousTestCase):
                 ProxyOptions().opt_rules(path)
             self.assertTrue(str(raised.exception).startswith(message.format(path)), str(raised.exception))
             self.assertNotIn("\n", str(raised.exception))
+
+    def test_bodyFile(self) -> None:
+        """
+        An answer rule's C{body_file} is read from the state folder, given
+        before C{--rules} or after it; a missing one is a usage error of one
+        line naming the rule.
+        """
+        rules = self.write("rules.toml", '[[answer]]\nmatch = "shop.test/api/flags"\nbody_file = "flags.json"\n')
+        state = os.path.dirname(self.write("flags.json", '{"beta": true}'))
+        log = os.path.join(state, "network.jsonl")
+        for argv in (["--rules", rules, "--state", state], ["--state", state, "--rules", rules]):
+            config = StandinOptions()
+            config.parseOptions([*argv, "--log", log])
+            answer = config["rules"].request("shop.test", 443, "https://shop.test/api/flags").answer
+            self.assertEqual(answer.body, b'{"beta": true}')
+        with self.assertRaises(usage.UsageError) as raised:
+            StandinOptions().parseOptions(["--rules", rules, "--state", os.path.dirname(rules), "--log", log])
+        self.assertEqual(str(raised.exception), f"--rules {rules}: answer[0].body_file: 'flags.json' can't be read "
+                                                "in the state folder: No such file or directory")
