@@ -168,16 +168,16 @@ for _action in ("create", "list", "har", "rules", "delete"):
     CLI_CASES[(f"session {_action}", "--token-file")] = [
         ["session", _action, *_name, "--api", NOWHERE, "--token-file", "{folder}/missing/token"]]
     CLI_CASES[(f"session {_action}", "--timeout")] = [
-        ["session", _action, *_name, "--api", NOWHERE, "--timeout", v] for v in ("x", "")]
+        ["session", _action, *_name, "--api", NOWHERE, "--timeout", v] for v in NOT_SECONDS + ["0"]]
 CLI_CASES[("mcp", "--api")] = [["mcp", "--api", v] for v in ("8081", "tcp:8081", "ftp://x", "", "http://", NOWHERE)]
 CLI_CASES[("mcp", "--token")] = [["mcp", "--api", NOWHERE, "--token", "x"]]
 CLI_CASES[("mcp", "--token-file")] = [["mcp", "--api", NOWHERE, "--token-file", "{folder}/missing/token"]]
-CLI_CASES[("mcp", "--timeout")] = [["mcp", "--api", NOWHERE, "--timeout", v] for v in ("x", "")]
+CLI_CASES[("mcp", "--timeout")] = [["mcp", "--api", NOWHERE, "--timeout", v] for v in NOT_SECONDS + ["0"]]
 CLI_CASES[("mcp", "--http")] = [["mcp", "--api", NOWHERE, "--http", v] for v in ("x", "0.0.0.0:8999", "127.0.0.1:0", "")]
 CLI_CASES[("rotate", "--api")] = [["rotate", "--api", v] for v in ("8081", "tcp:8081", "ftp://x", "", "http://", NOWHERE)]
 CLI_CASES[("rotate", "--token")] = [["rotate", "--api", NOWHERE, "--token", "x"]]
 CLI_CASES[("rotate", "--token-file")] = [["rotate", "--api", NOWHERE, "--token-file", "{folder}/missing/token"]]
-CLI_CASES[("rotate", "--timeout")] = [["rotate", "--api", NOWHERE, "--timeout", v] for v in ("x", "")]
+CLI_CASES[("rotate", "--timeout")] = [["rotate", "--api", NOWHERE, "--timeout", v] for v in NOT_SECONDS + ["0"]]
 CLI_CASES[("session create", "name")] = [["session", "create", "a/b", "--api", NOWHERE]]
 CLI_CASES[("session create", "--port")] = [
     ["session", "create", "--api", NOWHERE, "--port", v] for v in ("x", "")]
