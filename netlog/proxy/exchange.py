@@ -143,8 +143,6 @@ class Exchange:
     @ivar id: the exchange's id in the log (its open line's C{n}); 0 until
         the open line is written.
     @ivar hold: the exchange's hold on its answer source (L{SourceHold}).
-    @ivar responseKeepAlive: the answer lets its connection be reused.
-    @ivar cut: the browser's side can't carry another exchange.
     @ivar headDue: when the answer's head line is due (a second after its
         head, once its body didn't end in the same read); L{None} when
         not due or written.
@@ -152,13 +150,12 @@ class Exchange:
     @ivar relay: the raw relay, once the sides are relayed raw.
     @ivar shaping: the rules' bandwidth, each way.
     @ivar kept: what is kept for the log lines (L{Kept}).
-    @ivar trimmed: the heap was given back for a big request body.
     """
 
     __slots__ = (
         "proxy", "reactor", "browser", "head", "url", "rules", "route", "started", "signIn", "fields",
-        "requestState", "answerState", "id", "hold", "responseKeepAlive", "cut", "headDue",
-        "headLine", "relay", "shaping", "kept", "trimmed",
+        "requestState", "answerState", "id", "hold", "headDue", "headLine", "relay", "shaping",
+        "kept",
     )
 
     def __init__(self, proxy: IEngine, browser: IBrowserStream, head: RequestHead, url: str, route: Route,
@@ -177,15 +174,12 @@ class Exchange:
         self.requestState = CONNECTING
         self.answerState = AWAITING
         self.id = 0
-        self.responseKeepAlive = False
-        self.cut = False
         self.headDue: float | None = None
         self.headLine = NOT_DUE
         self.relay: RawRelay | None = None
         self.kept = Kept()
         self.shaping = shapingFor(self.reactor, rules.bandwidth)
         self.hold = SourceHold(proxy, browser, self.route, self, self.shaping)
-        self.trimmed = False
 
     # -- the state, as the browser's side reads it ----------------------------------
 
@@ -293,9 +287,11 @@ class Exchange:
             capture = self.kept.requestBody
             if capture is None:
                 capture = self.kept.requestBody = self.proxy.mode.requestCapture(self.proxy.logging)
+            spilled = capture.spilled
             capture.feed(event.data)
-            if not self.trimmed and capture.spilled:
-                self.trimmed = True
+            if capture.spilled and not spilled:
+                # The body began to spill to disk: the heap is given back,
+                # once, as it starts.
                 giveBackFreeMemory(self.reactor.seconds())
             source = self.hold.source
             assert source is not None
@@ -381,7 +377,9 @@ class Exchange:
         fields = HeadFields(head.version, head.headers)
         headers = answerFields(head, fields, upgraded, self.route, self.proxy.mode, self.rules)
         contentType = fields.first(b"content-type")
-        self.responseKeepAlive = fields.keepAlive and not head.eofFramed
+        if source.pooled and (not fields.keepAlive or head.eofFramed):
+            # The answer closes its connection: it won't go back to the pool.
+            source.pooled = False
         browser = self.browser
         sent, reason, size = browser.answerHead(head, fields, headers, upgraded)
         kept = self.kept
@@ -419,8 +417,7 @@ class Exchange:
         self._answer(COMPLETE)
         upstream = self.hold.source
         requestDone = self.requestState is SENT or self.requestState is REQUEST_ENDED
-        reuse = (upstream is not None and self.responseKeepAlive and requestDone and upstream.idle
-                 and upstream.pooled)
+        reuse = upstream is not None and requestDone and upstream.idle and upstream.pooled
         if not requestDone:
             # An early answer (a 413 before the upload ended): the rest of
             # the request is read and dropped, the connection closed.
@@ -480,8 +477,7 @@ class Exchange:
         sent = self.browser.cutAnswer(raw) if raw else None
         if sent is not None:
             self.kept.down += sent
-            self.cut = True
-        self.fail(why, abortBrowser=sent is None)
+        self.fail(why, abortBrowser=sent is None, cut=sent is not None)
 
     def forward(self, source: IAnswerSource, sent: IResendable | None) -> None:
         """
@@ -532,8 +528,7 @@ class Exchange:
         if self.answerState is not AWAITING:
             self.kept.closedBy = PROXY
             # Nothing more is read from this browser connection.
-            self.cut = True
-            self.fail(reason, abortBrowser=True)
+            self.fail(reason, abortBrowser=True, cut=True)
         elif not self.id:
             # Still connecting (and no entry open yet).
             self._endUnopened(GATEWAY_TIMEOUT, UNREACHED_TEXT, reason)
@@ -592,10 +587,16 @@ class Exchange:
                               else self.endFields(failed=reason, failedStatus=status))
         self.browser.exchangeDone(self, cut=True)
 
-    def fail(self, reason: str, abortBrowser: bool = False) -> None:
+    def fail(self, reason: str, abortBrowser: bool = False, cut: bool = False) -> None:
+        """
+        End the exchange C{_failed} with C{reason}; its source is closed.
+
+        @param abortBrowser: the browser's connection is aborted too.
+        @param cut: the browser's side can't carry another exchange.
+        """
         if self.done:
             return
-        self._finish(reason, reuseUpstream=False)
+        self._finish(reason, reuseUpstream=False, cut=cut)
         self.hold.drop()
         if abortBrowser:
             self.browser.abort()
@@ -616,7 +617,7 @@ class Exchange:
         return self.kept.endFields(self.reactor.seconds(), self.relay, failed=failed, failedStatus=failedStatus,
                                    refused=refused)
 
-    def _finish(self, failed: str | None, reuseUpstream: bool) -> None:
+    def _finish(self, failed: str | None, reuseUpstream: bool, cut: bool = False) -> None:
         if self.answerState is ANSWER_ENDED:
             return
         self._ended()
@@ -635,7 +636,7 @@ class Exchange:
                 self.hold.giveBack()
             elif self.relay is None:
                 self.hold.drop(gently=True)
-        self.browser.exchangeDone(self, cut=self.cut)
+        self.browser.exchangeDone(self, cut=cut)
 
 
 def describeTLSError(value: BaseException) -> str:
