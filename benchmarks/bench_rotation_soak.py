@@ -1,13 +1,16 @@
 """
-The rotation soak: 20,000 requests through a supervised stand-in closing a
+The rotation soak: 20,000 requests through a supervised proxy closing a
 segment every 1 MiB, while C{netlog read --follow} and an API poller read
 along, with a C{SIGUSR1} to the supervisor after a third of them and a
 C{SIGKILL} of the serving worker after two thirds; then the checks a user
 would make. A check, not a timing: it prints what it found and exits 1 if
-any check failed.
+any check failed. It runs through the stand-in (C{netlog-standin}), then
+through the site proxy (C{netlog-proxy} with one site, C{http://origin.test:PORT},
+whose backend is the soak's origin), each in a folder of its own, unless
+C{--proxy} names one.
 
-    .venv/bin/python -m benchmarks.bench_rotation_soak                    # 20,000 requests, a few minutes
-    .venv/bin/python -m benchmarks.bench_rotation_soak --requests 2000 --rotate-size 128KiB
+    .venv/bin/python -m benchmarks.bench_rotation_soak                    # both, about 35 s each
+    .venv/bin/python -m benchmarks.bench_rotation_soak --proxy site --requests 2000 --rotate-size 32KiB
 
 Checked:
 
@@ -17,7 +20,8 @@ Checked:
     said the log began again or lost lines;
   - every closed segment is compressed, and there are at least 10;
   - every exchange opened has an end line (those in flight at the kill:
-    "the proxy restarted");
+    "the proxy restarted"), and every open line names the proxy asked for
+    (C{"proxy": "standin"} or C{"site"});
   - each request C{/r/I} has an entry answered 200 in the HAR, two only
     when it was sent again after the kill (the end line is written before
     the answer's last bytes leave, so a kill between the two leaves a 200
@@ -57,6 +61,9 @@ from tests.support import netlogArgv, sourceEnv  # noqa: E402
 
 #: Seconds the checks wait for the readers and the compression at most.
 SETTLE = 300.0
+
+#: The proxies the soak runs through: C{--proxy}'s choices and their twistd plugins.
+PLUGINS = {"standin": "netlog-standin", "site": "netlog-proxy"}
 
 
 class Clients:
@@ -108,20 +115,34 @@ class Clients:
             thread.join()
 
 
-def soak(folder: str, requests: int, clients: int, rotateSize: str) -> list[tuple[str, bool, str]]:
+def siteArgs(folder: str, originPort: int) -> list[str]:
     """
-    Run the soak in C{folder}; each check's name, whether it held, and what was seen.
+    The site proxy's options for one site, C{http://origin.test:PORT}, whose
+    backend is the soak's origin: every request goes the site's way (sent to
+    its backend, kept whole), not a live host's.
+    """
+    sites = os.path.join(folder, "sites.toml")
+    with open(sites, "w") as f:
+        f.write(f'[[site]]\nname = "origin"\norigins = ["http://origin.test:{originPort}"]\n'
+                f'backend = "http://127.0.0.1:{originPort}"\n')
+    return ["--sites", sites, "--state", os.path.join(folder, "state")]
+
+
+def soak(folder: str, requests: int, clients: int, rotateSize: str, proxy: str = "standin") -> list[tuple[str, bool, str]]:
+    """
+    Run the soak in C{folder} through C{proxy} (a key of L{PLUGINS}); each
+    check's name, whether it held, and what was seen.
     """
     logs = os.path.join(folder, "logs")
     os.mkdir(logs, 0o755)
     log = os.path.join(logs, "network.jsonl")
     origin = Origin()
-    twistd = Twistd(folder, "netlog-standin", [
+    twistd = Twistd(folder, PLUGINS[proxy], [
         "--log", log, "--listen", "tcp:0:interface=127.0.0.1",
         "--resolve", "origin.test=127.0.0.1", "--resolve-only",
         "--api", "tcp:0:interface=127.0.0.1", "--api-token-file", os.path.join(folder, "token"),
         "--rotate-size", rotateSize,
-    ])
+    ] + (siteArgs(folder, origin.port) if proxy == "site" else []))
     checks: list[tuple[str, bool, str]] = []
 
     def check(name: str, held: bool, seen: str) -> None:
@@ -172,6 +193,8 @@ def soak(folder: str, requests: int, clients: int, rotateSize: str) -> list[tupl
         restarted = sum(1 for r in endings if (r.get("_failed") or {}).get("reason") == "the proxy restarted")
         check("every exchange opened has an end line", opened == {r["id"] for r in endings},
               f"{len(opened)} exchanges, {restarted} ended by the restart")
+        writers = {r["proxy"] for r in lines if r["type"] == "open"}
+        check(f"every exchange written by the {proxy} proxy", writers == {proxy}, f"open lines' proxy: {sorted(writers)}")
 
         whole = os.path.join(folder, "whole.jsonl")
         with open(whole, "wb") as f:
@@ -221,20 +244,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--clients", type=int, default=8, help="requests in flight at once")
     parser.add_argument("--rotate-size", default="1MiB")
-    parser.add_argument("--keep", action="store_true", help="keep the folder (its path is printed)")
+    parser.add_argument("--proxy", choices=[*PLUGINS, "both"], default="both",
+                        help="the stand-in, the site proxy (one site whose backend is the origin), "
+                             "or both one after the other (the default)")
+    parser.add_argument("--keep", action="store_true", help="keep the folders (their paths are printed)")
     args = parser.parse_args(argv)
-    folder = tempfile.mkdtemp(prefix="netlog-soak-")
-    os.chmod(folder, 0o755)
-    try:
-        checks = soak(folder, args.requests, args.clients, args.rotate_size)
-    finally:
-        if args.keep:
-            print(f"kept {folder}")
-        else:
-            shutil.rmtree(folder, ignore_errors=True)
-    failed = [name for name, held, _ in checks if not held]
-    print(f"{len(checks) - len(failed)} of {len(checks)} checks held" + (f"; FAILED: {failed}" if failed else ""))
-    return 1 if failed or not checks else 0
+    failed: list[str] = []
+    for proxy in PLUGINS if args.proxy == "both" else [args.proxy]:
+        print(f"-- {PLUGINS[proxy]}", flush=True)
+        folder = tempfile.mkdtemp(prefix=f"netlog-soak-{proxy}-")
+        os.chmod(folder, 0o755)
+        try:
+            checks = soak(folder, args.requests, args.clients, args.rotate_size, proxy)
+        finally:
+            if args.keep:
+                print(f"kept {folder}")
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+        missed = [f"{proxy}: {name}" for name, held, _ in checks if not held] or ([] if checks else [f"{proxy}: no check ran"])
+        failed += missed
+        held = sum(1 for _, ok, _ in checks if ok)
+        print(f"{PLUGINS[proxy]}: {held} of {len(checks)} checks held", flush=True)
+    if failed:
+        print(f"FAILED: {failed}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
