@@ -1,7 +1,8 @@
 """
-A connection's one timer: the HTTP/1.1 and the HTTP/2 browser connections
-each keep one, whatever they wait for (a request head to end, an exchange
-to pass something, a head line to be due, a quiet connection to close).
+A connection's one timer, whatever it waits for: the HTTP/1.1 and the
+HTTP/2 browser connections each keep one (for a request head to end, an
+exchange to pass something, a head line to be due, a quiet connection to
+close), and so does a blind relay (for its quiet to end it).
 """
 
 from __future__ import annotations
