@@ -1,6 +1,8 @@
 """
 A token bucket: at most C{rate} events a second on average, C{burst} at once.
-Pure: the caller hands in the time.
+Pure: the caller hands in the time. The one netlog has: the API's door
+counts the sessions it makes with it, an HTTP/2 connection the browser's
+stream resets and control frames.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ class TokenBucket:
     Allows C{rate} events a second, and up to C{burst} in a row after a
     quiet spell.
     """
+
+    __slots__ = ("rate", "burst", "_tokens", "_at")
 
     def __init__(self, rate: float, burst: float, now: float) -> None:
         if rate <= 0 or burst < 1:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import zlib
 from typing import Optional
 
-from netlog.core.websocket import OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PONG, frameHeaderLength
+from netlog.core.websocket import OP_CONTINUATION, FrameWalker
 
 __all__ = [
     "MESSAGE_CAP",
@@ -153,53 +153,39 @@ def _unmask(data: bytes, key: bytes, offset: int) -> bytes:
     return (int.from_bytes(data, "big") ^ int.from_bytes(pad, "big")).to_bytes(n, "big")
 
 
-class MessageAssembler:
+class MessageAssembler(FrameWalker):
     """
-    Reads one direction of a WebSocket and gives back its messages.
+    Reads one direction of a WebSocket and gives back its messages (a
+    L{FrameWalker} that keeps what its frames carry).
 
     L{feed} returns the messages its bytes completed; the same messages
     come whatever the cuts. Memory: a frame header, one message's kept data
     (at most L{MESSAGE_CAP}, twice when compressed: the compressed bytes are
     kept too, in case they can't be inflated) and the zlib context.
 
-    @ivar messages: whole messages seen.
-    @ivar bytes: every byte fed.
     @ivar closeCode: the close frame's status code, if one came with one.
     @ivar closeReason: its reason, as text.
-    @ivar closed: a close frame has come.
-    @ivar error: why the stream isn't WebSocket framing, or L{None}; once
-        set, bytes are still counted but nothing else is read.
     """
 
     __slots__ = (
-        "messages", "bytes", "closeCode", "closeReason", "closed", "error",
+        "closeCode", "closeReason",
         "_budget", "_deflate", "_noContext", "_inflater", "_contextLost",
-        "_head", "_remaining", "_inFrame", "_opcode", "_fin", "_mask", "_offset",
-        "_fragmented", "_msgOpcode", "_msgCompressed", "_kept", "_raw", "_size",
-        "_wire", "_truncated", "_failed", "_control", "_frames",
+        "_mask", "_offset", "_msgOpcode", "_msgCompressed", "_kept", "_raw", "_size",
+        "_wire", "_truncated", "_failed", "_control", "_frames", "_out",
     )
 
     def __init__(self, budget: KeptBudget | None = None, deflate: bool = False,
                  noContextTakeover: bool = False) -> None:
-        self.messages = 0
-        self.bytes = 0
+        super().__init__()
         self.closeCode: int | None = None
         self.closeReason: str | None = None
-        self.closed = False
-        self.error: str | None = None
         self._budget = budget if budget is not None else KeptBudget()
         self._deflate = deflate
         self._noContext = noContextTakeover
         self._inflater: Optional["zlib._Decompress"] = None
         self._contextLost = False
-        self._head = b""
-        self._remaining = 0
-        self._inFrame = False
-        self._opcode = 0
-        self._fin = False
         self._mask: bytes | None = None
         self._offset = 0
-        self._fragmented = False
         self._msgOpcode = 0
         self._msgCompressed = False
         self._kept = bytearray()
@@ -212,126 +198,50 @@ class MessageAssembler:
         #: The payload lengths of the current message's frames so far
         #: (L{None} once past L{MAX_KEPT_FRAMES}).
         self._frames: list[int] | None = []
+        #: The messages the bytes being fed have completed (L{feed} hands
+        #: them on).
+        self._out: list[Message] = []
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Message]:
         """
         Read C{data}, the next bytes of this direction; return the messages
         they completed, in order.
         """
-        n = len(data)
-        self.bytes += n
-        out: list[Message] = []
-        if self.error is not None:
-            return out
-        pos = 0
-        while pos < n:
-            if not self._inFrame and not self._head and not self._fragmented and n - pos >= 2:
-                # The usual case, quickly: a whole unfragmented and
-                # uncompressed text or binary frame (FIN set, no RSV bit).
-                b0 = data[pos]
-                b1 = data[pos + 1]
-                length = b1 & 0x7F
-                if (b0 == 0x81 or b0 == 0x82) and length <= 126:
-                    at = pos + 2
-                    if length == 126:
-                        if n - pos < 4:
-                            length = 65536  # (header cut: the slow path)
-                        else:
-                            length = (data[pos + 2] << 8) | data[pos + 3]
-                            at = pos + 4
-                    if length <= MESSAGE_CAP:
-                        start = at + 4 if b1 & 0x80 else at
-                        end = start + length
-                        if end <= n:
-                            payload = bytes(data[start:end])
-                            if b1 & 0x80:
-                                payload = _unmask(payload, bytes(data[at:start]), 0)
-                            pos = end
-                            self.messages += 1
-                            out.append(self._spend(b0 & 0x0F, length, payload, False, None, None))
-                            continue
-            if self._inFrame:
-                take = self._remaining if self._remaining < n - pos else n - pos
-                self._payload(bytes(data[pos:pos + take]))
-                pos += take
-                self._remaining -= take
-                if self._remaining == 0:
-                    self._frameDone(out)
-                continue
-            if self._head:
-                head = self._head + bytes(data[pos:pos + 14])
-                base = len(self._head)
-            else:
-                head = bytes(data[pos:pos + 14])
-                base = 0
-            need = frameHeaderLength(head)
-            if need is None or len(head) < need:
-                self._head = head
-                break
-            self._head = b""
-            pos += need - base
-            if not self._startFrame(head[:need]):
+        self.bytes += len(data)
+        if self.error is None:
+            self._walk(data)
+            out = self._out
+            if out:
+                self._out = []
                 return out
-            if self._remaining == 0:
-                self._frameDone(out)
-        return out
+        return []
 
     # -- frames ---------------------------------------------------------------
 
-    def _startFrame(self, head: bytes) -> bool:
-        """
-        Start the frame of C{head}; C{False} when it ends the framing (its
-        reason in C{error}).
-        """
-        b0, b1 = head[0], head[1]
-        fin = bool(b0 & 0x80)
-        rsv1 = bool(b0 & 0x40)
-        opcode = b0 & 0x0F
-        length = b1 & 0x7F
-        at = 2
-        if length == 126:
-            length = int.from_bytes(head[2:4], "big")
-            at = 4
-        elif length == 127:
-            length = int.from_bytes(head[2:10], "big")
-            at = 10
-            if length >> 63:
-                self.error = "64-bit length with the high bit set"
-                return False
-        self._mask = head[at:at + 4] if b1 & 0x80 else None
+    def _message(self, data: bytes | bytearray | memoryview, opcode: int, at: int, start: int, end: int) -> None:
+        # (A frame the walker reads whole has a 16-bit length: within
+        # MESSAGE_CAP.)
+        payload = bytes(data[start:end])
+        if start != at:
+            payload = _unmask(payload, bytes(data[at:start]), 0)
+        self._out.append(self._spend(opcode, end - start, payload, False, None, None))
+
+    def _frameBegins(self, head: bytes, at: int, opcode: int, length: int) -> None:
+        self._mask = head[at:at + 4] if head[1] & 0x80 else None
+        self._offset = 0
         if opcode >= 8:
-            if opcode > OP_PONG:
-                self.error = "reserved control opcode %d" % (opcode,)
-                return False
-            if not fin or length > 125:
-                self.error = "fragmented or long control frame"
-                return False
             self._control = bytearray()
-        elif opcode > OP_BINARY:
-            self.error = "reserved data opcode %d" % (opcode,)
-            return False
-        elif opcode == OP_CONTINUATION:
-            if not self._fragmented:
-                self.error = "continuation frame outside a message"
-                return False
-        elif self._fragmented:
-            self.error = "new message before the previous one ended"
-            return False
-        else:
-            self._startMessage(opcode, rsv1 and self._deflate)
-        if opcode < 8 and self._frames is not None:
+            return
+        if opcode != OP_CONTINUATION:
+            self._startMessage(opcode, bool(head[0] & 0x40) and self._deflate)
+        if self._frames is not None:
             if len(self._frames) < MAX_KEPT_FRAMES:
                 self._frames.append(length)
             else:
                 self._frames = None
-        self._opcode = opcode
-        self._fin = fin
-        self._offset = 0
-        self._remaining = length
-        self._inFrame = True
-        return True
 
-    def _payload(self, chunk: bytes) -> None:
+    def _payload(self, data: bytes | bytearray | memoryview, pos: int, take: int) -> None:
+        chunk = bytes(data[pos:pos + take])
         if self._mask is not None:
             chunk = _unmask(chunk, self._mask, self._offset)
         self._offset += len(chunk)
@@ -340,24 +250,16 @@ class MessageAssembler:
         else:
             self._messageBytes(chunk)
 
-    def _frameDone(self, out: list[Message]) -> None:
-        self._inFrame = False
-        opcode = self._opcode
-        if opcode >= 8:
-            if opcode == OP_CLOSE and not self.closed:
-                self.closed = True
-                body = bytes(self._control)
-                if len(body) >= 2:
-                    self.closeCode = int.from_bytes(body[:2], "big")
-                    self.closeReason = body[2:].decode("utf-8", "replace")
-            self._control = bytearray()
-            return
-        if self._fin:
-            self._fragmented = False
-            self.messages += 1
-            out.append(self._endMessage())
-        else:
-            self._fragmented = True
+    def _controlEnds(self, closes: bool) -> None:
+        if closes:
+            body = bytes(self._control)
+            if len(body) >= 2:
+                self.closeCode = int.from_bytes(body[:2], "big")
+                self.closeReason = body[2:].decode("utf-8", "replace")
+        self._control = bytearray()
+
+    def _messageEnds(self) -> None:
+        self._out.append(self._endMessage())
 
     # -- messages -------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
 
 from netlog.net.gate import Gate
+from netlog.net.idle import IdleTimer
 from netlog.net.send import sendNow
 from netlog.net.shape import Shaper, shaperFor
 from netlog.net.splice import KernelRelay
@@ -128,7 +129,8 @@ class Relay:
         self.firstByte: float | None = None
         self.result: RelayResult | None = None
         self._lastActivity = reactor.seconds()
-        self._idleCall: Any = None
+        #: Cuts the relay once it passed nothing for C{idleTimeout}.
+        self._idle = IdleTimer(reactor, self._idleDeadline, self._checkIdle)
         self._closeCall: Any = None
         #: The kernel relaying the bytes, while it does (see L{moveToKernel}).
         self.kernel: KernelRelay | None = None
@@ -170,7 +172,7 @@ class Relay:
             self._onOpen()
         serverTransport.registerProducer(self.clientGate, True)
         self.client.registerProducer(self.serverGate, True)
-        self._scheduleIdle(self.idleTimeout)
+        self._idle.arm(self._reactor.seconds() + self.idleTimeout)
         if pendingDown:
             self.fromServer(pendingDown)
         if pending:
@@ -277,9 +279,7 @@ class Relay:
         self.result = RelayResult(
             self.up, self.down, closedBy, failure, self.firstByte, self._reactor.seconds()
         )
-        if self._idleCall is not None and self._idleCall.active():
-            self._idleCall.cancel()
-        self._idleCall = None
+        self._idle.stop()
         if other is not None:
             # Write what is buffered, then close; a peer that never reads is
             # cut off after the idle timeout.
@@ -297,18 +297,17 @@ class Relay:
 
     # -- idle ------------------------------------------------------------------
 
-    def _scheduleIdle(self, delay: float) -> None:
-        self._idleCall = self._reactor.callLater(max(delay, 0.0), self._checkIdle)
+    def _idleDeadline(self) -> float | None:
+        return self._lastActivity + self.idleTimeout
 
     def _checkIdle(self) -> None:
-        self._idleCall = None
         if self.result is not None:
             return
         quiet = self._reactor.seconds() - self._lastActivity
         if quiet >= self.idleTimeout:
             self.abort(idleReason(self.idleTimeout))
         else:
-            self._scheduleIdle(self.idleTimeout - quiet)
+            self._idle.arm()
 
 
 class RelayServerProtocol(Protocol):

@@ -53,6 +53,7 @@ from netlog.core.records import (
     urlAuthority,
 )
 from netlog.net.gate import Gate
+from netlog.net.idle import IdleTimer
 from netlog.net.relay import CLIENT, TUNNEL_ANSWER, tunnelAnswerFields
 from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IBrowserStream, IEngine, IRawPeer
@@ -108,7 +109,6 @@ class BrowserConnection(Protocol):
     __slots__ = (
         "_batch",
         "_handshake",
-        "_idleCall",
         "_lastActive",
         "_partialStart",
         "client",
@@ -122,6 +122,7 @@ class BrowserConnection(Protocol):
         "gone",
         "h2",
         "headStarted",
+        "idleTimer",
         "proxy",
         "queue",
         "rawPeer",
@@ -148,7 +149,8 @@ class BrowserConnection(Protocol):
         #: The host and port a site's CONNECT named.
         self.tunnelTarget: tuple[str, int] | None = None
         self.tunnelAuthority = ""
-        self._idleCall: Any = None
+        #: The connection's one timer (see L{_deadline}).
+        self.idleTimer = IdleTimer(self.reactor, self._deadline, self._idleTimeout)
         self._partialStart = 0.0
         self._lastActive = 0.0
         #: When the request head being read began (L{None} between heads or
@@ -184,7 +186,7 @@ class BrowserConnection(Protocol):
         )
         self.proxy.connections.add(self)
         self._lastActive = self.reactor.seconds()
-        self._arm()
+        self.idleTimer.arm()
 
     def dataReceived(self, data: bytes) -> None:
         if self.h2 is not None:
@@ -204,7 +206,7 @@ class BrowserConnection(Protocol):
         idle = self.reader.idle
         if self.headStarted is None and self.exchange is None and idle and not self.queue:
             self.headStarted = now
-            self._arm()
+            self.idleTimer.arm()
         # An exchange starts with its request's first byte: the first head
         # read from this data started when the reader last had nothing.
         self._take(self.reader.feed(data), now if idle else self._partialStart, now)
@@ -224,7 +226,7 @@ class BrowserConnection(Protocol):
 
     def connectionLost(self, reason: Failure = error.ConnectionDone()) -> None:  # type: ignore[assignment]
         self.gone = True
-        self._cancelIdle()
+        self.idleTimer.stop()
         self.proxy.connections.discard(self)
         if self.h2 is not None:
             self.h2.connectionLost(reason)
@@ -251,13 +253,7 @@ class BrowserConnection(Protocol):
         Have the connection's one timer fire by C{when} (an exchange whose
         answer's head came and whose body hasn't ended: its head line is due).
         """
-        timer = self._idleCall
-        if self.gone:
-            return
-        if timer is None or not timer.active():
-            self._idleCall = self.reactor.callLater(max(0.0, when - self.reactor.seconds()), self._idleTimeout)
-        elif timer.getTime() > when:
-            timer.reset(max(0.0, when - self.reactor.seconds()))
+        self.idleTimer.arm(when)
 
     def _deadline(self) -> float | None:
         """
@@ -278,30 +274,7 @@ class BrowserConnection(Protocol):
             return self._lastActive + self.proxy.idleTimeout
         return self._lastActive + min(BROWSER_IDLE_TIMEOUT, self.proxy.idleTimeout)
 
-    def _arm(self) -> None:
-        """
-        Arm the one timer this connection has, or move it sooner (activity
-        only moves C{_lastActive}; the timer looks again when it fires).
-        """
-        if self.gone:
-            return
-        deadline = self._deadline()
-        if deadline is None:
-            return
-        delay = max(0.0, deadline - self.reactor.seconds())
-        timer = self._idleCall
-        if timer is None or not timer.active():
-            self._idleCall = self.reactor.callLater(delay, self._idleTimeout)
-        elif timer.getTime() > deadline:
-            timer.reset(delay)
-
-    def _cancelIdle(self) -> None:
-        if self._idleCall is not None and self._idleCall.active():
-            self._idleCall.cancel()
-        self._idleCall = None
-
     def _idleTimeout(self) -> None:
-        self._idleCall = None
         if self.gone or self.closing:
             return
         deadline = self._deadline()
@@ -313,10 +286,10 @@ class BrowserConnection(Protocol):
             # An answer still streaming a second after its head: its head
             # line now (the timer then goes back to the idle timeout).
             exchange.logHead()
-            self._arm()
+            self.idleTimer.arm()
             return
         if now < deadline:
-            self._arm()
+            self.idleTimer.arm()
             return
         peer = self.exchange if self.exchange is not None else self.rawPeer
         if peer is not None:
@@ -354,7 +327,7 @@ class BrowserConnection(Protocol):
         if self._handshake is not None:
             # Only the proxy stopping closes a connection in its handshake.
             self._handshakeFailed(REASON_STOPPED)
-        self._cancelIdle()
+        self.idleTimer.cancel()
         self.closing = True
         self.queue.clear()
         self.transport.loseConnection()
@@ -424,7 +397,7 @@ class BrowserConnection(Protocol):
         if self.exchange is None and not self.closing and not self.reader.idle and self.headStarted is None:
             # Part of the next head came while this exchange ran.
             self.headStarted = self._lastActive
-        self._arm()
+        self.idleTimer.arm()
 
     def discardRestOfRequest(self, exchange: IRawPeer) -> None:
         self.discarding = True
@@ -746,7 +719,7 @@ class BrowserConnection(Protocol):
         """
         self._handshake = None
         if _negotiated(self.transport) == b"h2":
-            self._cancelIdle()
+            self.idleTimer.cancel()
             self.h2 = H2Connection(self, self.proxy, BROWSER_IDLE_TIMEOUT)
             self.h2.start()
 

@@ -59,7 +59,9 @@ from netlog.core.records import (
     openRecord,
     ownAnswerH2,
 )
+from netlog.core.ratelimit import TokenBucket
 from netlog.net.gate import Gate
+from netlog.net.idle import IdleTimer
 from netlog.proxy.contracts import IBrowserStream, IEngine, IRawPeer
 from netlog.proxy.dispatch import Turned, dispatch
 from netlog.proxy.exchange import Exchange
@@ -110,28 +112,6 @@ def _noLength(headers: Any) -> None:
     """
     (L{_State}: no content-length tracking in C{h2}.)
     """
-
-
-class _Bucket:
-    """
-    A token bucket: C{take} says whether one more event fits.
-    """
-
-    __slots__ = ("burst", "rate", "tokens", "at")
-
-    def __init__(self, burst: int, rate: float, now: float) -> None:
-        self.burst = burst
-        self.rate = rate
-        self.tokens = float(burst)
-        self.at = now
-
-    def take(self, now: float) -> bool:
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
 
 
 class _RequestReading:
@@ -418,7 +398,7 @@ class H2Stream:
         self.lastActive = now
 
     def wakeBy(self, when: float) -> None:
-        self.connection.wakeBy(when)
+        self.connection.idleTimer.arm(when)
 
 
 class H2Connection:
@@ -452,11 +432,12 @@ class H2Connection:
         #: The transport has closed.
         self.lost = False
         self.lastActive = self.reactor.seconds()
-        self._timer: Any = None
+        #: The connection's one timer (see L{_deadline}).
+        self.idleTimer = IdleTimer(self.reactor, self._deadline, self._tick)
         self._graceCall: Any = None
         now = self.reactor.seconds()
-        self._resets = _Bucket(RESET_BURST, RESETS_PER_SECOND, now)
-        self._controls = _Bucket(CONTROL_BURST, CONTROLS_PER_SECOND, now)
+        self._resets = TokenBucket(RESETS_PER_SECOND, RESET_BURST, now)
+        self._controls = TokenBucket(CONTROLS_PER_SECOND, CONTROL_BURST, now)
         config = H2Configuration(client_side=False, header_encoding=None, validate_inbound_headers=False,
                                  normalize_inbound_headers=False, validate_outbound_headers=False,
                                  normalize_outbound_headers=False)
@@ -478,7 +459,7 @@ class H2Connection:
         self.h2.increment_flow_control_window(4 * STREAM_WINDOW)
         self.transport.registerProducer(self, True)
         self.send()
-        self.arm()
+        self.idleTimer.arm()
 
     def dataReceived(self, data: bytes) -> None:
         if self.gone:
@@ -523,7 +504,7 @@ class H2Connection:
         elif isinstance(event, StreamReset):
             stream = self.streams.pop(event.stream_id, None)
             if stream is not None:
-                if not stream.answerEnded and not self._resets.take(now):
+                if not stream.answerEnded and not self._resets.allow(now):
                     self._terminate(ErrorCodes.ENHANCE_YOUR_CALM, "the browser reset too many streams")
                     stream.cancelled()
                     return
@@ -538,7 +519,7 @@ class H2Connection:
                 for stream in list(self.streams.values()):
                     self.pumpStream(stream)
         elif isinstance(event, (PingReceived, RemoteSettingsChanged)):
-            if not self._controls.take(now):
+            if not self._controls.allow(now):
                 self._terminate(ErrorCodes.ENHANCE_YOUR_CALM, "the browser sent too many PING or SETTINGS frames")
                 return
             if isinstance(event, RemoteSettingsChanged):
@@ -564,7 +545,7 @@ class H2Connection:
         if self._graceCall is not None and self._graceCall.active():
             self._graceCall.cancel()
         self._graceCall = None
-        self._cancelTimer()
+        self.idleTimer.stop()
         streams, self.streams = list(self.streams.values()), {}
         for stream in streams:
             stream.lost(reason)
@@ -613,6 +594,7 @@ class H2Connection:
         self.send()
         self.gone = True
         self.closing = True
+        self.idleTimer.stop()
         streams, self.streams = list(self.streams.values()), {}
         for stream in streams:
             stream.lost(Failure(error.ConnectionLost(why)))
@@ -703,7 +685,7 @@ class H2Connection:
         if stream.exchange is None and (stream.reset or stream.answerEnded and not stream.out):
             if self.streams.get(stream.streamId) is stream:
                 del self.streams[stream.streamId]
-            self.arm()
+            self.idleTimer.arm()
 
     # IPushProducer, for the browser's transport: its buffer is full.
     def pauseProducing(self) -> None:
@@ -769,21 +751,6 @@ class H2Connection:
 
     # -- time ---------------------------------------------------------------------------
 
-    def wakeBy(self, when: float) -> None:
-        timer = self._timer
-        delay = max(0.0, when - self.reactor.seconds())
-        if timer is None or not timer.active():
-            self._timer = self.reactor.callLater(delay, self._tick)
-        elif timer.getTime() > when:
-            timer.reset(delay)
-
-    def arm(self) -> None:
-        if self.gone:
-            return
-        deadline = self._deadline()
-        if deadline is not None:
-            self.wakeBy(deadline)
-
     def _deadline(self) -> float | None:
         idle = self.proxy.idleTimeout
         if not self.streams:
@@ -798,13 +765,7 @@ class H2Connection:
                 soonest = when
         return soonest
 
-    def _cancelTimer(self) -> None:
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
-        self._timer = None
-
     def _tick(self) -> None:
-        self._timer = None
         if self.gone:
             return
         now = self.reactor.seconds()
@@ -828,7 +789,7 @@ class H2Connection:
                                   if not stream.outSize else
                                   f"the browser took nothing for {idle:g} seconds (see --idle-timeout)")
         self.send()
-        self.arm()
+        self.idleTimer.arm()
 
 
 def _answerFields(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
