@@ -376,7 +376,7 @@ class Pool:
         else keep it for reuse; close it when it can't be reused or too
         many are kept.
         """
-        if protocol.reusable:
+        if self._waiting and protocol.reusable:
             waiter = self._next(protocol.key)
             if waiter is not None:
                 waiter.handed(protocol)
