@@ -14,7 +14,7 @@ from twisted.python import usage
 from netlog.net.policy import DestinationPolicy, parseAllowOption
 from netlog.net.reactors import IProxyReactor
 from netlog.net.resolve import Resolver, parseResolveOption
-from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT
+from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, MAX_CONNECTIONS_PER_UPSTREAM
 
 
 def _seconds(name: str, orZero: bool = False) -> Any:
@@ -33,6 +33,19 @@ def _seconds(name: str, orZero: bool = False) -> Any:
         return seconds
 
     coerce.coerceDoc = "Seconds."  # type: ignore[attr-defined]
+    return coerce
+
+
+def _count(name: str) -> Any:
+    """
+    An option's coercion to a whole number, 1 or more.
+    """
+    def coerce(value: str) -> int:
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ValueError(f"--{name} wants a whole number, 1 or more, got {value!r}")
+        return int(value)
+
+    coerce.coerceDoc = "A whole number, 1 or more."  # type: ignore[attr-defined]
     return coerce
 
 
@@ -84,7 +97,7 @@ class DestinationOptions:
     """
     C{--resolve NAME=ADDRESS} (repeatable), C{--resolve-only},
     C{--allow CIDR} (repeatable), C{--refuse-private}, C{--connect-timeout},
-    C{--idle-timeout}.
+    C{--idle-timeout}, C{--upstream-connections}.
 
     A mixin for a L{usage.Options} subclass (usage gathers C{optParameters}
     and C{opt_} methods from every base).
@@ -101,6 +114,10 @@ class DestinationOptions:
         ["idle-timeout", None, DEFAULT_IDLE_TIMEOUT,
          "Seconds a tunnel or connection may be silent before it is closed.",
          _seconds("idle-timeout")],
+        ["upstream-connections", None, MAX_CONNECTIONS_PER_UPSTREAM,
+         "Connections open at once to one upstream (a backend, a live host's origin) at most; "
+         "requests beyond wait in the order they came (a site's backend_connections wins).",
+         _count("upstream-connections")],
     ]
 
     def opt_resolve(self, value: str) -> None:

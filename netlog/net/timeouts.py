@@ -1,5 +1,6 @@
 """
-The timeouts both proxies share, each the default of a command-line option,
+The timeouts (and the one limit on upstream connections) both proxies
+share, each the default of a command-line option,
 defined once here. Pure: it imports nothing, so the core, the shell and the
 taps can all take their defaults from it.
 """
@@ -17,3 +18,11 @@ DEFAULT_IDLE_TIMEOUT = 300.0
 #: Seconds a browser has to send a whole request head once it has begun one
 #: (C{--header-timeout}); then C{408}.
 DEFAULT_HEADER_TIMEOUT = 30.0
+
+#: Connections open at once to one upstream (a site's backend, a live host's
+#: origin) unless the site's C{backend_connections} or
+#: C{--upstream-connections} says otherwise; the requests beyond wait for one
+#: in the order they came. Above what one browser connection asks at once
+#: over HTTP/1.1 (6 to a host) and under what it may over HTTP/2 (100
+#: streams): see C{docs/site-proxy.rst}, "Connections to backends".
+MAX_CONNECTIONS_PER_UPSTREAM = 32

@@ -12,7 +12,7 @@ tunnel, upstream.
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence, TypeVar
+from typing import Callable, Hashable, Protocol, Sequence, TypeVar
 
 from twisted.internet import defer
 from twisted.internet.interfaces import IProtocol, IPushProducer, ITransport
@@ -94,10 +94,33 @@ class IPool(Protocol):
         Keep C{source} for reuse (a source that can't be reused is closed).
         """
 
+    def cancel(self, key: Hashable, waiter: IWaiter) -> None:
+        """
+        C{waiter} waits its turn for a connection no more.
+        """
+
 
 #: What L{IEngine.upstreamFor} gives: the source, whether it was reused,
 #: the address it goes to, and when it was connected.
 Taken = tuple["IAnswerSource", bool, "str | None", "float | None"]
+
+
+class IWaiter(Protocol):
+    """
+    What waits its turn for a connection to an upstream (an exchange's
+    hold on its source) while the upstream's connections are at its cap.
+    """
+
+    def slotFree(self) -> None:
+        """
+        A new connection may be opened for it now; it counts as one of its
+        upstream's from now on.
+        """
+
+    def handed(self, protocol: IAnswerSource) -> None:
+        """
+        Take C{protocol}, done with by another exchange and reusable.
+        """
 
 
 class IEngine(Protocol):
@@ -128,8 +151,9 @@ class IEngine(Protocol):
 
     def takeIdle(self, route: Route) -> Taken | None: ...
 
-    def upstreamFor(self, route: Route, fresh: bool = False,
-                    resolved: Callable[[str], None] | None = None) -> defer.Deferred[Taken]: ...
+    def claim(self, route: Route, waiter: IWaiter) -> bool: ...
+
+    def upstreamFor(self, route: Route, resolved: Callable[[str], None] | None = None) -> defer.Deferred[Taken]: ...
 
     def resolveFor(self, route: Route) -> defer.Deferred[str]: ...
 

@@ -1,6 +1,7 @@
 """
 An exchange's hold on its answer source: getting one (the route's own
-answers, an idle pooled connection, or a new connection), the backpressure
+answers, an idle pooled connection, or a new connection, waiting its turn
+while its upstream has as many open as it may), the backpressure
 between it and the browser's side with the rules' bandwidth, handing the
 request to a new connection, and letting the source go (closed, or back to
 the pool).
@@ -35,9 +36,11 @@ class SourceHold:
     @ivar connectedAt: when a new connection was made for it (L{None} when
         reused or none was).
     @ivar shaping: the rules' bandwidth, each way.
+    @ivar pending: while it waits its turn for a connection (or makes
+        one), what to call once made, when it can't be, and on a crash.
     """
 
-    __slots__ = ("proxy", "browser", "route", "holder", "shaping", "source", "address", "connectedAt")
+    __slots__ = ("proxy", "browser", "route", "holder", "shaping", "source", "address", "connectedAt", "pending")
 
     def __init__(self, proxy: IEngine, browser: IBrowserStream, route: Route, holder: IHolder,
                  shaping: Shaping) -> None:
@@ -49,6 +52,7 @@ class SourceHold:
         self.source: IAnswerSource | None = None
         self.address: str | None = None
         self.connectedAt: float | None = None
+        self.pending: tuple[Callable[[], None], Callable[[Failure], None], Callable[[Failure], None]] | None = None
 
     def find(self, answers: Callable[[Answered], IAnswerSource], made: Callable[[], None],
              failed: Callable[[Failure], None], crashed: Callable[[Failure], None]) -> None:
@@ -66,9 +70,31 @@ class SourceHold:
         if idle is not None:
             self._take(idle, made)
             return
-        d = self.proxy.upstreamFor(route, fresh=True, resolved=self._resolvedTo)
+        self._connect(made, failed, crashed)
+
+    def _connect(self, made: Callable[[], None], failed: Callable[[Failure], None],
+                 crashed: Callable[[Failure], None]) -> None:
+        """
+        A new connection, or a turn in the queue for one (L{slotFree} or
+        L{handed} then).
+        """
+        self.pending = (made, failed, crashed)
+        if self.proxy.claim(self.route, self):
+            self.slotFree()
+
+    def slotFree(self) -> None:
+        assert self.pending is not None
+        made, failed, crashed = self.pending
+        self.pending = None
+        d = self.proxy.upstreamFor(self.route, resolved=self._resolvedTo)
         d.addCallbacks(lambda taken: self._take(taken, made), failed)
         d.addErrback(crashed)
+
+    def handed(self, protocol: IAnswerSource) -> None:
+        assert self.pending is not None
+        made = self.pending[0]
+        self.pending = None
+        self._take((protocol, True, getattr(protocol, "address", None) or self.route.host, None), made)
 
     def _resolvedTo(self, address: str) -> None:
         self.address = address
@@ -99,23 +125,25 @@ class SourceHold:
         """
         self.detach()
         self.source = None
-        d = self.proxy.upstreamFor(self.route, fresh=True)
 
         def sendAgain() -> None:
             assert self.source is not None
             sent(resend.sendTo(self.source))
             self.attach()
 
-        d.addCallbacks(lambda taken: self._take(taken, sendAgain), failed)
-        d.addErrback(crashed)
+        self._connect(sendAgain, failed, crashed)
 
     def release(self) -> None:
         """
         The exchange has ended: the hold lets go of it, so that the two,
         which point at each other, are freed as soon as nothing else holds
-        them (not by the cyclic collector, once per request).
+        them (not by the cyclic collector, once per request); and waits
+        its turn no more.
         """
         self.holder = None
+        if self.pending is not None:
+            self.pending = None
+            self.proxy.pool.cancel(self.route.key, self)
 
     def attach(self) -> None:
         """

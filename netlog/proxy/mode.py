@@ -56,6 +56,8 @@ class Route:
         C{<removed>}.
     @ivar named: its host is an address the rules' C{remap} gave: judged by
         the destination rules as a C{--resolve} name is.
+    @ivar connections: the most connections open at once to its upstream
+        (a site's C{backend_connections}); L{None} for the engine's.
     """
 
     scheme: str
@@ -66,6 +68,7 @@ class Route:
     site: Any = None
     signIn: frozenset[str] = field(default=frozenset())
     named: bool = False
+    connections: int | None = None
 
     @cached_property
     def key(self) -> Hashable:

@@ -26,9 +26,14 @@ from netlog.net.connect import connectThen
 from netlog.net.policy import DestinationPolicy
 from netlog.net.reactors import IProxyReactor
 from netlog.net.resolve import Resolver
-from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT
+from netlog.net.timeouts import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    MAX_CONNECTIONS_PER_UPSTREAM,
+)
 from netlog.proxy.browser import FORWARD, HTTP_ROUTE, HTTPS_ROUTE, BrowserFactory
-from netlog.proxy.contracts import IBrowserConnection, Taken
+from netlog.proxy.contracts import IBrowserConnection, IWaiter, Taken
 from netlog.proxy.mode import DestinationRefused, IMode, Route
 from netlog.proxy.upstream import Pool, UpstreamProtocol, connectUpstream
 
@@ -78,6 +83,7 @@ class ProxyService(Service):
         idleTimeout: float = DEFAULT_IDLE_TIMEOUT,
         headerTimeout: float = DEFAULT_HEADER_TIMEOUT,
         rules: Rules = NO_RULES,
+        upstreamConnections: int = MAX_CONNECTIONS_PER_UPSTREAM,
     ) -> None:
         """
         @param idleTimeout: seconds an exchange, a WebSocket or a tunnel may
@@ -87,6 +93,9 @@ class ProxyService(Service):
         @param rules: this listener's rules (C{--rules}, or a session's),
             replaced whole when they change; each request asks the ones set
             when it came.
+        @param upstreamConnections: connections open at once to one
+            upstream at most, for a route that names none of its own
+            (C{--upstream-connections}).
         """
         self.mode = mode
         self.writer = writer
@@ -97,6 +106,7 @@ class ProxyService(Service):
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
         self.rules = rules
+        self.upstreamConnections = upstreamConnections
         self.pool = Pool(reactor)
         self.connections: set[IBrowserConnection] = set()
         self._ids = itertools.count(1)
@@ -204,7 +214,7 @@ class ProxyService(Service):
 
     def takeIdle(self, route: Route) -> Taken | None:
         """
-        An idle pooled connection for C{route}, as L{upstreamFor} gives it,
+        An idle pooled connection for C{route}, as L{upstreamFor} gives one,
         or L{None}.
         """
         idle = self.pool.take(route.key)
@@ -212,10 +222,18 @@ class ProxyService(Service):
             return None
         return (idle, True, idle.address or route.host, None)
 
-    def upstreamFor(self, route: Route, fresh: bool = False, resolved: Callable[[str], None] | None = None
+    def claim(self, route: Route, waiter: IWaiter) -> bool:
+        """
+        Room for a new connection for C{route} (counted now), or C{waiter}
+        waits its turn: see L{Pool.claim}.
+        """
+        return self.pool.claim(route.key, route.connections or self.upstreamConnections, waiter)
+
+    def upstreamFor(self, route: Route, resolved: Callable[[str], None] | None = None
                     ) -> defer.Deferred[Taken]:
         """
-        A connection for C{route}: an idle one from the pool, else a new one.
+        A new connection for C{route}, on a slot L{claim}ed: it is counted
+        until it is lost, or the slot freed when it can't be made.
 
         @param resolved: told the address a new connection goes to, once
             known (so a failure to connect can say where it tried).
@@ -223,10 +241,6 @@ class ProxyService(Service):
         @return: C{(protocol, reused, address, connectedAt)}.
         """
         key = route.key
-        if not fresh:
-            idle = self.takeIdle(route)
-            if idle is not None:
-                return defer.succeed(idle)
         tls = None
         if route.scheme == "https":
             if key not in self._upstreamTLS:
@@ -238,6 +252,14 @@ class ProxyService(Service):
             if resolved is not None:
                 resolved(address)
             c = connectUpstream(self.reactor, address, route.port, tls, self.connectTimeout, key)
-            return c.addCallback(lambda p: (p, False, address, self.reactor.seconds()))
+            return c.addCallback(made, address)
 
-        return d.addCallback(connect)
+        def made(protocol: UpstreamProtocol, address: str) -> tuple[UpstreamProtocol, bool, str, float | None]:
+            self.pool.opened(protocol)
+            return (protocol, False, address, self.reactor.seconds())
+
+        def unmade(failure: Any) -> Any:
+            self.pool.released(key)
+            return failure
+
+        return d.addCallback(connect).addErrback(unmade)

@@ -33,7 +33,7 @@ from netlog.net.connect import connectThen
 from netlog.net.gate import Gate
 from netlog.net.reactors import IProxyReactor
 from netlog.net.send import noDelay, sendNow
-from netlog.proxy.contracts import IAnswerSink, IAnswerSource
+from netlog.proxy.contracts import IAnswerSink, IAnswerSource, IWaiter
 
 _log = Logger()
 
@@ -120,6 +120,8 @@ class UpstreamProtocol(Protocol):
     @ivar sent: the current request as sent, while small enough to send
         again (L{SentRequest}); L{None} once not.
     @ivar answered: bytes of an answer to the current request have come.
+    @ivar counted: the pool that counts it among its upstream's open
+        connections, until it is lost.
     """
 
     transport: Any
@@ -141,6 +143,7 @@ class UpstreamProtocol(Protocol):
         self.heads = 0
         self.sent: SentRequest | None = None
         self.answered = False
+        self.counted: Pool | None = None
 
     def connectionMade(self) -> None:
         self.connected = True
@@ -204,6 +207,9 @@ class UpstreamProtocol(Protocol):
         self.lostReason = reason
         if self.pool is not None:
             self.pool.forget(self)
+        counted, self.counted = self.counted, None
+        if counted is not None:
+            counted.released(self.key)
         exchange, self.exchange = self.exchange, None
         if exchange is None:
             return
@@ -313,8 +319,10 @@ def connectUpstream(
 
 class Pool:
     """
-    Idle keep-alive connections to upstreams, by key. One timer sweeps out
-    those idle too long (no timer per connection).
+    Idle keep-alive connections to upstreams, by key, and how many are open
+    to each: at most a cap, the exchanges beyond it waiting in the order
+    they came for one to be handed on or closed. One timer sweeps out those
+    idle too long (no timer per connection).
     """
 
     def __init__(self, reactor: IProxyReactor, maxIdle: int = MAX_IDLE_PER_UPSTREAM,
@@ -324,6 +332,11 @@ class Pool:
         self.idleTimeout = idleTimeout
         self._idle: dict[Hashable, list[UpstreamProtocol]] = {}
         self._sweep: Any = None
+        #: Connections counted per key: connecting, carrying an exchange or idle.
+        self._open: dict[Hashable, int] = {}
+        #: Those waiting for a connection per key, in the order they came
+        #: (a dict: the first is the oldest, and one leaving is removed at once).
+        self._waiting: dict[Hashable, dict[IWaiter, None]] = {}
 
     def take(self, key: Hashable) -> UpstreamProtocol | None:
         """
@@ -339,15 +352,21 @@ class Pool:
 
     def put(self, source: IAnswerSource) -> None:
         """
-        Keep C{source} for reuse, or close it when it can't be reused or
-        too many are kept (or isn't an upstream connection at all: a
-        recording or a rule's answer, given back when its exchange ended
-        as it was found).
+        Hand C{source} to the exchange waiting longest for its upstream,
+        else keep it for reuse; close it when it can't be reused or too
+        many are kept (or isn't an upstream connection at all: a recording
+        or a rule's answer, given back when its exchange ended as it was
+        found).
         """
         if not isinstance(source, UpstreamProtocol):
             source.close(False)
             return
         protocol = source
+        if self._waiting and protocol.reusable:
+            waiter = self._next(protocol.key)
+            if waiter is not None:
+                waiter.handed(protocol)
+                return
         idle = self._idle.setdefault(protocol.key, [])
         if not protocol.reusable or len(idle) >= self.maxIdle:
             protocol.transport.loseConnection()
@@ -357,6 +376,76 @@ class Pool:
         idle.append(protocol)
         if self._sweep is None:
             self._sweep = self.reactor.callLater(self.idleTimeout, self._sweepOut)
+
+    def claim(self, key: Hashable, cap: int, waiter: IWaiter) -> bool:
+        """
+        Room for a new connection to C{key}'s upstream, with at most C{cap}
+        open: counted now, C{True}. Else C{waiter} waits its turn, C{False}.
+        """
+        count = self._open.get(key, 0)
+        if count < cap:
+            self._open[key] = count + 1
+            return True
+        self._waiting.setdefault(key, {})[waiter] = None
+        return False
+
+    def cancel(self, key: Hashable, waiter: IWaiter) -> None:
+        """
+        C{waiter} waits no more (its exchange ended: the browser left, a
+        timeout).
+        """
+        waiting = self._waiting.get(key)
+        if waiting is not None and waiter in waiting:
+            del waiting[waiter]
+            if not waiting:
+                del self._waiting[key]
+
+    def opened(self, protocol: UpstreamProtocol) -> None:
+        """
+        C{protocol} was connected on a slot L{claim}ed: counted until it is
+        lost.
+        """
+        if protocol.connected:
+            protocol.counted = self
+        else:
+            self.released(protocol.key)
+
+    def released(self, key: Hashable) -> None:
+        """
+        A connection counted for C{key} is lost, or none could be made: the
+        slot goes to the exchange waiting longest, or is free.
+        """
+        waiter = self._next(key)
+        if waiter is not None:
+            waiter.slotFree()
+            return
+        count = self._open[key] - 1
+        if count:
+            self._open[key] = count
+        else:
+            del self._open[key]
+
+    def openTo(self, key: Hashable) -> int:
+        """
+        The connections counted for C{key}.
+        """
+        return self._open.get(key, 0)
+
+    def waitingFor(self, key: Hashable) -> int:
+        """
+        The exchanges waiting for a connection to C{key}'s upstream.
+        """
+        return len(self._waiting.get(key, ()))
+
+    def _next(self, key: Hashable) -> IWaiter | None:
+        waiting = self._waiting.get(key)
+        if not waiting:
+            return None
+        waiter = next(iter(waiting))
+        del waiting[waiter]
+        if not waiting:
+            del self._waiting[key]
+        return waiter
 
     def forget(self, protocol: UpstreamProtocol) -> None:
         idle = self._idle.get(protocol.key)
@@ -389,3 +478,4 @@ class Pool:
                 self.forget(protocol)
                 protocol.transport.loseConnection()
         self._idle.clear()
+        self._waiting.clear()

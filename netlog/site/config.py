@@ -26,7 +26,7 @@ NEVER_REMOVED = frozenset({"cookie", "set-cookie"})
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
-_SITE_KEYS = {"name", "origins", "backend", "verify", "sign_in_headers", "ca_file", "replay"}
+_SITE_KEYS = {"name", "origins", "backend", "verify", "sign_in_headers", "ca_file", "replay", "backend_connections"}
 _LIVE_KEYS = {"hosts", "connect_ports"}
 _TOP_KEYS = {"site", "live"}
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -94,6 +94,9 @@ class Site:
     #: The recording this site is answered from (C{replay = "PATH"}, made
     #: absolute from the folder of C{sites.toml}), if any.
     replay: str | None = None
+    #: The most connections open at once to its backend
+    #: (C{backend_connections}); L{None} for C{--upstream-connections}.
+    connections: int | None = None
 
     def httpsOrigin(self, host: str) -> Origin | None:
         """
@@ -352,7 +355,12 @@ def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
             raise fail("replay", f"site {name!r}: replay must be the path of a recording (a netlog log or a HAR)")
         if replay is not None and path is not None:
             replay = os.path.join(os.path.dirname(os.path.abspath(path)), replay)
-        sites.append(Site(name, tuple(origins), backend, frozenset(signIn), replay))
+        connections = raw.get("backend_connections")
+        if connections is not None and (not isinstance(connections, int) or isinstance(connections, bool)
+                                        or connections < 1):
+            raise fail("backend_connections",
+                       f"site {name!r}: backend_connections must be a whole number of connections, 1 or more")
+        sites.append(Site(name, tuple(origins), backend, frozenset(signIn), replay, connections))
     live = data.get("live", {})
     if not isinstance(live, dict):
         raise _fail(path, text, "live", 0, None, "write live hosts as a [live] table with hosts = [...]")

@@ -11,6 +11,7 @@ from netlog.core.capture import KEEP_ALL
 from netlog.log.interfaces import ILogWriter
 from netlog.net.options import buildDestinations
 from netlog.net.reactors import IProxyReactor
+from netlog.net.timeouts import MAX_CONNECTIONS_PER_UPSTREAM
 from netlog.proxy.service import ProxyService
 from netlog.site.mode import SiteMode
 
@@ -37,4 +38,5 @@ def buildProxy(config: Any, writer: ILogWriter, reactor: IProxyReactor) -> Proxy
         float(config["connect-timeout"]),
         float(config["idle-timeout"]),
         float(config["header-timeout"]),
+        upstreamConnections=int(config.get("upstream-connections", MAX_CONNECTIONS_PER_UPSTREAM)),
     )

@@ -10,6 +10,7 @@ from typing import Any
 from netlog.log.interfaces import ILogWriter
 from netlog.net.options import DEFAULT_LISTEN, buildDestinations, splitDescription
 from netlog.net.reactors import IProxyReactor
+from netlog.net.timeouts import MAX_CONNECTIONS_PER_UPSTREAM
 from netlog.proxy.service import ProxyService
 from netlog.standin.mode import DEFAULT_CONNECT_PORTS, StandinMode
 
@@ -63,4 +64,5 @@ def buildProxy(config: Any, writer: ILogWriter, reactor: IProxyReactor) -> Proxy
         connectTimeout=float(config["connect-timeout"]),
         idleTimeout=float(config["idle-timeout"]),
         headerTimeout=float(config["header-timeout"]),
+        upstreamConnections=int(config.get("upstream-connections", MAX_CONNECTIONS_PER_UPSTREAM)),
     )

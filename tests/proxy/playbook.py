@@ -224,17 +224,29 @@ class MemoryWriter(RecordingWriter):
 
 
 class Pool:
+    """
+    The sources given back, and the holds waiting their turn for a
+    connection.
+    """
+
     def __init__(self) -> None:
         self.kept: list[Any] = []
+        self.waiting: list[Any] = []
 
     def put(self, source: Any) -> None:
         self.kept.append(source)
+
+    def cancel(self, key: Any, waiter: Any) -> None:
+        self.waiting.remove(waiter)
 
 
 class FakeEngine:
     """
     The engine as an exchange uses it: a L{Clock}, the connections asked
     for (each a L{defer.Deferred} the test fires), the idle ones to take.
+
+    @ivar room: the new connections it may still open (L{None}: any); with
+        none left, a hold that claims one waits in C{pool.waiting}.
     """
 
     logging = True
@@ -245,7 +257,8 @@ class FakeEngine:
         self.writer = MemoryWriter()
         self.pool = Pool()
         self.idle: list[FakeSource] = []
-        self.asked: list[tuple[bool, defer.Deferred[Any]]] = []
+        self.asked: list[defer.Deferred[Any]] = []
+        self.room: int | None = None
 
     def openFields(self, side: Any, kind: str, started: float, head: RequestHead, url: str, host: str | None,
                    port: int | None, address: str | None = None, signIn: frozenset[str] = frozenset(),
@@ -257,12 +270,20 @@ class FakeEngine:
             return None
         return (self.idle.pop(), True, ADDRESS, None)
 
-    def upstreamFor(self, route: Route, fresh: bool = False,
-                    resolved: Callable[[str], None] | None = None) -> defer.Deferred[Any]:
+    def claim(self, route: Route, waiter: Any) -> bool:
+        if self.room is None:
+            return True
+        if self.room:
+            self.room -= 1
+            return True
+        self.pool.waiting.append(waiter)
+        return False
+
+    def upstreamFor(self, route: Route, resolved: Callable[[str], None] | None = None) -> defer.Deferred[Any]:
         d: defer.Deferred[Any] = defer.Deferred()
         if resolved is not None:
             resolved(ADDRESS)
-        self.asked.append((fresh, d))
+        self.asked.append(d)
         return d
 
     def connect(self, source: FakeSource | None = None) -> FakeSource:
@@ -270,7 +291,7 @@ class FakeEngine:
         Make the connection asked for last: C{source}, or a new one.
         """
         source = source or FakeSource()
-        _, d = self.asked.pop()
+        d = self.asked.pop()
         d.callback((source, False, ADDRESS, self.reactor.seconds()))
         return source
 

@@ -9,6 +9,7 @@ import os
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.site.config import ConfigError, loadSites, parseSites
+from netlog.site.mode import SiteMode
 
 GOOD = """\
 # The sites the browser may reach.
@@ -49,6 +50,18 @@ class ParseTests(SynchronousTestCase):
         self.assertTrue(wiki.backend.tls)
         self.assertIsNone(config.siteAt("https", "other.test", 443))
         self.assertEqual(str(shop.httpsOrigin("shop.test")), "https://shop.test")
+        self.assertIsNone(shop.connections)
+
+    def test_backendConnections(self) -> None:
+        """
+        A site's C{backend_connections} is its cap, carried on its routes.
+        """
+        config = parseSites(GOOD.replace('verify = false', 'verify = false\nbackend_connections = 8'))
+        wiki = config.siteAt("https", "wiki.test", 443)
+        assert wiki is not None
+        self.assertEqual(wiki.connections, 8)
+        mode = SiteMode(config, self.mktemp())
+        self.assertEqual(mode.siteRoute(wiki, "https", "wiki.test", 443).connections, 8)
 
     def test_originsByPort(self) -> None:
         """
@@ -135,6 +148,9 @@ class ParseTests(SynchronousTestCase):
              3, "origin 'http://a.test' is http://a.test, which its origins already name"),
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
              "verify = \"yes\"\n", 5, "verify must be true or false"),
+            *[("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
+               f"backend_connections = {value}\n", 5, "backend_connections must be a whole number")
+              for value in ("0", "-1", "1.5", "\"8\"", "true")],
             ("[live]\nhosts = [\"https://x.test/\"]\n", 2, "no scheme"),
             ("[live]\nhosts = []\nconnect_ports = [0]\n", 3, "port numbers"),
             ("[live]\nhosts = []\nconnect_ports = \"443\"\n", 3, "port numbers"),

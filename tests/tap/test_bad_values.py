@@ -53,6 +53,7 @@ PLUGIN_OPTIONS: dict[str, list[Any]] = {
     "connect-timeout": NOT_SECONDS + ["0"],
     "idle-timeout": NOT_SECONDS + ["0"],
     "header-timeout": NOT_SECONDS + ["0"],
+    "upstream-connections": ["x", "0", "-1", "1.5", "", "1e3"],
     "grace": NOT_SECONDS,
     "hang-timeout": NOT_SECONDS,
     "give-up-after": ["x", "0", "-1", "1.5", ""],
