@@ -281,10 +281,30 @@ class RotatingProxyTests(_ProxyLog):
         for log in (self.log, whole):
             done = subprocess.run(netlogArgv() + ["har", log, "--progress", "never"],
                                   capture_output=True, env=sourceEnv(), timeout=WAIT)
-            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertEqual(done.returncode, 0, done.stderr + b"\n" + folderReport(self.folder).encode())
             hars.append(json.loads(done.stdout))
         self.assertEqual(hars[0], hars[1])
         self.assertEqual(len(hars[0]["log"]["entries"]), sum(1 for line in lines if line["type"] == "open"))
+
+
+def folderReport(folder: str) -> str:
+    """
+    What a failed read of a series found in its folder: each file's name,
+    size, mode time and first bytes (a compressed segment starts with
+    zstd's magic, 28 b5 2f fd).
+    """
+    rows = []
+    for name in sorted(os.listdir(folder)):
+        full = os.path.join(folder, name)
+        try:
+            stat = os.stat(full)
+            with open(full, "rb") as f:
+                start = f.read(8)
+        except OSError as e:
+            rows.append(f"{name}: {e}")
+            continue
+        rows.append(f"{name}: {stat.st_size} bytes, mtime {stat.st_mtime:.3f}, starts {start.hex(' ')}")
+    return "\n".join(rows)
 
 
 class Load:
