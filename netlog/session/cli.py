@@ -25,6 +25,7 @@ from netlog.client import API_ENV, CALL_TIMEOUT, TOKEN_ENV, TOKEN_FILE, Netlog, 
 from netlog.har.cli import redaction
 from netlog.har.redact import BUILTIN, PolicyError, Redactor, redactorFor
 from netlog.core.rules import BadRules, isTomlName, readRulesDocument
+from netlog.net.options import _seconds
 from netlog.session.rulesfile import readRulesText
 
 
@@ -43,22 +44,19 @@ def api(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", help=f"the API's token (default ${TOKEN_ENV}, else --token-file)")
     p.add_argument("--token-file", metavar="FILE",
                    help=f"where the API's token is kept (default {TOKEN_FILE} in the state folder)")
-    p.add_argument("--timeout", type=_seconds, default=CALL_TIMEOUT, metavar="SECONDS",
+    p.add_argument("--timeout", type=_timeout, default=CALL_TIMEOUT, metavar="SECONDS",
                    help=f"how long to wait for the API (default {CALL_TIMEOUT:g})")
 
 
-def _seconds(text: str) -> float:
+def _timeout(text: str) -> float:
     """
-    A wait in seconds: a finite number above 0 (argparse says so in one line
-    otherwise).
+    C{--timeout}: the proxies' own check of a number of seconds, said by
+    argparse in its one line.
     """
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (0 < value < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0: {text!r}")
-    return value
+        return float(_seconds("timeout")(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 class ClientOptionError(Exception):
