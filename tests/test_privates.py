@@ -19,7 +19,8 @@ The private names used:
   - C{twisted.logger.LogPublisher._observers} and the undocumented
     C{twisted.internet.process.reapProcessHandlers}
     (L{netlog.supervise.fork}: a forked worker forgets its parent's log
-    observers and children).
+    observers and children; L{netlog.net.chatter}: twistd's observers are
+    put behind a filter of the ports' own lines).
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ class TwistedPrivatesTests(unittest.TestCase):
         """
         A L{LogPublisher} keeps its observers in C{_observers}.
         """
-        why = moved("twisted.logger.LogPublisher._observers", "netlog/supervise/fork.py (_forgetParent)",
+        why = moved("twisted.logger.LogPublisher._observers",
+                    "netlog/supervise/fork.py (_forgetParent) and netlog/net/chatter.py (quietPortChatter)",
                     "Twisted", twisted.__version__, TWISTED_PIN)
 
         def observer(event: Any) -> None:

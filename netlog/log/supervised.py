@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from twisted.internet.error import ProcessExitedAlready
 
-from netlog.log.writer import listenForRotation, rotationForwarders
+from netlog.log.writer import forgetRotations, listenForRotation, rotationForwarders
 
 _following: dict[int, Callable[[], None]] = {}
 
@@ -45,3 +45,13 @@ def unfollowRotations(supervisor: Any) -> None:
     forward = _following.pop(id(supervisor), None)
     if forward is not None:
         rotationForwarders.remove(forward)
+
+
+def forgetParentRotations() -> None:
+    """
+    In a worker forked from the supervisor: forget the supervisor's hand-on
+    of C{SIGUSR1} and its writers, copied into the child with its memory.
+    The worker's own writer registers itself as it starts.
+    """
+    _following.clear()
+    forgetRotations()

@@ -609,6 +609,16 @@ def rotatingWriters() -> list[LogWriter]:
 rotationForwarders: list[Callable[[], None]] = []
 
 
+def forgetRotations() -> None:
+    """
+    Forget every writer and forwarder a C{SIGUSR1} reaches: in a process
+    forked from another they are the other's, and rotating or waking them
+    here would write to descriptors whose numbers now mean something else.
+    """
+    _rotatable.clear()
+    del rotationForwarders[:]
+
+
 def _onRotateSignal(signum: int, frame: Any) -> None:
     for writer in list(_rotatable):
         writer.rotateSoon()

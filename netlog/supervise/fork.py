@@ -72,6 +72,8 @@ def _forgetParent() -> None:
     from twisted.internet import process
     from twisted.logger import globalLogPublisher
 
+    from netlog.log.supervised import forgetParentRotations
+
     # Its log observers write to its twistd log, whose descriptor is closed
     # here (and its number may now be a listener's or the log's).
     for observer in list(getattr(globalLogPublisher, "_observers", [])):
@@ -82,6 +84,9 @@ def _forgetParent() -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     atexit._clear()
     process.reapProcessHandlers.clear()
+    # Its SIGUSR1 hand-on wakes its reactor's copy, whose waker descriptor
+    # number is another file's here.
+    forgetParentRotations()
     # Twisted set every signal back to its default for an exec; a Python
     # starts with these two ignored (a write to a closed pipe is then an
     # EPIPE, not death), and the worker relies on it.

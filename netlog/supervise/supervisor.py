@@ -35,6 +35,7 @@ from netlog.log.logfile import openLogFile
 from netlog.log.series import followRotation
 from netlog.log.supervised import followRotations, unfollowRotations
 from netlog.log.writer import LogWriter, lastLineOf
+from netlog.net.chatter import quietPortChatter
 from netlog.net.reactors import IProxyReactor
 from netlog.supervise.adopt import BoundListener, bindListener
 from netlog.supervise.control import SupervisorSide, connectSupervisorSide
@@ -472,6 +473,7 @@ class Supervisor(MultiService):
         if self._privilegedDone:
             return
         self._privilegedDone = True
+        quietPortChatter()
         raised = raiseFileLimit()
         if raised is not None:
             _log.info("raised the open files limit from {before} to {after}", before=raised[0], after=raised[1])

@@ -276,6 +276,8 @@ def _startLogging(forked: bool = False) -> None:
     """
     from twisted.logger import eventAsText, globalLogBeginner, globalLogPublisher
 
+    from netlog.net.chatter import withoutPortChatter
+
     out = sys.stdout
 
     def observer(event: dict[str, Any]) -> None:
@@ -288,10 +290,11 @@ def _startLogging(forked: bool = False) -> None:
         except (OSError, ValueError):
             pass
 
+    quiet = withoutPortChatter(observer)  # type: ignore[arg-type]
     if forked:
-        globalLogPublisher.addObserver(observer)  # type: ignore[arg-type]
+        globalLogPublisher.addObserver(quiet)
     else:
-        globalLogBeginner.beginLoggingTo([observer], redirectStandardIO=False)  # type: ignore[list-item]
+        globalLogBeginner.beginLoggingTo([quiet], redirectStandardIO=False)
 
 
 def handedToSlot(name: str, logPath: str | None, theirs: int, ours: int) -> bool:

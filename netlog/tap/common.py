@@ -47,6 +47,7 @@ from netlog.api.door import apiHostName
 from netlog.core.rules import NO_RULES
 from netlog.log.rotationoptions import ROTATION_OPTIONS, rotationOf
 from netlog.log.writer import LogWriter
+from netlog.net.chatter import QuietPorts
 from netlog.net.endpoints import checkListen
 from netlog.net.options import DEFAULT_LISTEN, _seconds, splitDescription, withBacklog
 from netlog.net.reactors import IProxyReactor, theReactor
@@ -435,6 +436,7 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: IProxyReacto
     """
     uid, gid = dropIds(config)
     top = MultiService()
+    QuietPorts().setServiceParent(top)
     writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid, rotation=rotationOf(config))
     writer.setServiceParent(top)
     proxy = buildProxy(config, writer, reactor)

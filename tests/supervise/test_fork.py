@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import Callable
 
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
@@ -82,3 +83,79 @@ class ForkedWorkerTests(SynchronousTestCase):
             self.assertNotIn(twistd.twistdLog, held)
             self.assertNotIn(f"socket:[{api}]", held)
             self.assertTrue(ignoredSignals(pid) & (1 << (signal.SIGPIPE - 1)), f"worker {pid} dies of SIGPIPE")
+
+
+class ForgottenRotationTests(SynchronousTestCase):
+    """
+    A forked worker forgets the supervisor's C{SIGUSR1} hand-on: the copy
+    of it in the worker would wake the supervisor's reactor through a
+    descriptor number that, in the worker, is another file: a worker
+    started after a kill, then a C{SIGUSR1}, is when a compressed segment
+    that is not zstd was seen in CI.
+    """
+
+    def followedBy(self, handOn: Callable[[], object]) -> None:
+        """
+        Hand this process's C{SIGUSR1} on as the supervisor does, to a
+        supervisor whose reactor calls C{handOn}.
+        """
+        from netlog.log.supervised import followRotations, unfollowRotations
+
+        class ParentsReactor:
+            def callFromThread(self, f: object) -> None:
+                handOn()
+
+        class Supervisor:
+            _reactor = ParentsReactor()
+            worker = None
+
+        supervisor = Supervisor()
+        followRotations(supervisor)
+        self.addCleanup(unfollowRotations, supervisor)
+        previous = signal.getsignal(signal.SIGUSR1)
+        self.addCleanup(signal.signal, signal.SIGUSR1, previous)
+
+    def test_forkedChildForgetsParentsRotations(self) -> None:
+        """
+        In a child forked as a worker is, a C{SIGUSR1} reaches neither the
+        parent's hand-on nor its writers.
+        """
+        from netlog.log.writer import rotatingWriters
+        from netlog.supervise.fork import _forgetParent
+
+        readEnd, writeEnd = os.pipe()
+        self.addCleanup(os.close, readEnd)
+        self.followedBy(lambda: os.write(writeEnd, b"parent's hand-on ran\n"))
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                _forgetParent()
+                from netlog.log.writer import listenForRotation
+
+                listenForRotation()
+                signal.raise_signal(signal.SIGUSR1)
+                os.write(writeEnd, f"child: {len(rotatingWriters())} writers\n".encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(writeEnd)
+        _, status = os.waitpid(pid, 0)
+        said = b""
+        while True:
+            piece = os.read(readEnd, 4096)
+            if not piece:
+                break
+            said += piece
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, said)
+        self.assertEqual(said, b"child: 0 writers\n")
+
+    def test_parentStillHandsOn(self) -> None:
+        """
+        The parent's own C{SIGUSR1} still reaches its hand-on: the child's
+        forgetting is the child's.
+        """
+        ran: list[bool] = []
+        self.followedBy(lambda: ran.append(True))
+        signal.raise_signal(signal.SIGUSR1)
+        self.assertEqual(len(ran), 1)

@@ -87,11 +87,16 @@ class StartupLineTests(SynchronousTestCase):
         self.assertEqual(twistdLog.count("running uncompiled"), 0 if compiledExpected() else 1, twistdLog)
         self.assertNotIn("Starting factory", twistdLog)
         self.assertNotIn("Stopping factory", twistdLog)
+        # Nor Twisted's ports' own lines ("BrowserFactory starting on 3128",
+        # "(TCP Port 3128 Closed)"): the listener's bound line says it.
+        self.assertIn("listener tcp:0:interface=127.0.0.1 bound on", twistdLog)
+        self.assertNotIn(" starting on ", twistdLog)
+        self.assertNotIn("Port", twistdLog)
 
     def test_standin(self) -> None:
         """
         The stand-in, supervised: its log, its API (once), the state folder
-        it made; no "Starting factory" line.
+        it made; no "Starting factory" line, nor a port's own.
         """
         self.check("netlog-standin", [], supervised=True)
 
