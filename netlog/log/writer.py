@@ -16,11 +16,12 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from twisted.application.service import Service
 from twisted.logger import Logger
 
+from netlog.core.cut import linesAfter
 from netlog.core.logline import (
     END,
     HEAD,
@@ -36,6 +37,7 @@ from netlog.core.paging import page
 from netlog.core.recovery import recover
 from netlog.core.segments import Rotation, closingSize, segmentName
 from netlog.log.logfile import UnsafeLogPath, openLogFile
+from netlog.log.cut import copiedUpTo
 from netlog.log.series import Housekeeper, SeriesBytes, followRotation, listing
 from netlog.net.reactors import IProxyReactor
 
@@ -47,6 +49,12 @@ MAX_PENDING_BYTES = 64 * 1024 * 1024
 #: Seconds between tries to write held lines again.
 RETRY_INTERVAL = 1.0
 #: The most buffers one C{writev} takes.
+#: Bytes of the most recent lines a writer keeps (twice: two halves, the
+#: older dropped as the newer fills), to write them again when its file is
+#: cut under it (see L{netlog.core.cut}).
+RECENT_BYTES = 512 * 1024
+#: Seconds between two looks at an idle log for a cut.
+CUT_CHECK_INTERVAL = 1.0
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 16, 1024) or 16
 _NEWLINE = b"\n"
 
@@ -87,8 +95,16 @@ class LogWriter(Service):
     C{docs/engine.rst}, "One writer per log"), and a worker makes a writer
     only from a descriptor it was handed.
 
+    A file cut under the writer (logrotate's C{copytruncate}) is noticed at
+    the next write, whose end falls short of the bytes counted, or within
+    L{CUT_CHECK_INTERVAL} seconds when idle; the lines after the end of
+    logrotate's copy are then written again from the writer's most recent
+    bytes (L{RECENT_BYTES}), so that no line is in neither file (see
+    L{netlog.core.cut}).
+
     @ivar failedWrites: writes that failed (disk full, I/O error, size limit).
     @ivar droppedLines: lines given up because too many were held.
+    @ivar restoredCuts: cuts under the writer it wrote lines again after.
     """
 
     name = "log-writer"
@@ -132,6 +148,13 @@ class LogWriter(Service):
         self._pendingBytes = 0
         self._lostEnds: set[int] = set()
         self._failing: str | None = None
+        #: The most recent whole lines on the file, the older half first
+        #: (only for a log with a path: one that can be cut).
+        self._keepsRecent = path is not None
+        self._recentOlder = bytearray()
+        self._recent = bytearray()
+        self._cutTimer: Any = None
+        self.restoredCuts = 0
         self._retry: Any = None
         self._closing = False
         self._recovered = False
@@ -168,6 +191,9 @@ class LogWriter(Service):
 
     def stopService(self) -> None:
         _rotatable.discard(self)
+        if self._cutTimer is not None and self._cutTimer.active():
+            self._cutTimer.cancel()
+        self._cutTimer = None
         if self._rotateTimer is not None and self._rotateTimer.active():
             self._rotateTimer.cancel()
         self._rotateTimer = None
@@ -217,6 +243,8 @@ class LogWriter(Service):
             self._recovered = True
             self._recover()
             self._startRotating()
+            if self._keepsRecent and self._reactor is not None:
+                self._cutTimer = self._reactor.callLater(CUT_CHECK_INTERVAL, self._checkCutOnTime)
 
     def _recover(self) -> None:
         assert self._fd is not None
@@ -366,6 +394,14 @@ class LogWriter(Service):
         if fd is None:
             return
         pending = self._pending
+        if self._keepsRecent and pending and self._liveBytes:
+            # Cut under us since the last write? Then the lost lines go
+            # back before these, so no reader sees a gap meanwhile.
+            size = os.lseek(fd, 0, os.SEEK_END)
+            if size < self._liveBytes:
+                self._restoreCut()
+                return
+            self._liveBytes = size
         while pending:
             first = pending[0]
             if len(first) > _IOV_MAX:
@@ -389,9 +425,14 @@ class LogWriter(Service):
                 del iov
                 self._writeFailed(e)
                 return
-            del iov
             self._pendingBytes -= written
             self._liveBytes += written
+            if self._keepsRecent:
+                if written <= RECENT_BYTES and (not self._pendingBytes or written == sum(map(len, iov))):
+                    self._remember(iov)
+                else:
+                    self._forgetRecent()
+            del iov
             if not self._pendingBytes:
                 # Every held byte went (the usual case: one line, whole).
                 pending.clear()
@@ -418,6 +459,85 @@ class LogWriter(Service):
             self._liveBytes = os.fstat(fd).st_size
             if self._rotateWanted or self._liveBytes >= self._closingSize:
                 self.rotate()
+
+    # -- cuts under the writer -------------------------------------------------
+
+    def _remember(self, pieces: Sequence[Buffer]) -> None:
+        """
+        Keep a whole write's bytes among the most recent.
+        """
+        recent = self._recent
+        for piece in pieces:
+            recent += piece
+        if len(recent) >= RECENT_BYTES:
+            self._recentOlder = recent
+            self._recent = bytearray()
+
+    def _forgetRecent(self) -> None:
+        """
+        Keep no recent bytes (a write cut short, a line bigger than they
+        hold): a cut now finds only what is written after.
+        """
+        self._recentOlder = bytearray()
+        self._recent = bytearray()
+
+    def _checkCutOnTime(self) -> None:
+        assert self._reactor is not None
+        self._cutTimer = self._reactor.callLater(CUT_CHECK_INTERVAL, self._checkCutOnTime)
+        self.checkCut()
+
+    def checkCut(self) -> bool:
+        """
+        Look whether the file was cut under the writer (it holds fewer bytes
+        than the writer put there) and, if so, write the lost lines again;
+        whether it was. Done within L{CUT_CHECK_INTERVAL} seconds of a cut
+        on its own; while lines are held (writes failing), not at all.
+        """
+        fd = self._fd
+        if fd is None or not self._keepsRecent or self._pending:
+            return False
+        size = os.fstat(fd).st_size
+        if size >= self._liveBytes:
+            self._liveBytes = size
+            return False
+        self._restoreCut()
+        return True
+
+    def _restoreCut(self) -> None:
+        """
+        The file was cut: write it again from the line after the end of
+        logrotate's copy (every line still kept when no copy is found).
+        """
+        fd, path = self._fd, self.path
+        assert fd is not None and path is not None
+        last = self._next - 1
+        copy = copiedUpTo(path, last)
+        after = copy[1] if copy is not None else None
+        restored = linesAfter(bytes(self._recentOlder + self._recent), after)
+        self._forgetRecent()
+        self.restoredCuts += 1
+        try:
+            os.ftruncate(fd, 0)
+        except OSError as e:
+            _log.error("netlog could not write its log {path} again after it was cut: {reason}",
+                       path=path, reason=os.strerror(e.errno) if e.errno else str(e))
+            return
+        self._liveBytes = 0
+        copied = f"its copy {copy[0]} ends at line {after}" if copy is not None else "no copy of it was found beside it"
+        if restored.first is None:
+            _log.info("netlog's log {path} was cut under it (copytruncate); {copied}", path=path, copied=copied)
+        else:
+            _log.info("netlog's log {path} was cut under it (copytruncate); {copied}: it writes lines {first} "
+                      "to {last} again", path=path, copied=copied, first=restored.first, last=restored.last)
+        missing = restored.lost if restored.first is not None else (last - after if after is not None else 0)
+        if missing:
+            _log.error("netlog's log {path} was cut under it and {count} lines after line {after} are in "
+                       "neither file: they were written before the most recent {bytes} bytes netlog keeps",
+                       path=path, count=missing, after=after, bytes=RECENT_BYTES * 2)
+        if restored.data:
+            self._pending.appendleft([restored.data])
+            self._pendingBytes += len(restored.data)
+            self._flush()
 
     def _writeFailed(self, error: OSError) -> None:
         self.failedWrites += 1

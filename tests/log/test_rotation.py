@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 from typing import Any, cast
@@ -20,7 +21,8 @@ from netlog.core.logline import REASON_RESTARTED, decodeLine
 from netlog.core.segments import Rotation, segmentName
 from netlog.log.reader import LogReader
 from netlog.log.series import listing, segmentPath, tidy
-from netlog.log.writer import LogWriter
+from netlog.log import writer as writerModule
+from netlog.log.writer import CUT_CHECK_INTERVAL, LogWriter
 
 from tests.support import netlogArgv, sourceEnv
 
@@ -264,31 +266,101 @@ class RotationTests(_Logs):
 
 
 class OutsideRotationTests(_Logs):
+    def copyThenTruncate(self, between: Any = None) -> str:
+        """
+        What logrotate's C{copytruncate} does: copy the live file to
+        C{network.jsonl.1}, then (after C{between}, lines written in its
+        gap) cut the live file to nothing.
+        """
+        copy = self.path + ".1"
+        with open(self.path, "rb") as source, open(copy, "wb") as target:
+            shutil.copyfileobj(source, target)
+        if between is not None:
+            between()
+        os.truncate(self.path, 0)
+        return copy
+
     def test_copytruncate(self) -> None:
         """
-        The live file cut to nothing under the writer (logrotate's
-        copytruncate): the writer goes on numbering from where it was, and
-        a reader goes on without a page that says begun again, told which
-        lines it missed.
+        The live file copied, then cut to nothing under the writer
+        (logrotate's copytruncate), with lines written between the copy and
+        the cut: at its next line the writer writes the file again from
+        the line after the copy's last, so that the copy and the live file
+        hold every line once, in order; a reader reads on with nothing
+        missed and nothing begun again.
         """
         path = self.path
         writer = self.writer(Rotation())
         for i in range(5):
             writer.refuse({"i": i}, {})
         reader = LogReader(path)
-        page = reader.read(0)
-        self.assertEqual(page.next, 10)
-        writer.refuse({"i": 5}, {})
-        os.truncate(path, 0)
+        self.assertEqual(reader.read(0).next, 10)
+        copy = self.copyThenTruncate(lambda: writer.refuse({"i": 5}, {}))
         writer.refuse({"i": 6}, {})
+        self.assertEqual([r["n"] for r in readLines(copy)], list(range(1, 11)))
+        self.assertEqual([r["n"] for r in readLines(path)], [11, 12, 13, 14])
         page = reader.read(10)
-        self.assertFalse(page.begunAgain)
-        self.assertEqual([r["n"] for r in page.records()], [13, 14])
-        self.assertEqual(page.removedUpTo, 12)
-        os.truncate(path, 0)
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo),
+                         ([11, 12, 13, 14], False, None))
+        self.assertEqual(writer.restoredCuts, 1)
+        # A second cut, with no line between: the same.
+        copy = self.copyThenTruncate()
         writer.refuse({"i": 7}, {})
+        self.assertEqual([r["n"] for r in readLines(copy)], list(range(11, 15)))
+        self.assertEqual([r["n"] for r in readLines(path)], [15, 16])
         page = reader.read(14)
         self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo), ([15, 16], False, None))
+
+    def test_cutWhileIdle(self) -> None:
+        """
+        Cut while nothing is written: within a second the lost lines are on
+        the file again, before any new line.
+        """
+        clock = Clock()
+        writer = self.writer(Rotation(), clock)
+        for i in range(3):
+            writer.refuse({"i": i}, {})
+        self.copyThenTruncate(lambda: writer.refuse({"i": 3}, {}))
+        self.assertEqual(readLines(self.path), [])
+        clock.advance(CUT_CHECK_INTERVAL)
+        self.assertEqual([r["n"] for r in readLines(self.path)], [7, 8])
+        clock.advance(CUT_CHECK_INTERVAL)
+        writer.refuse({"i": 4}, {})
+        self.assertEqual([r["n"] for r in readLines(self.path)], [7, 8, 9, 10])
+        self.assertEqual(writer.restoredCuts, 1)
+
+    def test_cutWithNoCopy(self) -> None:
+        """
+        Cut with no copy beside it (C{: > network.jsonl}, or logrotate's
+        copy compressed or in another folder): every line the writer still
+        holds goes back, so none is lost, though some may then be in the
+        copy too.
+        """
+        writer = self.writer(Rotation())
+        for i in range(4):
+            writer.refuse({"i": i}, {})
+        os.truncate(self.path, 0)
+        writer.refuse({"i": 4}, {})
+        self.assertEqual([r["n"] for r in readLines(self.path)], list(range(1, 11)))
+
+    def test_olderThanKept(self) -> None:
+        """
+        Lines of the gap older than the writer's most recent bytes can't go
+        back: the rest does, and a reader is told where the file begins.
+        """
+        self.patch(writerModule, "RECENT_BYTES", 600)
+        writer = self.writer(Rotation())
+        self.fill(writer, 2)
+        reader = LogReader(self.path)
+        self.assertEqual(reader.read(0).next, 4)
+        self.copyThenTruncate(lambda: self.fill(writer, 10))
+        writer.refuse({"i": 0}, {})
+        numbers = [r["n"] for r in readLines(self.path)]
+        self.assertEqual(numbers, list(range(numbers[0], 27)))
+        self.assertGreater(numbers[0], 5)
+        page = reader.read(4)
+        self.assertEqual((page.begunAgain, page.removedUpTo, page.records()[0]["n"]),
+                         (False, numbers[0] - 1, numbers[0]))
 
     def test_renamedAway(self) -> None:
         """
@@ -318,7 +390,7 @@ class OutsideRotationTests(_Logs):
         """
         writer = self.writer(Rotation(size=3000))
         self.fill(writer, 5)
-        os.truncate(self.path, 0)
+        self.copyThenTruncate()
         self.fill(writer, 40)
         self.assertTrue(writer.waitForHousekeeping(WAIT))
         segments = listing(self.path).segments

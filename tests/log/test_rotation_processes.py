@@ -359,12 +359,13 @@ class LogrotateTests(_ProxyLog):
         """
         Debian's logrotate on a live stand-in under load, first with
         copytruncate, then renaming the log and sending SIGUSR1 in
-        postrotate: the numbering goes on without a repeat, the rename
-        loses no line and leaves the series whole for readers, and a
-        reader following along sees every line of the series once, in
-        order, told of the lines copytruncate cut (those written between
-        logrotate's copy and its truncate, which only logrotate's copy
-        may hold).
+        postrotate: neither loses a line (logrotate's copy and the live
+        file hold every line once, the lines written between its copy and
+        its truncate written again by netlog), the numbering goes on
+        without a repeat, the rename leaves the series whole for readers,
+        and a reader following along sees every line of the series once, in
+        order, told of those only logrotate's copy holds that it had not
+        read yet.
         """
         twistd = self.start(1, [])
         load = Load(twistd.listenerPort("forward"), self.origin.port)
@@ -382,6 +383,10 @@ class LogrotateTests(_ProxyLog):
         self.assertEqual(load.failures, [])
         twistd.stop()
         copied = numbersIn(self.log + ".2")
+        # netlog noticed the cut and found logrotate's copy (then .1).
+        said = twistd.text()
+        self.assertIn(f"netlog's log {self.log} was cut under it (copytruncate); its copy {self.log}.1 "
+                      f"ends at line {copied[-1]}", said)
         renamed = numbersIn(self.log + ".1")
         series = [r["n"] for r in seriesLines(self.log)]
         self.assertEqual(copied[0], 1)
@@ -390,20 +395,22 @@ class LogrotateTests(_ProxyLog):
         # series too, and the series goes on from it without a gap.
         self.assertEqual(series[: len(renamed)], renamed)
         self.assertEqual(series, list(range(series[0], series[-1] + 1)))
-        self.assertGreater(series[0], copied[-1])
+        # copytruncate loses nothing: the series goes on from the copy's
+        # last line.
+        self.assertEqual(series[0], copied[-1] + 1)
         self.assertGreaterEqual(len(listing(self.log).segments), 1)
         waitFor(lambda: reader.numbers[-1:] == series[-1:], "the reader to reach the end")
         reader.stop()
         self.assertFalse(any(page["begun_again"] for page in reader.pages))
-        cut = list(range(copied[-1] + 1, series[0]))
-        seen = [n for n in reader.numbers if n >= series[0]]
-        self.assertEqual(seen, series)
+        self.assertEqual([n for n in reader.numbers if n >= series[0]], series)
         self.assertEqual(reader.numbers, sorted(set(reader.numbers)))
-        # A line copytruncate cut that the reader had not read yet, it was
-        # told of.
-        for n in cut:
+        # A line the reader had not read when the copy was cut away is in
+        # logrotate's copy alone (not in netlog's series): the reader was
+        # told of it, and it is no line written after the copy.
+        for n in range(1, series[0]):
             if n not in reader.numbers:
                 self.assertTrue(any(cursor < n <= upTo for cursor, upTo in reader.removed), (n, reader.removed))
+        self.assertTrue(all(upTo <= copied[-1] for _, upTo in reader.removed), (reader.removed, copied[-1]))
 
 
 @pytest.mark.slow
