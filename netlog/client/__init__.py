@@ -600,6 +600,15 @@ class Netlog:
             body["rules"] = rules
         return Session(self, self._json("POST", "/sessions", body))
 
+    def rotate(self) -> dict[str, Any]:
+        """
+        Close the live segment of the proxy's log now (C{POST /rotate}, with
+        the token; see docs/rotation.rst): C{{"logs": [{"log": PATH,
+        "closed": true, "next": N}]}}, or C{{"logs": [], "forwarded": true}}
+        from a supervisor, which hands it on to its worker.
+        """
+        return dict(self._json("POST", "/rotate", {}))
+
     def rules(self) -> dict[str, Any]:
         """
         The main listener's rules document (C{GET /rules}).

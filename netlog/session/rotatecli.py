@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"netlog rotate: {e}\n")
         return 1
     try:
-        answer = client._json("POST", "/rotate", {})
+        answer = client.rotate()
     except (NetlogError, OSError) as e:
         sys.stderr.write(f"netlog rotate: {e}\n")
         return 1

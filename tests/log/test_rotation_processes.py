@@ -203,6 +203,15 @@ class RotatingProxyTests(_ProxyLog):
         else:
             self.assertEqual([log["log"] for log in json.loads(done.stdout)["logs"]], [self.log])
         waitFor(lambda: len(listing(self.log).segments) == before + 1, "a rotation by netlog rotate")
+        # The Python client's rotate() does the same.
+        from netlog.client import Netlog
+
+        client = Netlog(f"http://127.0.0.1:{apiPort}", token_file=os.path.join(self.folder, "token"))
+        answer = client.rotate()
+        if supervised:
+            self.assertEqual(answer, {"logs": [], "forwarded": True})
+        else:
+            self.assertEqual([log["log"] for log in answer["logs"]], [self.log])
 
     def test_killAndSignal(self) -> None:
         """
