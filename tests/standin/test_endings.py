@@ -207,7 +207,8 @@ class EndingTests(unittest.TestCase):
         """
         Upstream connections (plain HTTP and tunnels) add no "Starting
         factory" / "Stopping factory" lines to twistd's log, and nor does
-        the listener's own factory: the port's line says where it listens.
+        the listener's own factory, nor its port ("BrowserFactory starting
+        on ..."): netlog's own line says where it listens.
         """
         def go() -> None:
             for _ in range(3):
@@ -225,7 +226,9 @@ class EndingTests(unittest.TestCase):
         self.standin.stop()
         with open(os.path.join(self.standin.directory, "twistd.log"), errors="replace") as f:
             log = f.read()
-        self.assertIn("BrowserFactory", log)
+        self.assertIn("forward listener tcp:", log)
+        self.assertIn(" bound on ", log)
+        self.assertNotIn("BrowserFactory", log)
         starting = [line for line in log.splitlines() if "Starting factory" in line]
         stopping = [line for line in log.splitlines() if "Stopping factory" in line]
         self.assertEqual(starting, [], log)
