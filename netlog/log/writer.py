@@ -16,7 +16,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from twisted.application.service import Service
 from twisted.logger import Logger
@@ -429,7 +429,13 @@ class LogWriter(Service):
             self._liveBytes += written
             if self._keepsRecent:
                 if written <= RECENT_BYTES and (not self._pendingBytes or written == sum(map(len, iov))):
-                    self._remember(iov)
+                    # Kept among the most recent (inline: once a line).
+                    recent = self._recent
+                    for piece in iov:
+                        recent += piece
+                    if len(recent) >= RECENT_BYTES:
+                        self._recentOlder = recent
+                        self._recent = bytearray()
                 else:
                     self._forgetRecent()
             del iov
@@ -461,17 +467,6 @@ class LogWriter(Service):
                 self.rotate()
 
     # -- cuts under the writer -------------------------------------------------
-
-    def _remember(self, pieces: Sequence[Buffer]) -> None:
-        """
-        Keep a whole write's bytes among the most recent.
-        """
-        recent = self._recent
-        for piece in pieces:
-            recent += piece
-        if len(recent) >= RECENT_BYTES:
-            self._recentOlder = recent
-            self._recent = bytearray()
 
     def _forgetRecent(self) -> None:
         """
