@@ -17,13 +17,13 @@ from twisted.web.server import Site
 
 from twisted.python.threadpool import ThreadPool
 
-from netlog.api import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS, SESSION_RATE
+from netlog.api import MAX_API_CONNECTIONS
 from netlog.api.door import Door
 from netlog.api.resource import HAR_EXPORTS_AT_ONCE
 from netlog.api.root import makeApiRoot
-from netlog.token import defaultTokenPath, loadOrCreateToken
+from netlog.token import loadOrCreateToken
 from netlog.net.reactors import IProxyReactor
-from netlog.state import DEFAULT_STATE
+from netlog.config import ApiConfig, ProxyConfig
 
 _log = Logger()
 
@@ -60,16 +60,19 @@ class CappedFactory(WrappingFactory):
 
 class ApiService(StreamServerEndpointService):
     """
-    Serves the API; once bound, puts the address it got (the port, when the
-    description said 0) in C{config["api-address"]}, for the proxies'
-    destination policy and the worker.
+    Serves the API; once bound, its C{address} is where it serves (the
+    port, when the description said 0), for the proxies' destination policy
+    and the worker.
+
+    @ivar address: the C{(host, port)} it serves on: as its description
+        says until bound, then with the port it got.
     """
 
     name = "api"
 
-    def __init__(self, endpoint: Any, factory: Any, config: Any, door: Door | None = None) -> None:
+    def __init__(self, endpoint: Any, factory: Any, address: tuple[str, int] | None, door: Door | None = None) -> None:
         StreamServerEndpointService.__init__(self, endpoint, factory)
-        self._config = config
+        self.address = address
         self._door = door
         self.port: Any = None
 
@@ -81,8 +84,8 @@ class ApiService(StreamServerEndpointService):
     def _bound(self, port: Any) -> Any:
         self.port = port
         address = port.getHost()
-        host = self._config.get("api-address", (address.host, address.port))[0]
-        self._config["api-address"] = (host, address.port)
+        host = self.address[0] if self.address is not None else address.host
+        self.address = (host, address.port)
         # Its address is said once, with the other start-up lines (netlog.tap.startup).
         login = self._door.loginURL(f"http://{address.host}:{address.port}") if self._door is not None else None
         if login is not None:
@@ -90,11 +93,11 @@ class ApiService(StreamServerEndpointService):
         return port
 
 
-def makeApiService(config: Any, reactor: IProxyReactor, sessions: Any = None) -> ApiService:
+def makeApiService(config: ProxyConfig[object], api: ApiConfig, reactor: IProxyReactor,
+                   sessions: Any = None) -> ApiService:
     """
-    The API listener for a proxy's C{config} (its C{api}, C{api-host},
-    C{api-idle-timeout}, C{api-token-file}, C{api-token-reads},
-    C{api-session-rate}, C{log}, and, for the site proxy, C{state}).
+    The API listener for a proxy's C{config}: C{api}, its API's options,
+    and the config's C{log} and, for the site proxy, its C{state}.
 
     The token file is read, or made, here: in twistd's C{makeService}, as
     root, before privileges drop.
@@ -104,22 +107,20 @@ def makeApiService(config: Any, reactor: IProxyReactor, sessions: Any = None) ->
 
     @raise TokenError: the token file can't be made or read safely.
     """
-    state = config.get("state") if getattr(config, "hasCA", False) else None
+    state = config.state if config.hasCA else None
     caPath = (lambda: os.path.join(state, CA_CERT_FILE)) if state else None
-    tokenPath = config.get("api-token-file") or defaultTokenPath(config.get("state") or DEFAULT_STATE)
-    door = Door(loadOrCreateToken(tokenPath), tokenPath, bool(config.get("api-token-reads")))
+    door = Door(loadOrCreateToken(api.tokenFile), api.tokenFile, api.tokenReads)
     harPool = ThreadPool(minthreads=0, maxthreads=HAR_EXPORTS_AT_ONCE, name="netlog-har")
     reactor.callWhenRunning(harPool.start)
     reactor.addSystemEventTrigger("during", "shutdown", harPool.stop)
-    hosts = frozenset(config.get("api-host") or ())
     root = makeApiRoot(
-        reactor, reactor.getThreadPool(), config.get("log"), caPath, harPool, hosts, sessions, door,
-        config.get("api-session-rate") or SESSION_RATE,
+        reactor, reactor.getThreadPool(), config.log, caPath, harPool, api.hosts, sessions, door,
+        api.sessionRate,
     )
-    site = Site(root, timeout=config.get("api-idle-timeout") or API_IDLE_TIMEOUT)
+    site = Site(root, timeout=api.idleTimeout)
     site.displayTracebacks = False
     site.noisy = False
     # A poller asks many times a second: no access log line for each.
     site.log = lambda request: None  # type: ignore[method-assign]
-    endpoint = serverFromString(reactor, config["api"])
-    return ApiService(endpoint, CappedFactory(site, MAX_API_CONNECTIONS), config, door)
+    endpoint = serverFromString(reactor, api.description)
+    return ApiService(endpoint, CappedFactory(site, MAX_API_CONNECTIONS), config.apiAddress, door)

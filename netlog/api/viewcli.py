@@ -54,7 +54,8 @@ def run(args: argparse.Namespace, reactor: IProxyReactor | None = None) -> int:
 
     from netlog.api.door import apiHostName
     from netlog.api.root import makeApiRoot
-    from netlog.api.service import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS, CappedFactory
+    from netlog.api import API_IDLE_TIMEOUT, MAX_API_CONNECTIONS
+    from netlog.api.service import CappedFactory
     from netlog.log.reader import LogUnreadable, read
     from netlog.net.endpoints import checkListen
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from twisted.python import usage
+
 from netlog.core.segments import Rotation, parseDuration, parseSize
 
 
@@ -42,14 +44,15 @@ ROTATION_OPTIONS: list[list[Any]] = [
 ]
 
 
-def rotationOf(config: Any) -> Rotation:
+def rotationOf(options: usage.Options) -> Rotation:
     """
-    The rotation and retention a proxy's parsed options ask for.
+    The rotation and retention a proxy's parsed options ask for (its
+    config's C{rotation}).
     """
     return Rotation(
-        size=config.get("rotate-size"),
-        every=config.get("rotate-every"),
-        keepSegments=config.get("keep-segments"),
-        keepFor=config.get("keep-for"),
+        size=options["rotate-size"],
+        every=options["rotate-every"],
+        keepSegments=options["keep-segments"],
+        keepFor=options["keep-for"],
     )
 

@@ -7,10 +7,11 @@ L{buildDestinations}.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from twisted.python import usage
 
+from netlog.config import Destinations
 from netlog.net.policy import DestinationPolicy, parseAllowOption
 from netlog.net.reactors import IProxyReactor
 from netlog.net.resolve import Resolver, parseResolveOption
@@ -150,11 +151,26 @@ class DestinationOptions:
         self.setdefault("resolve", {})  # type: ignore[attr-defined]
         self.setdefault("allow", [])  # type: ignore[attr-defined]
 
+    def destinations(self) -> Destinations:
+        """
+        What these options say, once checked: a proxy's config holds it.
+        """
+        options = cast(usage.Options, self)
+        return Destinations(
+            resolve=dict(options["resolve"]),
+            resolveOnly=bool(options["resolve-only"]),
+            allow=tuple(options["allow"]),
+            refusePrivate=bool(options["refuse-private"]),
+            connectTimeout=float(options["connect-timeout"]),
+            idleTimeout=float(options["idle-timeout"]),
+            upstreamConnections=int(options["upstream-connections"]),
+        )
 
-def buildDestinations(config: Any, reactor: IProxyReactor) -> tuple[Resolver, DestinationPolicy]:
+
+def buildDestinations(destinations: Destinations, reactor: IProxyReactor) -> tuple[Resolver, DestinationPolicy]:
     """
     The resolver and the destination policy the options describe.
     """
-    resolver = Resolver(reactor, config.get("resolve") or {}, bool(config.get("resolve-only")))
-    policy = DestinationPolicy(config.get("allow") or [], bool(config.get("refuse-private")))
+    resolver = Resolver(reactor, dict(destinations.resolve), destinations.resolveOnly)
+    policy = DestinationPolicy(destinations.allow, destinations.refusePrivate)
     return resolver, policy

@@ -5,38 +5,36 @@ L{SiteMode}.
 
 from __future__ import annotations
 
-from typing import Any
-
+from netlog.config import ProxyConfig, SiteProxyConfig
 from netlog.core.capture import KEEP_ALL
 from netlog.log.interfaces import ILogWriter
 from netlog.net.options import buildDestinations
 from netlog.net.reactors import IProxyReactor
-from netlog.net.timeouts import MAX_CONNECTIONS_PER_UPSTREAM
 from netlog.proxy.service import ProxyService
 from netlog.site.mode import SiteMode
 
 
-def buildProxy(config: Any, writer: ILogWriter, reactor: IProxyReactor) -> ProxyService:
+def buildProxy(config: ProxyConfig[SiteProxyConfig], writer: ILogWriter, reactor: IProxyReactor) -> ProxyService:
     """
-    The site proxy for the parsed options of C{twistd netlog-proxy}.
+    The site proxy for C{config} (C{twistd netlog-proxy}'s).
     """
-    resolver, policy = buildDestinations(config, reactor)
-    api = config.get("api-address")
-    if api:
-        policy.addListener(api[0], api[1])
+    site = config.plugin
+    resolver, policy = buildDestinations(site.destinations, reactor)
+    if config.apiAddress:
+        policy.addListener(*config.apiAddress)
     return ProxyService(
-        SiteMode(config.sitesConfig, config["state"], keepKey=bool(config.get("no-supervise")),
-                 h2=not config.get("no-h2"), keepAll=config.get("keep-bodies") == KEEP_ALL,
-                 replays=config.get("replays")),
+        SiteMode(site.sites, config.state, keepKey=not config.supervised,
+                 h2=site.h2, keepAll=site.keepBodies == KEEP_ALL,
+                 replays=dict(site.replays)),
         writer,
         reactor,
         resolver,
         policy,
-        list(config["listen"]),
-        config.get("https-route"),
-        config.get("http-route"),
-        float(config["connect-timeout"]),
-        float(config["idle-timeout"]),
-        float(config["header-timeout"]),
-        upstreamConnections=int(config.get("upstream-connections", MAX_CONNECTIONS_PER_UPSTREAM)),
+        list(config.listen),
+        site.httpsRoute,
+        site.httpRoute,
+        site.destinations.connectTimeout,
+        site.destinations.idleTimeout,
+        site.headerTimeout,
+        upstreamConnections=site.destinations.upstreamConnections,
     )

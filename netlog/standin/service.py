@@ -5,14 +5,12 @@ L{StandinMode}, as L{netlog.tap.common.makeProxyService} wires it.
 
 from __future__ import annotations
 
-from typing import Any
-
+from netlog.config import ProxyConfig, StandinConfig
 from netlog.log.interfaces import ILogWriter
 from netlog.net.options import DEFAULT_LISTEN, buildDestinations, splitDescription
 from netlog.net.reactors import IProxyReactor
-from netlog.net.timeouts import MAX_CONNECTIONS_PER_UPSTREAM
 from netlog.proxy.service import ProxyService
-from netlog.standin.mode import DEFAULT_CONNECT_PORTS, StandinMode
+from netlog.standin.mode import StandinMode
 
 
 def listenerAddress(description: str) -> tuple[str, int] | None:
@@ -39,30 +37,29 @@ def listenerAddress(description: str) -> tuple[str, int] | None:
     return host, port
 
 
-def buildProxy(config: Any, writer: ILogWriter, reactor: IProxyReactor) -> ProxyService:
+def buildProxy(config: ProxyConfig[StandinConfig], writer: ILogWriter, reactor: IProxyReactor) -> ProxyService:
     """
-    The stand-in for C{config} (the tap's options): the engine over
-    L{StandinMode}.
+    The stand-in for C{config}: the engine over L{StandinMode}.
     """
-    resolver, policy = buildDestinations(config, reactor)
-    listen = list(config.get("listen") or [DEFAULT_LISTEN])
+    standin = config.plugin
+    resolver, policy = buildDestinations(standin.destinations, reactor)
+    listen = list(config.listen)
     for description in listen:
         address = listenerAddress(description)
         if address is not None:
             policy.addListener(*address)
-    api = config.get("api-address")
-    if api:
+    if config.apiAddress:
         # The log's API is refused like the proxy's own listeners.
-        policy.addListener(*api)
+        policy.addListener(*config.apiAddress)
     return ProxyService(
-        StandinMode(frozenset(config.get("connect-ports") or DEFAULT_CONNECT_PORTS)),
+        StandinMode(standin.connectPorts),
         writer,
         reactor,
         resolver,
         policy,
         listen,
-        connectTimeout=float(config["connect-timeout"]),
-        idleTimeout=float(config["idle-timeout"]),
-        headerTimeout=float(config["header-timeout"]),
-        upstreamConnections=int(config.get("upstream-connections", MAX_CONNECTIONS_PER_UPSTREAM)),
+        connectTimeout=standin.destinations.connectTimeout,
+        idleTimeout=standin.destinations.idleTimeout,
+        headerTimeout=standin.headerTimeout,
+        upstreamConnections=standin.destinations.upstreamConnections,
     )

@@ -34,7 +34,7 @@ import os
 import signal
 import socket
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from netlog.net.reactors import IProxyReactor, theReactor
@@ -420,7 +420,6 @@ def main(argv: list[str], forked: bool = False) -> int:
     from twisted.logger import Logger
     from twisted.python.reflect import namedAny
 
-    from netlog.log.rotationoptions import rotationOf
     from netlog.log.writer import LogWriter
     from netlog.supervise.adopt import AdoptedListeners
     from netlog.supervise.privileged import inheritPrivilegedFiles
@@ -430,9 +429,10 @@ def main(argv: list[str], forked: bool = False) -> int:
 
     try:
         inheritPrivilegedFiles(spec.files)
-        config = namedAny(spec.optionsClass)()
-        config.parseOptions(spec.argv)
-        config["api-address"] = spec.apiAddress
+        options = namedAny(spec.optionsClass)()
+        options.parseOptions(spec.argv)
+        # Where the supervisor bound the API (its port, when --api said 0).
+        config = replace(options.config(), apiAddress=spec.apiAddress)
         buildProxy = namedAny(spec.buildProxy)
         logSpec = spec.log
         servesMain = spec.servesMain
@@ -441,14 +441,14 @@ def main(argv: list[str], forked: bool = False) -> int:
         # (a log it was not handed, it refuses, see handedWriter).
         writer = handedWriter(logSpec, servesMain, reactor, log)
         if servesMain and logSpec.fd is not None:
-            writer.rotateHanded(rotationOf(config))
+            writer.rotateHanded(config.rotation)
         top = MultiService()
         writer.setServiceParent(top)
         proxy: ServedProxy = buildProxy(config, writer, reactor)
         proxy.connectionPrefix = connectionPrefix(spec.slot)
         # The bodies answer rules name are read from the state folder by
         # each worker, as its rules are set.
-        readFile = stateFileReader(config["state"]) if config.get("state") else None
+        readFile = stateFileReader(config.state) if config.state else None
         if spec.rules is not None:
             from netlog.core.rules import compileRules
 

@@ -2,19 +2,20 @@
 What both twistd plugins share: the log's options, and how a proxy is wired to
 its LogWriter and its listeners.
 
-A proxy package offers C{buildProxy(config, writer, reactor)}, a
-L{netlog.supervise.worker.ServedProxy} whose C{listeners} attribute lists
-C{(role, description, factory)}: the endpoint descriptions to serve and the
-factory for each.
+A plugin's C{Options} builds a L{netlog.config.ProxyConfig} once parsed
+(C{config()}), and the proxy package offers C{buildProxy(config, writer,
+reactor)} for that config, a L{netlog.supervise.worker.ServedProxy} whose
+C{listeners} attribute lists C{(role, description, factory)}: the endpoint
+descriptions to serve and the factory for each.
 
 Supervised (the default), L{makeProxyService} returns a
 L{netlog.supervise.supervisor.Supervisor}: it opens the log and binds the
 listeners in twistd's privileged step, and runs the proxy in a worker process
 that inherits them and is started again when it dies. The worker imports the
-plugin's C{Options} and C{buildProxy} by name and parses the same arguments
-again, so both must be importable module-level names, and C{buildProxy} must
-only build (start nothing) since the supervisor calls it too: to learn the
-listeners, and to run the proxy's C{privilegedStartService} as root (the
+plugin's C{Options} and C{buildProxy} by name, parses the same arguments
+again and builds the same config from them, so both must be importable
+module-level names, and C{buildProxy} must only build (start nothing) since
+the supervisor calls it too: to learn the listeners, and to run the proxy's C{privilegedStartService} as root (the
 worker never runs it). Files only root may read that the worker needs are
 listed in the proxy's C{privilegedFiles}, and what the supervisor's copy made
 in that step for the workers (the site proxy's certificates, never its CA
@@ -26,7 +27,7 @@ first, so the file is open before privileges drop, then the proxy, then a
 listener service per listener, bound in the privileged step.
 
 Either way C{--api DESCRIPTION} adds the loopback HTTP API (see
-L{netlog.api}), and C{config["api-address"]} is the C{(host, port)} it
+L{netlog.api}), and the config's C{apiAddress} is the C{(host, port)} it
 serves on (or None), which a proxy's destination policy must refuse.
 """
 
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generic, Sequence
 
 from twisted.application.internet import StreamServerEndpointService
 from twisted.application.service import MultiService
@@ -44,6 +45,7 @@ from twisted.python import usage
 
 from netlog.api import API_IDLE_TIMEOUT, SESSION_RATE
 from netlog.api.door import apiHostName
+from netlog.config import ApiConfig, PluginConfig, ProxyConfig
 from netlog.core.rules import NO_RULES
 from netlog.log.rotationoptions import ROTATION_OPTIONS, rotationOf
 from netlog.log.writer import LogWriter
@@ -58,6 +60,9 @@ from netlog.supervise.supervisor import GRACE, HANG_TIMEOUT, Supervisor, raiseFi
 from netlog.supervise.worker import ServedProxy, dottedName
 from netlog.tap.preflight import OPTION_OF_ROLE, checkOtherTwistd, commandName, preflight
 from netlog.token import TokenError, defaultTokenPath
+
+if TYPE_CHECKING:
+    from netlog.api.service import ApiService
 
 _log = Logger(namespace="netlog.listeners")
 
@@ -133,7 +138,7 @@ def apiAddress(description: str) -> tuple[str, int]:
     return host, int(parts[1])
 
 
-class LogOptions(usage.Options):
+class LogOptions(usage.Options, Generic[PluginConfig]):
     """
     The options every proxy shares: its log, its supervision, its API.
 
@@ -273,6 +278,68 @@ class LogOptions(usage.Options):
                 f"{self['workers']} workers (leave out --no-supervise, or give --workers 1)")
         checkOtherTwistd(self)
 
+    def config(self) -> ProxyConfig[PluginConfig]:
+        """
+        The typed configuration these options say, once C{postOptions} has
+        checked them: what every proxy shares, and in its C{plugin} what
+        L{pluginConfig} says.
+        """
+        parent = getattr(self, "parent", None)
+        uid, gid = dropIds(self)
+        logfile = parent.get("logfile") if parent is not None else None
+        # twistd -n with no --logfile logs to standard output, as --logfile - does.
+        logsToStdout = parent is not None and (logfile == "-" or (not logfile and bool(parent.get("nodaemon"))))
+        return ProxyConfig(
+            command=commandName(self),
+            argv=tuple(self.argv),
+            optionsClass=dottedName(type(self)),
+            uid=uid,
+            gid=gid,
+            twistdLogsToStdout=logsToStdout,
+            log=self["log"],
+            logIsDefault=bool(self.get("log-is-default")),
+            logFolderMade=bool(self.get("log-folder-made")),
+            state=self["state"],
+            hasCA=self.hasCA,
+            listen=tuple(self["listen"]),
+            listenIsDefault=bool(self.get("listen-is-default")),
+            api=self.apiConfig(),
+            apiAddress=self["api-address"],
+            rules=self.get("rules") or NO_RULES,
+            sessions=tuple(self["session"]),
+            sessionRetention=self["session-retention"],
+            rotation=rotationOf(self),
+            grace=self["grace"],
+            hangTimeout=self["hang-timeout"],
+            giveUpAfter=self["give-up-after"],
+            workers=self["workers"],
+            supervised=not self["no-supervise"],
+            standby=not self["no-standby"],
+            plugin=self.pluginConfig(),
+        )
+
+    def apiConfig(self) -> ApiConfig | None:
+        """
+        The API's part of L{config}, or L{None} when it is off.
+        """
+        if not self["api"]:
+            return None
+        return ApiConfig(
+            description=self["api"],
+            hosts=frozenset(self["api-host"]),
+            tokenFile=self["api-token-file"],
+            tokenFileIsDefault=bool(self.get("api-token-file-is-default")),
+            tokenReads=bool(self["api-token-reads"]),
+            sessionRate=self["api-session-rate"],
+            idleTimeout=self["api-idle-timeout"],
+        )
+
+    def pluginConfig(self) -> PluginConfig:
+        """
+        What only this plugin's proxy has: a plugin's C{Options} says.
+        """
+        raise NotImplementedError(f"{type(self).__name__} says no pluginConfig")
+
     def checkApi(self) -> None:
         """
         Check C{--api} and set C{self["api-address"]}.
@@ -331,50 +398,63 @@ def dropIds(config: usage.Options) -> tuple[int | None, int | None]:
     return uid, gid
 
 
-BuildProxy = Callable[[Any, LogWriter, IProxyReactor], ServedProxy]
+#: How a proxy package builds its proxy from the config (see above).
+BuildProxy = Callable[[ProxyConfig[PluginConfig], LogWriter, IProxyReactor], ServedProxy]
 
 
-def makeProxyService(config: Any, buildProxy: BuildProxy, reactor: IProxyReactor | None = None) -> MultiService:
+def makeProxyService(
+    config: ProxyConfig[PluginConfig], buildProxy: BuildProxy[PluginConfig], reactor: IProxyReactor | None = None,
+    pluginLines: Sequence[str] = (),
+) -> MultiService:
     """
     Wire a proxy: supervised in a worker process, or with C{--no-supervise}
     in this one; with its API listener when C{--api} is given.
+
+    @param pluginLines: what only this plugin's proxy says at start (see
+        L{netlog.tap.startup.StartupReport}).
     """
     if reactor is None:
         reactor = theReactor()
-    if not config.get("api-address") and config.get("api"):
-        config["api"] = apiDescription(config["api"])
-        config["api-address"] = apiAddress(config["api"])
-    config.setdefault("api-address", None)
     from netlog.tap.startup import StartupReport, missingFolders
 
     missing = missingFolders(config)
+    api: ApiService | None = None
+
+    def apiAddress() -> tuple[str, int] | None:
+        # Where the API bound (its port, when the description said 0),
+        # for the workers' destination policy.
+        return api.address if api is not None else config.apiAddress
+
     sessions = None
-    if config.get("no-supervise"):
+    if not config.supervised:
         top = makeSingleProcess(config, buildProxy, reactor)
         sessions = top.getServiceNamed("sessions")
     else:
-        top = makeSupervised(config, buildProxy, reactor)
+        top = makeSupervised(config, buildProxy, reactor, apiAddress)
         from netlog.session.manager import HeldSessions
 
-        sessions = HeldSessions(top, config["log"], retention=config.get("session-retention"),
-                                state=config.get("state"))
-    api: Any = None
-    if config.get("api"):
+        sessions = HeldSessions(top, config.log, retention=config.sessionRetention, state=config.state)
+    if config.api is not None:
         from netlog.api.service import makeApiService
 
         try:
-            api = makeApiService(config, reactor, sessions)
+            api = makeApiService(config, config.api, reactor, sessions)
         except TokenError as e:
-            raise SystemExit(f"{commandName(config)}: --api-token-file: {e}") from None
+            raise SystemExit(f"{config.command}: --api-token-file: {e}") from None
         api.setServiceParent(top)
     # Last, so that it speaks once the others have started.
-    StartupReport(config, missing, api).setServiceParent(top)
+    StartupReport(config, missing, api, pluginLines).setServiceParent(top)
     return top
 
 
-def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: IProxyReactor) -> MultiService:
+def makeSupervised(
+    config: ProxyConfig[PluginConfig], buildProxy: BuildProxy[PluginConfig], reactor: IProxyReactor,
+    apiAddress: Callable[[], tuple[str, int] | None],
+) -> MultiService:
     """
     The supervisor of a worker that runs the proxy.
+
+    @param apiAddress: where the API serves, once bound (or L{None}).
     """
     # Built here only to learn its listeners; the worker builds its own.
     proxy = buildProxy(config, LogWriter(None, reactor=reactor), reactor)
@@ -384,63 +464,63 @@ def makeSupervised(config: Any, buildProxy: BuildProxy, reactor: IProxyReactor) 
             checkAdoptable(description)
         except NotAdoptable as e:
             option = OPTION_OF_ROLE.get(role, "--listen")
-            raise SystemExit(f"{commandName(config)}: {option} {description}: {e}") from None
-    uid, gid = dropIds(config)
-    preflight(config, listeners, uid, gid)
-    argv = getattr(config, "argv", None)
-    if argv is None:
-        raise usage.UsageError("a supervised proxy needs options parsed by LogOptions.parseOptions")
+            raise SystemExit(f"{config.command}: {option} {description}: {e}") from None
+    preflight(config, listeners, config.uid, config.gid)
     from netlog.session.manager import AdoptedSession
 
     return Supervisor(
         reactor=reactor,
-        optionsClass=dottedName(type(config)),
+        optionsClass=config.optionsClass,
         buildProxy=dottedName(buildProxy),
-        argv=list(argv),
-        logPath=config["log"],
+        argv=list(config.argv),
+        logPath=config.log,
         listeners=listeners,
         privileged=proxy.privilegedStartService,
         privilegedFiles=lambda: proxy.privilegedFiles,
         handedData=lambda: proxy.handedData,
-        uid=uid,
-        gid=gid,
-        apiAddress=lambda: config.get("api-address"),
-        grace=config.get("grace", GRACE),
-        standby=not config.get("no-standby"),
-        hangTimeout=config.get("hang-timeout", HANG_TIMEOUT),
-        policy=RestartPolicy(maxQuickDeaths=config.get("give-up-after")),
+        uid=config.uid,
+        gid=config.gid,
+        apiAddress=apiAddress,
+        grace=config.grace,
+        standby=config.standby,
+        hangTimeout=config.hangTimeout,
+        policy=RestartPolicy(maxQuickDeaths=config.giveUpAfter),
         sessions=_heldSessions(config),
         fork=True,
         adoptSession=dottedName(AdoptedSession),
-        rules=config.get("rules") or NO_RULES,
-        workers=config.get("workers") or 1,
+        rules=config.rules,
+        workers=config.workers,
     )
 
 
-def _heldSessions(config: Any) -> list[tuple[str, str, str]]:
+def _heldSessions(config: ProxyConfig[object]) -> list[tuple[str, str, str]]:
     """
     The sessions fixed at start (C{--session}), as the supervisor holds them.
     """
     from netlog.session.manager import SESSION_INTERFACE
     from netlog.session.names import sessionLogPath
 
+    if config.log is None:
+        return []  # --session is refused with --no-log
     return [
-        (name, f"tcp:{port}:interface={SESSION_INTERFACE}", sessionLogPath(config["log"], name))
-        for name, port in config.get("session") or []
+        (name, f"tcp:{port}:interface={SESSION_INTERFACE}", sessionLogPath(config.log, name))
+        for name, port in config.sessions
     ]
 
 
-def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: IProxyReactor) -> MultiService:
+def makeSingleProcess(
+    config: ProxyConfig[PluginConfig], buildProxy: BuildProxy[PluginConfig], reactor: IProxyReactor,
+) -> MultiService:
     """
     Wire a proxy in this process: its LogWriter, the proxy, its listeners.
     """
-    uid, gid = dropIds(config)
+    uid, gid = config.uid, config.gid
     top = MultiService()
     QuietPorts().setServiceParent(top)
-    writer = LogWriter(config["log"], reactor=reactor, uid=uid, gid=gid, rotation=rotationOf(config))
+    writer = LogWriter(config.log, reactor=reactor, uid=uid, gid=gid, rotation=config.rotation)
     writer.setServiceParent(top)
     proxy = buildProxy(config, writer, reactor)
-    proxy.rules = config.get("rules") or NO_RULES
+    proxy.rules = config.rules
     listeners = [(role, description) for role, description, _ in proxy.listeners]
     preflight(config, listeners, uid, gid, supervised=False)
     raised = raiseFileLimit()
@@ -454,8 +534,8 @@ def makeSingleProcess(config: Any, buildProxy: BuildProxy, reactor: IProxyReacto
         listener.setServiceParent(top)
     from netlog.session.manager import SessionManager
 
-    sessions = SessionManager(proxy, config["log"], reactor, config.get("session") or [], uid, gid,
-                              retention=config.get("session-retention"), state=config.get("state"))
+    sessions = SessionManager(proxy, config.log, reactor, list(config.sessions), uid, gid,
+                              retention=config.sessionRetention, state=config.state)
     sessions.setServiceParent(top)
     return top
 

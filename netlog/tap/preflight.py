@@ -16,9 +16,12 @@ import os
 import pwd
 import socket
 import sys
-from typing import Any
+from typing import Sequence
+
+from twisted.python import usage
 
 
+from netlog.config import ProxyConfig
 from netlog.log.logfile import UnsafeLogPath, checkLogPath
 from netlog.net.endpoints import tcpAddress
 from netlog.state import DEFAULT_STATE, NoSuchFolder, checkInAFolder
@@ -179,7 +182,7 @@ def checkDropUser(uid: int | None, gid: int | None, supervised: bool) -> None:
 
 
 def preflight(
-    config: Any,
+    config: ProxyConfig[object],
     listeners: list[tuple[str, str]],
     uid: int | None,
     gid: int | None,
@@ -193,15 +196,16 @@ def preflight(
 
     @raise SystemExit: with that line.
     """
-    tried = _tried(config, listeners)
+    tried = _tried(listeners, config.listenIsDefault, config.api.description if config.api else None,
+                   config.sessions)
     try:
         checkDropUser(uid, gid, supervised)
         checkListeners(tried)
-        log = config.get("log")
+        log = config.log
         if log is not None:
-            what = f"the default log {log} (no --log given)" if config.get("log-is-default") else f"--log {log}"
+            what = f"the default log {log} (no --log given)" if config.logIsDefault else f"--log {log}"
             try:
-                checkLogPath(log, uid, gid, makeFolders=bool(config.get("log-folder-made")))
+                checkLogPath(log, uid, gid, makeFolders=config.logFolderMade)
             except UnsafeLogPath as e:
                 raise Mistake(f"{what}: {e}") from None
             except OSError as e:
@@ -211,31 +215,34 @@ def preflight(
         except NoSuchFolder as e:
             raise Mistake(str(e)) from None
     except Mistake as e:
-        raise SystemExit(f"{commandName(config)}: {e}") from None
+        raise SystemExit(f"{config.command}: {e}") from None
 
 
-def _tried(config: Any, listeners: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def _tried(
+    listeners: list[tuple[str, str]], listenIsDefault: bool, api: str | None, sessions: Sequence[tuple[str, int]],
+) -> list[tuple[str, str]]:
     """
     What to bind, as C{(where, description)}: C{listeners} (C{(role,
-    description)}), the API and the sessions' ports; C{where} names the
-    option, and says when a C{--listen} is the default (none given).
+    description)}), the API (its description) and the sessions' ports
+    (C{(name, port)}); C{where} names the option, and says when a
+    C{--listen} is the default (none given).
     """
     tried = []
     for role, description in listeners:
         where = f"{OPTION_OF_ROLE.get(role, '--listen')} {description}"
-        if role == "forward" and config.get("listen-is-default"):
+        if role == "forward" and listenIsDefault:
             where = f"the default --listen {description} (no --listen given)"
         tried.append((where, description))
-    if config.get("api"):
-        tried.append((f"--api {config['api']}", config["api"]))
-    for name, port in config.get("session") or []:
+    if api:
+        tried.append((f"--api {api}", api))
+    for name, port in sessions:
         # A session's port (0: any) on loopback; said as the option gave it.
         description = f"tcp:{port}:interface=127.0.0.1"
         tried.append((f"--session {name}={port}, as {description}", description))
     return tried
 
 
-def checkOtherTwistd(config: Any) -> None:
+def checkOtherTwistd(options: usage.Options) -> None:
     """
     Under twistd, before it checks its pidfile: when that file names a
     twistd still running (a proxy started earlier in this folder), end with
@@ -245,7 +252,7 @@ def checkOtherTwistd(config: Any) -> None:
 
     @raise SystemExit: with that line.
     """
-    parent = getattr(config, "parent", None)
+    parent = getattr(options, "parent", None)
     pidfile = parent.get("pidfile") if parent is not None else None
     if not pidfile:
         return
@@ -258,18 +265,20 @@ def checkOtherTwistd(config: Any) -> None:
     except (OSError, ValueError):
         # No pidfile, not a number, or a process long gone: twistd goes on.
         return
-    listeners = [("forward", description) for description in config.get("listen") or []]
+    # Called from postOptions, before the typed config is built: it reads
+    # the options checked so far.
+    listeners = [("forward", description) for description in options["listen"]]
     try:
-        checkListeners(_tried(config, listeners))
+        checkListeners(_tried(listeners, bool(options.get("listen-is-default")), options["api"], options["session"]))
     except Mistake as e:
-        raise SystemExit(f"{commandName(config)}: {e}") from None
+        raise SystemExit(f"{commandName(options)}: {e}") from None
     raise SystemExit(
-        f"{commandName(config)}: {os.path.abspath(pidfile)} says another twistd started in this folder "
+        f"{commandName(options)}: {os.path.abspath(pidfile)} says another twistd started in this folder "
         f"is running (process {pid}); stop it, or give twistd --pidfile= (no pidfile) or another --pidfile"
     )
 
 
-def commandName(config: Any) -> str:
+def commandName(config: usage.Options) -> str:
     """
     How the user started the proxy (C{twistd netlog-standin}), to begin a
     line about a mistake with.
@@ -279,7 +288,7 @@ def commandName(config: Any) -> str:
     return f"twistd {sub}" if sub else "twistd"
 
 
-def checkFolders(config: Any) -> None:
+def checkFolders(config: ProxyConfig[object]) -> None:
     """
     A C{--state} given by hand must be in a folder that exists (the state
     folder itself is made if need be), and so must an C{--api-token-file};
@@ -289,10 +298,10 @@ def checkFolders(config: Any) -> None:
 
     @raise NoSuchFolder: one of them isn't.
     """
-    token = config.get("api-token-file")
-    if config.get("api") and token and not config.get("api-token-file-is-default"):
+    if config.api is not None and not config.api.tokenFileIsDefault:
+        token = config.api.tokenFile
         checkInAFolder(f"--api-token-file {token}", token)
-    state = config.get("state")
+    state = config.state
     if state and os.path.abspath(state) != os.path.abspath(DEFAULT_STATE):
         checkInAFolder(f"--state {state}", state)
         if os.path.exists(state) and not os.path.isdir(state):

@@ -5,11 +5,10 @@ the site proxy's L{buildProxy}.
 
 from __future__ import annotations
 
-from typing import Any
-
 from twisted.application.service import MultiService
 from twisted.python import usage
 
+from netlog.config import SiteProxyConfig
 from netlog.core.capture import KEEP_CHOICES, KEEP_TEXT
 from netlog.core.replay import MatchRules
 from netlog.net.options import DestinationOptions, _seconds
@@ -23,7 +22,7 @@ from netlog.net.endpoints import checkListen
 
 
 
-class Options(LogOptions, DestinationOptions):
+class Options(LogOptions[SiteProxyConfig], DestinationOptions):
     synopsis = "[options]"
     longdesc = (
         "The site proxy: a forward port that decrypts the configured sites and keeps "
@@ -116,8 +115,24 @@ class Options(LogOptions, DestinationOptions):
         ):
             raise usage.UsageError("--https-route needs at least one site with an https:// origin")
 
+    def pluginConfig(self) -> SiteProxyConfig:
+        if self.sitesConfig is None:
+            raise RuntimeError("the config is built once postOptions has loaded the sites")
+        return SiteProxyConfig(
+            destinations=self.destinations(),
+            headerTimeout=self["header-timeout"],
+            sites=self.sitesConfig,
+            httpsRoute=self["https-route"],
+            httpRoute=self["http-route"],
+            keepBodies=self["keep-bodies"],
+            replays=self["replays"],
+            h2=not self["no-h2"],
+        )
 
-def makeService(config: Options, reactor: IProxyReactor | None = None) -> MultiService:
+
+def makeService(options: Options, reactor: IProxyReactor | None = None) -> MultiService:
+    from netlog.site.replay import replayLines
     from netlog.site.service import buildProxy
 
-    return makeProxyService(config, buildProxy, reactor)  # type: ignore[arg-type]
+    config = options.config()
+    return makeProxyService(config, buildProxy, reactor, replayLines(dict(config.plugin.replays)))

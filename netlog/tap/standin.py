@@ -8,6 +8,7 @@ from typing import Any
 
 from twisted.application.service import MultiService
 
+from netlog.config import StandinConfig
 from netlog.net.options import DestinationOptions, _seconds
 from netlog.net.reactors import IProxyReactor
 from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT
@@ -29,7 +30,7 @@ def _ports(value: str) -> list[int]:
 _ports.coerceDoc = "Comma-separated ports."  # type: ignore[attr-defined]
 
 
-class Options(DestinationOptions, LogOptions):
+class Options(DestinationOptions, LogOptions[StandinConfig]):
     synopsis = "[options]"
     longdesc = (
         "A forward proxy that decrypts nothing and logs every connection: each "
@@ -51,6 +52,13 @@ class Options(DestinationOptions, LogOptions):
         if isinstance(self["connect-ports"], str):
             self["connect-ports"] = _ports(self["connect-ports"])
 
+    def pluginConfig(self) -> StandinConfig:
+        return StandinConfig(
+            destinations=self.destinations(),
+            headerTimeout=self["header-timeout"],
+            connectPorts=frozenset(self["connect-ports"]),
+        )
 
-def makeService(config: Any, reactor: IProxyReactor | None = None) -> MultiService:
-    return makeProxyService(config, buildProxy, reactor)  # type: ignore[arg-type]
+
+def makeService(options: Options, reactor: IProxyReactor | None = None) -> MultiService:
+    return makeProxyService(options.config(), buildProxy, reactor)

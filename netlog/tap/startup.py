@@ -14,14 +14,14 @@ trusts).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Sequence
 
 from twisted.application.service import Service
 from twisted.logger import Logger
 
-from netlog.api.service import CA_CERT_FILE
+from netlog.api.service import CA_CERT_FILE, ApiService
 from netlog.compiled import uncompiledReason
-from netlog.tap.preflight import commandName
+from netlog.config import ProxyConfig
 
 _log = Logger(namespace="netlog.startup")
 
@@ -31,17 +31,17 @@ STDERR_FD = 2
 STDOUT_FD = 1
 
 
-def missingFolders(config: Any) -> list[str]:
+def missingFolders(config: ProxyConfig[object]) -> list[str]:
     """
     The folders that aren't there yet and the start will make: the log's
     and those above it, the state folder and those above it (when the proxy
     uses one: the site proxy's CA, the API's token), in the order made.
     """
     wanted = []
-    if config.get("log"):
-        wanted.append(os.path.dirname(os.path.abspath(config["log"])))
-    if config.get("state") and (getattr(config, "hasCA", False) or config.get("api")):
-        wanted.append(os.path.abspath(config["state"]))
+    if config.log:
+        wanted.append(os.path.dirname(os.path.abspath(config.log)))
+    if config.state and (config.hasCA or config.api is not None):
+        wanted.append(os.path.abspath(config.state))
     missing: list[str] = []
     for folder in wanted:
         chain = []
@@ -55,17 +55,13 @@ def missingFolders(config: Any) -> list[str]:
     return missing
 
 
-def _logsToStderr(config: Any) -> bool:
+def _logsToStderr(config: ProxyConfig[object]) -> bool:
     """
     Whether twistd's log is the terminal standard error is (C{twistd -n}
     with no C{--logfile} logs to standard output): a line said to both
     would show twice.
     """
-    parent = getattr(config, "parent", None)
-    if parent is None:
-        return False
-    logfile = parent.get("logfile")
-    if not (logfile == "-" or (not logfile and parent.get("nodaemon"))):
+    if not config.twistdLogsToStdout:
         return False
     try:
         out, err = os.fstat(STDOUT_FD), os.fstat(STDERR_FD)
@@ -81,12 +77,16 @@ class StartupReport(Service):
     proxy's top service, started after the others.
     """
 
-    def __init__(self, config: Any, missing: list[str], api: Any = None) -> None:
+    def __init__(self, config: ProxyConfig[object], missing: list[str], api: ApiService | None = None,
+                 pluginLines: Sequence[str] = ()) -> None:
         """
         @param missing: what L{missingFolders} said before the start.
         @param api: the API's service (L{netlog.api.service.ApiService}), if any.
+        @param pluginLines: what only this plugin's proxy says (the site
+            proxy's replay), after where its CA is.
         """
         self._config = config
+        self._pluginLines = list(pluginLines)
         self._missing = missing
         self._api = api
 
@@ -96,20 +96,17 @@ class StartupReport(Service):
         reason = uncompiledReason()
         if reason is not None:
             said.append(f"running uncompiled: {reason}")
-        log = config.get("log")
+        log = config.log
         said.append(f"the log is {os.path.abspath(log)}" if log else "it keeps no log (--no-log)")
-        if getattr(config, "hasCA", False):
-            state = os.path.abspath(config["state"])
+        if config.hasCA:
+            state = os.path.abspath(config.state)
             said.append(f"the CA is {os.path.join(state, CA_CERT_FILE)}; its SPKI hash: "
                         f"netlog ca --state {state} --spki-only")
-        if config.get("replays"):
-            from netlog.site.replay import replayLines
-
-            said.extend(replayLines(config["replays"]))
-        if self._api is not None and self._api.port is not None:
+        said.extend(self._pluginLines)
+        if self._api is not None and self._api.port is not None and config.api is not None:
             address = self._api.port.getHost()
             said.append(f"the API serves on http://{address.host}:{address.port}/ "
-                        f"(its token: {config.get('api-token-file')})")
+                        f"(its token: {config.api.tokenFile})")
         said.extend(f"made the folder {folder}" for folder in self._missing if os.path.isdir(folder))
         return said
 
@@ -120,6 +117,6 @@ class StartupReport(Service):
             _log.info("{line}", line=line)
             if toStderr:
                 try:
-                    os.write(STDERR_FD, f"{commandName(self._config)}: {line}\n".encode("utf-8", "replace"))
+                    os.write(STDERR_FD, f"{self._config.command}: {line}\n".encode("utf-8", "replace"))
                 except OSError:
                     pass

@@ -294,7 +294,7 @@ class OptionsTests(unittest.SynchronousTestCase):
         self.assertEqual(config["resolve"], {"a.test": "127.0.0.1", "b.test": "::1"})
         self.assertEqual(config["connect-timeout"], 2.5)
         self.assertEqual(config["idle-timeout"], 60.0)
-        resolver, policy = buildDestinations(config, FakeReactor({}))
+        resolver, policy = buildDestinations(config.destinations(), FakeReactor({}))
         self.assertTrue(resolver.resolveOnly)
         self.assertIsNone(policy.check("10.9.9.9", 80))
 
@@ -306,7 +306,7 @@ class OptionsTests(unittest.SynchronousTestCase):
         for argv, refused in [([], False), (["--refuse-private"], True)]:
             config = Options()
             config.parseOptions(argv)
-            _, policy = buildDestinations(config, FakeReactor({}))
+            _, policy = buildDestinations(config.destinations(), FakeReactor({}))
             self.assertEqual(policy.check("192.168.1.1", 80) is not None, refused)
 
     def test_defaults(self) -> None:

@@ -60,7 +60,7 @@ class OptionsTests(unittest.SynchronousTestCase):
         config.parseOptions(["--listen", "tcp:3999:interface=127.0.0.1", "--no-log"])
         from twisted.internet.task import Clock
 
-        proxy = buildProxy(config, LogWriter(None), Clock())
+        proxy = buildProxy(config.config(), LogWriter(None), Clock())
         [(role, description, factory)] = proxy.listeners
         self.assertEqual((role, description), ("forward", "tcp:3999:interface=127.0.0.1"))
         self.assertIn("own listener", factory.proxy.policy.check("127.0.0.1", 3999, named=True))

@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import signal
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from twisted.application.service import MultiService, Service
+from twisted.application.service import MultiService
 from twisted.internet.protocol import Factory
 from twisted.protocols.basic import LineOnlyReceiver
 
+from netlog.config import ProxyConfig
 from netlog.supervise.privileged import openPrivileged
 from netlog.tap.common import LogOptions, makeProxyService
 
@@ -25,7 +27,24 @@ from netlog.tap.common import LogOptions, makeProxyService
 PLUGIN_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plugins")
 
 
-class Options(LogOptions):
+@dataclass(frozen=True, kw_only=True)
+class DummyConfig:
+    """
+    What only the dummy has.
+
+    @ivar startDelay: seconds each worker waits before it serves.
+    @ivar secret: a file only root may read, if any.
+    @ivar dieAtStart: fail at once in each worker.
+    @ivar ignoreTerm: ignore SIGTERM in the worker.
+    """
+
+    startDelay: float
+    secret: str | None
+    dieAtStart: bool
+    ignoreTerm: bool
+
+
+class Options(LogOptions[DummyConfig]):
     optParameters = [
         ["start-delay", None, 0.0, "Seconds each worker waits before it serves.", float],
         ["secret", None, None, "A file only root may read, told to a client that asks 'secret'."],
@@ -40,6 +59,14 @@ class Options(LogOptions):
         if not self.get("listen"):
             self["listen"] = ["tcp:0:interface=127.0.0.1"]
         LogOptions.postOptions(self)
+
+    def pluginConfig(self) -> DummyConfig:
+        return DummyConfig(
+            startDelay=self["start-delay"],
+            secret=self["secret"],
+            dieAtStart=bool(self["die-at-start"]),
+            ignoreTerm=bool(self["ignore-term"]),
+        )
 
 
 class Answer(LineOnlyReceiver):
@@ -72,39 +99,39 @@ class Answer(LineOnlyReceiver):
 
 
 class DummyProxy(MultiService):
-    def __init__(self, config: Options, writer: Any) -> None:
+    def __init__(self, config: ProxyConfig[DummyConfig], writer: Any) -> None:
         MultiService.__init__(self)
-        self.config = config
+        self.config = config.plugin
         factory = Factory.forProtocol(Answer)
         factory.writer = writer
         factory.secret = b""
         self.factory = factory
-        self.listeners = [("answer", config["listen"][0], factory)]
+        self.listeners = [("answer", config.listen[0], factory)]
         #: A worker's heartbeat counts them (L{ServedProxy}); it keeps none.
         self.connections: set[Any] = set()
         self.connectionPrefix = ""
-        self.privilegedFiles = [config["secret"]] if config["secret"] else []
+        self.privilegedFiles = [self.config.secret] if self.config.secret else []
         self.handedData: dict[str, bytes] = {}
 
     def startService(self) -> None:
-        if self.config["die-at-start"]:
+        if self.config.dieAtStart:
             raise RuntimeError("told to die at start")
-        if self.config["secret"]:
-            fd = openPrivileged(self.config["secret"])
+        if self.config.secret:
+            fd = openPrivileged(self.config.secret)
             try:
                 self.factory.secret = os.read(fd, 1024).strip()
             finally:
                 os.close(fd)
-        if self.config["start-delay"]:
-            time.sleep(self.config["start-delay"])
-        if self.config["ignore-term"]:
+        if self.config.startDelay:
+            time.sleep(self.config.startDelay)
+        if self.config.ignoreTerm:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         MultiService.startService(self)
 
 
-def buildProxy(config: Options, writer: Any, reactor: Any) -> Service:
+def buildProxy(config: ProxyConfig[DummyConfig], writer: Any, reactor: Any) -> DummyProxy:
     return DummyProxy(config, writer)
 
 
-def makeService(config: Options) -> MultiService:
-    return makeProxyService(config, buildProxy)
+def makeService(options: Options) -> MultiService:
+    return makeProxyService(options.config(), buildProxy)
