@@ -9,7 +9,7 @@ from typing import Any
 
 from netlog.core.capture import KEEP_ALL
 from netlog.log.interfaces import ILogWriter
-from netlog.net.options import buildDestinations
+from netlog.net.options import buildDestinations, upstreamProxyArguments
 from netlog.net.reactors import IProxyReactor
 from netlog.net.timeouts import MAX_CONNECTIONS_PER_UPSTREAM
 from netlog.proxy.service import ProxyService
@@ -39,4 +39,5 @@ def buildProxy(config: Any, writer: ILogWriter, reactor: IProxyReactor) -> Proxy
         float(config["idle-timeout"]),
         float(config["header-timeout"]),
         upstreamConnections=int(config.get("upstream-connections", MAX_CONNECTIONS_PER_UPSTREAM)),
+        **upstreamProxyArguments(config),
     )

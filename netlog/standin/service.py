@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from netlog.log.interfaces import ILogWriter
-from netlog.net.options import DEFAULT_LISTEN, buildDestinations, splitDescription
+from netlog.net.options import DEFAULT_LISTEN, buildDestinations, splitDescription, upstreamProxyArguments
 from netlog.net.reactors import IProxyReactor
 from netlog.net.timeouts import MAX_CONNECTIONS_PER_UPSTREAM
 from netlog.proxy.service import ProxyService
@@ -65,4 +65,5 @@ def buildProxy(config: Any, writer: ILogWriter, reactor: IProxyReactor) -> Proxy
         idleTimeout=float(config["idle-timeout"]),
         headerTimeout=float(config["header-timeout"]),
         upstreamConnections=int(config.get("upstream-connections", MAX_CONNECTIONS_PER_UPSTREAM)),
+        **upstreamProxyArguments(config),
     )
