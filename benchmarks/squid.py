@@ -78,32 +78,24 @@ def squidVersion(binary: str) -> str:
     return first.replace("Squid Cache: Version ", "squid ") or "squid"
 
 
-def squidConfig(directory: str, port: int, env: Environment) -> str:
+def loopbackConfig(directory: str, name: str) -> str:
     """
-    squid's configuration for a run: loopback only, no cache, an access log,
-    localhost allowed, CONNECT to the origin's TLS port only.
+    What every squid netlog starts (the benchmarks' and the tests') has:
+    its files in C{directory}, no cache, names from its hosts file and
+    nothing asked outside the machine, no other listeners, no pinger, a
+    quick stop.
     """
     return f"""\
-http_port 127.0.0.1:{port}
 pid_filename {directory}/squid.pid
 cache_log {directory}/cache.log
-access_log daemon:{directory}/access.log squid
 coredump_dir {directory}
-visible_hostname netlog-bench
+visible_hostname {name}
 # no cache, in memory or on disk
 cache deny all
 cache_mem 0 MB
-# names: bench.test from the hosts file; nothing leaves the machine
+# names: from the hosts file; nothing leaves the machine
 hosts_file {directory}/hosts
 dns_nameservers 127.0.0.1
-# who may use it, and where CONNECT may go
-acl CONNECT method CONNECT
-acl SSL_ports port {env.tlsPort}
-acl Safe_ports port {env.port} {env.tlsPort}
-http_access deny !Safe_ports
-http_access deny CONNECT !SSL_ports
-http_access allow localhost
-http_access deny all
 # no other listeners
 icp_port 0
 htcp_port 0
@@ -113,6 +105,51 @@ pinger_enable off
 # stop at once when told to
 shutdown_lifetime 0 seconds
 """
+
+
+def squidConfig(directory: str, port: int, env: Environment) -> str:
+    """
+    squid's configuration for a run: loopback only, no cache, an access log,
+    localhost allowed, CONNECT to the origin's TLS port only.
+    """
+    return f"""\
+http_port 127.0.0.1:{port}
+access_log daemon:{directory}/access.log squid
+# who may use it, and where CONNECT may go
+acl CONNECT method CONNECT
+acl SSL_ports port {env.tlsPort}
+acl Safe_ports port {env.port} {env.tlsPort}
+http_access deny !Safe_ports
+http_access deny CONNECT !SSL_ports
+http_access allow localhost
+http_access deny all
+""" + loopbackConfig(directory, "netlog-bench")
+
+
+def startSquid(binary: str, folder: str, config: str, hosts: list[str]) -> subprocess.Popen[bytes]:
+    """
+    Write C{config} and a hosts file naming C{hosts} (at 127.0.0.1) into
+    C{folder}, hand the folder to the user squid drops to when started as
+    root, and start C{binary -N} on it (not waiting for it to listen).
+    """
+    os.chmod(folder, 0o755)
+    with open(os.path.join(folder, "squid.conf"), "w") as f:
+        f.write(config)
+    with open(os.path.join(folder, "hosts"), "w") as f:
+        f.write("".join(f"127.0.0.1 {host}\n" for host in hosts))
+    if os.geteuid() == 0:
+        try:
+            user = pwd.getpwnam(SQUID_USER)
+        except KeyError:
+            pass
+        else:
+            for root, dirs, files in os.walk(folder):
+                for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                    os.chown(name, user.pw_uid, user.pw_gid)
+    return subprocess.Popen(
+        [binary, "-N", "-f", os.path.join(folder, "squid.conf")],
+        cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
 
 
 @dataclass
@@ -127,25 +164,8 @@ class SquidTarget(ProcessTarget):
 
     def start(self, env: Environment) -> None:
         self.folder = tempfile.mkdtemp(prefix="netlog-bench-squid-")
-        os.chmod(self.folder, 0o755)
         self.proxyPort = port = freePort()
-        with open(os.path.join(self.folder, "squid.conf"), "w") as f:
-            f.write(self.config(self.folder, port, env))
-        with open(os.path.join(self.folder, "hosts"), "w") as f:
-            f.write(f"127.0.0.1 {HOST}\n")
-        if os.geteuid() == 0:
-            try:
-                user = pwd.getpwnam(SQUID_USER)
-            except KeyError:
-                pass
-            else:
-                for root, dirs, files in os.walk(self.folder):
-                    for name in [root] + [os.path.join(root, n) for n in dirs + files]:
-                        os.chown(name, user.pw_uid, user.pw_gid)
-        self.process = subprocess.Popen(
-            [self.binary, "-N", "-f", os.path.join(self.folder, "squid.conf")],
-            cwd=self.folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        self.process = startSquid(self.binary, self.folder, self.config(self.folder, port, env), [HOST])
         try:
             waitListening(port, self.process, self.name)
         except SystemExit as e:

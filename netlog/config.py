@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Generic, Mapping, TypeVar
 if TYPE_CHECKING:
     from netlog.core.rules import Rules
     from netlog.core.segments import Rotation
+    from netlog.core.upstreamproxy import UpstreamProxy
     from netlog.net.policy import IPNetwork
     from netlog.site.config import SitesConfig
     from netlog.site.replay import Replay
@@ -137,6 +138,9 @@ class Destinations:
     @ivar connectTimeout: seconds to wait for an upstream connection.
     @ivar idleTimeout: seconds a tunnel or connection may be silent.
     @ivar upstreamConnections: connections open at once to one upstream.
+    @ivar upstreamProxy: the proxy every connection to a live host goes
+        through (C{--upstream-proxy}, with its credentials), or L{None}.
+    @ivar upstreamProxyAuthFile: where those credentials were read from.
     """
 
     resolve: Mapping[str, str]
@@ -146,6 +150,8 @@ class Destinations:
     connectTimeout: float
     idleTimeout: float
     upstreamConnections: int
+    upstreamProxy: UpstreamProxy | None = None
+    upstreamProxyAuthFile: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -100,8 +100,10 @@ _STARTED = re.compile(
 )
 #: What a replay run's end lines say of each answer's source, carried as
 #: they are (see C{docs/replay.rst}), and a rule's local answer's
-#: (C{docs/rules.rst}).
-_REPLAY_MARKS = ("_replayed", "_replayedCut", "_unmatched", "_forwarded", "_answeredBy", "_answerRule")
+#: (C{docs/rules.rst}), and the upstream proxy's refusal
+#: (C{docs/operations.rst}).
+_REPLAY_MARKS = ("_replayed", "_replayedCut", "_unmatched", "_forwarded", "_answeredBy", "_answerRule",
+                 "_upstreamProxy")
 #: How far into an open line C{started} is looked for before parsing it.
 _STARTED_WINDOW = 512
 

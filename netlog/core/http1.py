@@ -229,9 +229,9 @@ _KNOWN_CODINGS = {b"chunked", b"gzip", b"x-gzip", b"deflate", b"compress", b"x-c
 #: Reason phrases for the answers the proxies make themselves.
 REASON_PHRASES = {
     200: b"OK", 308: b"Permanent Redirect", 400: b"Bad Request", 403: b"Forbidden",
-    404: b"Not Found", 408: b"Request Timeout", 414: b"URI Too Long", 431: b"Request Header Fields Too Large",
-    501: b"Not Implemented", 502: b"Bad Gateway", 504: b"Gateway Timeout",
-    505: b"HTTP Version Not Supported",
+    404: b"Not Found", 407: b"Proxy Authentication Required", 408: b"Request Timeout", 414: b"URI Too Long",
+    431: b"Request Header Fields Too Large", 501: b"Not Implemented", 502: b"Bad Gateway",
+    503: b"Service Unavailable", 504: b"Gateway Timeout", 505: b"HTTP Version Not Supported",
 }
 
 #: Hop-by-hop fields (RFC 9110 7.6.1, plus the old Proxy-Connection and Keep-Alive).

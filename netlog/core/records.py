@@ -55,7 +55,7 @@ OPEN_KEYS = ("proxy", "kind", "started", "client", "connection", "request", "ser
 END_KEYS = (
     "ended", "times", "request_body", "response", "interim", "bytes", "closed_by",
     "_websocket", "_unparsed", "_refused", "_failed", "_replayed", "_replayedCut",
-    "_replayedServer", "_unmatched", "_forwarded",
+    "_replayedServer", "_unmatched", "_forwarded", "_upstreamProxy",
 )
 
 #: The keys of a head line (an answer's head, written while it streams).

@@ -12,6 +12,7 @@ from twisted.internet.interfaces import IProtocol, IReactorTCP
 from twisted.internet.protocol import ClientFactory
 from twisted.python.failure import Failure
 
+from netlog.core.upstreamproxy import UpstreamProxyFailed, UpstreamProxyRefused, upstreamProxyMark
 from netlog.net.resolve import DoesNotResolve
 from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT
 
@@ -90,6 +91,8 @@ def describeFailure(failure: Failure, host: str = "", port: int | None = None) -
     browser gets for it (502, or 504 for a timeout).
     """
     where = f"{host}:{port}" if host and port else host or "the server"
+    if isinstance(failure.value, (UpstreamProxyRefused, UpstreamProxyFailed)):
+        return str(failure.value), failure.value.status
     if failure.check(DoesNotResolve):
         return f"{host or 'the host'} doesn't resolve", BAD_GATEWAY
     if failure.check(error.TimeoutError, defer.TimeoutError, defer.CancelledError):
@@ -104,3 +107,13 @@ def describeFailure(failure: Failure, host: str = "", port: int | None = None) -
         return f"{where} closed or reset the connection", BAD_GATEWAY
     message = failure.getErrorMessage() or getattr(failure.type, "__name__", "error")
     return f"connecting to {where} failed: {message}", BAD_GATEWAY
+
+
+def failureMarks(failure: Failure) -> dict[str, object] | None:
+    """
+    What an entry says of a failure besides C{_failed}: C{_upstreamProxy}
+    when the upstream proxy refused the tunnel.
+    """
+    if isinstance(failure.value, UpstreamProxyRefused):
+        return upstreamProxyMark(failure.value.proxy, failure.value.status)
+    return None

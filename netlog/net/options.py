@@ -12,6 +12,7 @@ from typing import Any, cast
 from twisted.python import usage
 
 from netlog.config import Destinations
+from netlog.core.upstreamproxy import UpstreamProxy, parseCredentials, parseUpstreamProxy
 from netlog.net.policy import DestinationPolicy, parseAllowOption
 from netlog.net.reactors import IProxyReactor
 from netlog.net.resolve import Resolver, parseResolveOption
@@ -98,7 +99,8 @@ class DestinationOptions:
     """
     C{--resolve NAME=ADDRESS} (repeatable), C{--resolve-only},
     C{--allow CIDR} (repeatable), C{--refuse-private}, C{--connect-timeout},
-    C{--idle-timeout}, C{--upstream-connections}.
+    C{--idle-timeout}, C{--upstream-connections}, C{--upstream-proxy},
+    C{--upstream-proxy-auth-file}.
 
     A mixin for a L{usage.Options} subclass (usage gathers C{optParameters}
     and C{opt_} methods from every base).
@@ -119,6 +121,11 @@ class DestinationOptions:
          "Connections open at once to one upstream (a backend, a live host's origin) at most; "
          "requests beyond wait in the order they came (a site's backend_connections wins).",
          _count("upstream-connections")],
+        ["upstream-proxy", None, None,
+         "http://HOST:PORT: connect to every live host through this proxy (CONNECT for tunnels, "
+         "absolute-form for plain requests); it resolves the names --resolve doesn't give."],
+        ["upstream-proxy-auth-file", None, None,
+         "A file whose one line, user:password, is sent to --upstream-proxy as Basic credentials."],
     ]
 
     def opt_resolve(self, value: str) -> None:
@@ -150,6 +157,42 @@ class DestinationOptions:
         """
         self.setdefault("resolve", {})  # type: ignore[attr-defined]
         self.setdefault("allow", [])  # type: ignore[attr-defined]
+        self["upstreamProxy"] = readUpstreamProxy(self)  # type: ignore[index]
+
+
+def readUpstreamProxy(config: Any) -> UpstreamProxy | None:
+    """
+    The upstream proxy C{--upstream-proxy} and C{--upstream-proxy-auth-file}
+    name, or L{None}.
+
+    @raise usage.UsageError: in one line, for a value that isn't
+        C{http://HOST:PORT}, or an auth file that can't be read or isn't
+        C{user:password} (never quoting it).
+    """
+    value = config.get("upstream-proxy")
+    path = config.get("upstream-proxy-auth-file")
+    if value is None:
+        if path is not None:
+            raise usage.UsageError("--upstream-proxy-auth-file needs --upstream-proxy")
+        return None
+    try:
+        host, port = parseUpstreamProxy(value)
+    except ValueError as e:
+        raise usage.UsageError(str(e)) from None
+    if path is None:
+        return UpstreamProxy(host, port)
+    from netlog.supervise.privileged import openPrivileged
+
+    try:
+        with open(openPrivileged(path), "rb", closefd=True) as f:
+            text = f.read(4096).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        why = getattr(e, "strerror", None) or "isn't UTF-8 text"
+        raise usage.UsageError(f"--upstream-proxy-auth-file {path}: {why}") from None
+    try:
+        return UpstreamProxy(host, port, parseCredentials(text))
+    except ValueError as e:
+        raise usage.UsageError(f"--upstream-proxy-auth-file {path} {e}") from None
 
     def destinations(self) -> Destinations:
         """
@@ -164,6 +207,8 @@ class DestinationOptions:
             connectTimeout=float(options["connect-timeout"]),
             idleTimeout=float(options["idle-timeout"]),
             upstreamConnections=int(options["upstream-connections"]),
+            upstreamProxy=options.get("upstreamProxy"),
+            upstreamProxyAuthFile=options.get("upstream-proxy-auth-file"),
         )
 
 
@@ -174,3 +219,13 @@ def buildDestinations(destinations: Destinations, reactor: IProxyReactor) -> tup
     resolver = Resolver(reactor, dict(destinations.resolve), destinations.resolveOnly)
     policy = DestinationPolicy(destinations.allow, destinations.refusePrivate)
     return resolver, policy
+
+
+def upstreamProxyArguments(destinations: Destinations) -> dict[str, Any]:
+    """
+    The L{netlog.proxy.service.ProxyService} arguments the upstream proxy's
+    options give: the proxy, and its auth file (for a supervisor to hand
+    its workers what it read there).
+    """
+    return {"upstreamProxy": destinations.upstreamProxy,
+            "upstreamProxyAuthFile": destinations.upstreamProxyAuthFile}

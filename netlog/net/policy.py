@@ -159,6 +159,18 @@ class DestinationPolicy:
         why = self._decided[key] = self._check(address, port, named)
         return why
 
+    def checkName(self, host: str, port: int) -> str | None:
+        """
+        Why the name C{host} may not be reached at C{port}, or L{None}, when
+        the upstream proxy resolves it (C{--upstream-proxy}) and no address
+        is known here: C{localhost} and its subdomains (RFC 6761) are judged
+        as C{127.0.0.1}, any other name is the upstream proxy's to judge.
+        """
+        name = host.lower().rstrip(".")
+        if name == "localhost" or name.endswith(".localhost"):
+            return self.check("127.0.0.1", port)
+        return None
+
     def _check(self, address: str, port: int, named: bool) -> str | None:
         canonical = parseAddress(address)
         if canonical is None:

@@ -40,7 +40,7 @@ from netlog.core.records import (
     responseRecord,
 )
 from netlog.core.rules import PASS, Decision
-from netlog.net.connect import describeFailure
+from netlog.net.connect import describeFailure, failureMarks
 from netlog.net.relay import CLIENT, PROXY, SERVER
 from netlog.proxy.contracts import IAnswerSource, IBrowserStream, IEngine, IResendable
 from netlog.proxy.mode import Answered, DestinationRefused, Route, remapRoute
@@ -272,7 +272,7 @@ class Exchange:
             self._endUnopened(403, REFUSED_TEXT, str(failure.value), refused=True)
             return
         reason, status = describeFailure(failure, self.route.host, self.route.port)
-        self._endUnopened(status, UNREACHED_TEXT, reason)
+        self._endUnopened(status, UNREACHED_TEXT, reason, marks=failureMarks(failure))
 
     def _openFields(self) -> dict[str, Any]:
         return self.proxy.openFields(self.browser, EXCHANGE, self.started, self.head, self.url, self.route.host,
@@ -551,7 +551,8 @@ class Exchange:
         self.hold.release()
         self.headDue = None
 
-    def _endUnopened(self, status: int, text: str, reason: str, refused: bool = False) -> None:
+    def _endUnopened(self, status: int, text: str, reason: str, refused: bool = False,
+                     marks: dict[str, object] | None = None) -> None:
         """
         End an exchange whose request never went up (its destination was
         refused, no connection could be made, a timeout while connecting):
@@ -562,7 +563,7 @@ class Exchange:
         response, size = self.browser.answer(status, text.format(reason))
         end = endRecord(self.reactor.seconds(), up=len(self.head.raw), down=size, response=response,
                         refused=(reason, status) if refused else None, failed=None if refused else reason,
-                        failedStatus=None if refused else status)
+                        failedStatus=None if refused else status, marks=marks)
         self.proxy.writer.refuse(self._openFields(), end)
         self.browser.exchangeDone(self, cut=True)
 

@@ -19,6 +19,7 @@ from zope.interface import Attribute, Interface
 
 from netlog.core.capture import BodyCapture
 from netlog.core.records import urlAuthority
+from netlog.core.upstreamproxy import UpstreamProxy
 from netlog.net.reactors import IProxyReactor
 
 #: What L{IMode.connect} answers for a CONNECT to relay blind (a tunnel
@@ -58,6 +59,9 @@ class Route:
         the destination rules as a C{--resolve} name is.
     @ivar connections: the most connections open at once to its upstream
         (a site's C{backend_connections}); L{None} for the engine's.
+    @ivar upstreamProxy: for a configured upstream, the proxy its
+        connections go through (a site's C{upstream_proxy}); L{None}: direct.
+        A live host's is the engine's (C{--upstream-proxy}).
     """
 
     scheme: str
@@ -69,6 +73,7 @@ class Route:
     signIn: frozenset[str] = field(default=frozenset())
     named: bool = False
     connections: int | None = None
+    upstreamProxy: UpstreamProxy | None = None
 
     @cached_property
     def key(self) -> Hashable:

@@ -22,10 +22,11 @@ from netlog.core.http1 import RequestHead
 from netlog.core.records import openRecord, requestRecord
 from netlog.core.rules import NO_RULES, Rules
 from netlog.log.interfaces import ILogWriter
+from netlog.core.upstreamproxy import UpstreamProxy, UpstreamProxyFailed, credentialsLine
 from netlog.net.connect import connectThen
 from netlog.net.policy import DestinationPolicy
 from netlog.net.reactors import IProxyReactor
-from netlog.net.resolve import Resolver
+from netlog.net.resolve import Resolver, parseAddress
 from netlog.net.timeouts import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
@@ -35,7 +36,8 @@ from netlog.net.timeouts import (
 from netlog.proxy.browser import FORWARD, HTTP_ROUTE, HTTPS_ROUTE, BrowserFactory
 from netlog.proxy.contracts import IBrowserConnection, IWaiter, Taken
 from netlog.proxy.mode import DestinationRefused, IMode, Route
-from netlog.proxy.upstream import Pool, UpstreamProtocol, connectUpstream
+from netlog.net.viaproxy import connectVia, proxyUnreached
+from netlog.proxy.upstream import Pool, ProxiedUpstreamProtocol, UpstreamProtocol, connectUpstream
 
 _log = Logger()
 
@@ -83,6 +85,8 @@ class ProxyService(Service):
         idleTimeout: float = DEFAULT_IDLE_TIMEOUT,
         headerTimeout: float = DEFAULT_HEADER_TIMEOUT,
         rules: Rules = NO_RULES,
+        upstreamProxy: UpstreamProxy | None = None,
+        upstreamProxyAuthFile: str | None = None,
         upstreamConnections: int = MAX_CONNECTIONS_PER_UPSTREAM,
     ) -> None:
         """
@@ -96,6 +100,11 @@ class ProxyService(Service):
         @param upstreamConnections: connections open at once to one
             upstream at most, for a route that names none of its own
             (C{--upstream-connections}).
+        @param upstreamProxy: the proxy every connection to a live host goes
+            through (C{--upstream-proxy}), or L{None}: they go direct.
+        @param upstreamProxyAuthFile: the file its credentials came from
+            (C{--upstream-proxy-auth-file}): a supervisor hands what it read
+            there to its workers, which may not be able to read it.
         """
         self.mode = mode
         self.writer = writer
@@ -107,6 +116,8 @@ class ProxyService(Service):
         self.headerTimeout = headerTimeout
         self.rules = rules
         self.upstreamConnections = upstreamConnections
+        self.upstreamProxy = upstreamProxy
+        self._upstreamProxyAuthFile = upstreamProxyAuthFile
         self.pool = Pool(reactor)
         self.connections: set[IBrowserConnection] = set()
         self._ids = itertools.count(1)
@@ -139,9 +150,13 @@ class ProxyService(Service):
     def handedData(self) -> dict[str, bytes]:
         """
         What a supervisor hands its workers once this (its copy) is
-        prepared: the mode's.
+        prepared: the mode's, and the upstream proxy's credentials.
         """
-        return dict(self.mode.handedData)
+        handed = dict(self.mode.handedData)
+        authorization = self.upstreamProxy.authorization if self.upstreamProxy is not None else None
+        if self._upstreamProxyAuthFile and authorization is not None:
+            handed[self._upstreamProxyAuthFile] = credentialsLine(authorization)
+        return handed
 
     def privilegedStartService(self) -> None:
         self.mode.prepare()
@@ -180,14 +195,44 @@ class ProxyService(Service):
         return openRecord(self.mode.name, kind, started, side.client, side.connectionId,
                           requestRecord(head, url, signIn), host, port, address, rules)
 
-    def resolveFor(self, route: Route) -> defer.Deferred[str]:
+    def upstreamProxyFor(self, route: Route) -> UpstreamProxy | None:
+        """
+        The upstream proxy C{route}'s connections go through: a live host's,
+        C{--upstream-proxy}; a site's backend, the site's own
+        C{upstream_proxy} (direct when it names none), with the credentials
+        of C{--upstream-proxy-auth-file} when it is C{--upstream-proxy}'s.
+        """
+        if route.site is None:
+            return self.upstreamProxy
+        via = route.upstreamProxy
+        if via is not None and via == self.upstreamProxy:
+            return self.upstreamProxy
+        return via
+
+    def _proxyResolves(self, route: Route) -> bool:
+        """
+        Whether C{route}'s host is left for its upstream proxy to resolve:
+        a name that C{--resolve} doesn't name, when there is one.
+        """
+        if self.upstreamProxyFor(route) is None or parseAddress(route.host) is not None:
+            return False
+        return route.host.lower().rstrip(".") not in self.resolver.overrides
+
+    def resolveFor(self, route: Route) -> defer.Deferred[str | None]:
         """
         The address to connect to for C{route}: for a live host, the first
         address it resolves to that the destination rules allow (a
-        configured upstream is trusted).
+        configured upstream is trusted). L{None} when its upstream proxy
+        resolves the name (see L{_proxyResolves}): then the rules judge
+        the name alone (C{localhost} is loopback).
 
         @raise DestinationRefused: (in the Deferred) no address is allowed.
         """
+        if self._proxyResolves(route):
+            why = None if route.named or route.site is not None else self.policy.checkName(route.host, route.port)
+            if why is not None:
+                return defer.fail(DestinationRefused(f"{route.host} may not be reached: {why}"))
+            return defer.succeed(None)
         d = self.resolver.resolve(route.host)
 
         def pick(resolution: Any) -> str:
@@ -202,14 +247,57 @@ class ProxyService(Service):
 
         return d.addCallback(pick)
 
-    def connectRaw(self, address: str, port: int, protocolClass: Callable[[], _P]) -> defer.Deferred[_P]:
+    def connectRaw(self, route: Route, address: str | None, protocolClass: Callable[[], _P]) -> defer.Deferred[_P]:
         """
-        A plain connection to C{address:port} for C{protocolClass} (a
-        tunnel's server side).
+        A plain connection to C{address} (as L{resolveFor} gave it) and
+        C{route}'s port for C{protocolClass} (a tunnel's server side):
+        through C{route}'s upstream proxy when it has one.
         """
         made: defer.Deferred[_P] = defer.Deferred()
-        connectThen(self.reactor, address, port, protocolClass, made.callback, made.errback,
-                    timeout=self.connectTimeout)
+        via = self.upstreamProxyFor(route)
+        if via is None:
+            assert address is not None
+            connectThen(self.reactor, address, route.port, protocolClass, made.callback, made.errback,
+                        timeout=self.connectTimeout)
+        else:
+            self._through(via, address or route.host, route.port, protocolClass, made)
+        return made
+
+    def _proxyAddress(self, via: UpstreamProxy) -> defer.Deferred[str]:
+        """
+        The address of C{via}, resolved as any name but not judged by the
+        destination rules: the operator gave it.
+        """
+        def unresolved(failure: Any) -> str:
+            raise UpstreamProxyFailed(via.label, f"the upstream proxy {via.label} doesn't resolve", 502)
+
+        return self.resolver.resolve(via.host).addCallbacks(lambda resolution: resolution.addresses[0], unresolved)
+
+    def _through(self, via: UpstreamProxy, host: str, port: int, build: Callable[[], Any],
+                 made: defer.Deferred[Any], tls: Any = None) -> None:
+        """
+        A tunnel to C{host:port} through C{via}, into C{made}.
+        """
+        def connect(proxyAddress: str) -> None:
+            connectVia(self.reactor, via, proxyAddress, host, port, build, made.callback, made.errback,
+                       self.connectTimeout, tls)
+
+        self._proxyAddress(via).addCallbacks(connect, made.errback)
+
+    def _plainThrough(self, via: UpstreamProxy, route: Route, address: str | None) -> defer.Deferred[UpstreamProtocol]:
+        """
+        A connection to C{via} that carries C{route}'s plain requests in
+        absolute-form.
+        """
+        made: defer.Deferred[UpstreamProtocol] = defer.Deferred()
+
+        def connect(proxyAddress: str) -> None:
+            connectThen(self.reactor, proxyAddress, via.port,
+                        lambda: ProxiedUpstreamProtocol(self.reactor, route.key, via, route.host, route.port, address),
+                        made.callback, lambda failure: made.errback(proxyUnreached(via, failure)),
+                        timeout=self.connectTimeout)
+
+        self._proxyAddress(via).addCallbacks(connect, made.errback)
         return made
 
     def takeIdle(self, route: Route) -> Taken | None:
@@ -248,13 +336,24 @@ class ProxyService(Service):
             tls = self._upstreamTLS[key]
         d = self.resolveFor(route)
 
-        def connect(address: str) -> defer.Deferred[Taken]:
-            if resolved is not None:
+        def connect(address: str | None) -> defer.Deferred[Taken]:
+            if resolved is not None and address is not None:
                 resolved(address)
-            c = connectUpstream(self.reactor, address, route.port, tls, self.connectTimeout, key)
+            via = self.upstreamProxyFor(route)
+            if via is None:
+                assert address is not None
+                c = connectUpstream(self.reactor, address, route.port, tls, self.connectTimeout, key)
+            elif tls is None:
+                c = self._plainThrough(via, route, address)
+            else:
+                c = defer.Deferred()
+                self._through(via, address or route.host, route.port,
+                              lambda: ProxiedUpstreamProtocol(self.reactor, key, via, route.host, route.port, address,
+                                                              tunnelled=True), c, tls)
             return c.addCallback(made, address)
 
-        def made(protocol: UpstreamProtocol, address: str) -> tuple[UpstreamProtocol, bool, str, float | None]:
+        def made(protocol: UpstreamProtocol, address: str | None
+                 ) -> tuple[UpstreamProtocol, bool, str | None, float | None]:
             self.pool.opened(protocol)
             return (protocol, False, address, self.reactor.seconds())
 

@@ -13,7 +13,7 @@ from twisted.python.failure import Failure
 
 from netlog.core.http1 import RequestHead
 from netlog.core.records import TUNNEL, UNREACHED_TEXT, endRecord
-from netlog.net.connect import describeFailure
+from netlog.net.connect import describeFailure, failureMarks
 from netlog.net.relay import CLIENT, PROXY, TUNNEL_ANSWER, Relay, RelayResult, RelayServerProtocol, tunnelAnswerFields
 from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IBrowserSide, IEngine
@@ -78,13 +78,13 @@ class Tunnel:
             route = remapRoute(route, self.rules.remap)
             self.port = route.port
         d = self.proxy.resolveFor(route)
-        d.addCallback(self._resolved)
+        d.addCallback(self._resolved, route)
         d.addCallbacks(self._connected, self._failed)
         d.addErrback(lambda f: _log.failure("the live tunnel to {host} failed", f, host=self.host))
 
-    def _resolved(self, address: str) -> Any:
+    def _resolved(self, address: str | None, route: Route) -> Any:
         self.address = address
-        return self.proxy.connectRaw(address, self.port, RelayServerProtocol)
+        return self.proxy.connectRaw(route, address, RelayServerProtocol)
 
     def _openFields(self) -> dict[str, Any]:
         return self.proxy.openFields(self.browser, TUNNEL, self.started, self.head, self.url, self.host, self.port,
@@ -140,7 +140,7 @@ class Tunnel:
         response, size = browser.answer(status, UNREACHED_TEXT.format(reason))
         self.proxy.writer.refuse(self._openFields(), endRecord(
             self.proxy.reactor.seconds(), up=len(self.head.raw), down=size, response=response,
-            closedBy=PROXY, failed=reason, failedStatus=status,
+            closedBy=PROXY, failed=reason, failedStatus=status, marks=failureMarks(failure),
         ))
         browser.close()
 

@@ -29,6 +29,7 @@ from netlog.core.http1 import (
     Unparsable,
 )
 from netlog.core.records import originForm
+from netlog.core.upstreamproxy import UpstreamProxy, absoluteTarget, upstreamProxyMark
 from netlog.net.connect import connectThen
 from netlog.net.gate import Gate
 from netlog.net.reactors import IProxyReactor
@@ -250,11 +251,23 @@ class UpstreamProtocol(Protocol):
         self.heads += 1
         self.answered = False
         self.sent = SentRequest(head, fields, drop, extra)
-        target = head.target if head.url is None else originForm(head.target)
-        data = fields.serialize(b" ".join((head.method, target, b"HTTP/1.1")), drop, extra)
+        data = fields.serialize(b" ".join((head.method, self.target(head), b"HTTP/1.1")), drop,
+                                self.upstreamFields(extra))
         self.reader.expectResponseTo(head.method)
         sendNow(self.transport, data)
         return len(data)
+
+    def target(self, head: RequestHead) -> bytes:
+        """
+        The request's target as it goes: origin-form (C{/path?query}).
+        """
+        return head.target if head.url is None else originForm(head.target)
+
+    def upstreamFields(self, extra: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        """
+        The fields netlog adds to the request's own: the engine's C{extra}.
+        """
+        return extra
 
     def requestData(self, body: Body) -> int:
         """
@@ -292,6 +305,52 @@ class UpstreamProtocol(Protocol):
             self.transport.loseConnection()
         else:
             self.transport.abortConnection()
+
+
+class ProxiedUpstreamProtocol(UpstreamProtocol):
+    """
+    A connection to a live host through the upstream proxy: either to the
+    proxy itself, carrying plain requests in absolute-form with netlog's
+    C{Proxy-Authorization} (never the browser's, never logged), or, when
+    C{tunnelled}, over a tunnel the proxy opened (then as any other).
+
+    @ivar proxy: the upstream proxy.
+    @ivar host: the live host; C{port} its port.
+    @ivar target: the address connected to, when netlog resolved the host
+        (C{--resolve} named it); L{None} when the proxy did.
+    """
+
+    def __init__(self, reactor: IProxyReactor, key: Hashable, proxy: UpstreamProxy, host: str, port: int,
+                 address: str | None, tunnelled: bool = False) -> None:
+        UpstreamProtocol.__init__(self, reactor, key)
+        self.proxy = proxy
+        self.host = host
+        self.port = port
+        self.targetAddress = address
+        self.tunnelled = tunnelled
+
+    def connectionMade(self) -> None:
+        UpstreamProtocol.connectionMade(self)
+        # The peer is the proxy; the entry's address is the server's.
+        self.address = self.targetAddress
+
+    def target(self, head: RequestHead) -> bytes:
+        if self.tunnelled:
+            return UpstreamProtocol.target(self, head)
+        return absoluteTarget(self.targetAddress or self.host, self.port, head.target)
+
+    def upstreamFields(self, extra: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        if self.tunnelled or self.proxy.authorization is None:
+            return extra
+        return extra + [(b"Proxy-Authorization", self.proxy.authorization)]
+
+    def _emit(self, exchange: IAnswerSink, event: Event) -> None:
+        if (not self.tunnelled and isinstance(event, ResponseHead) and event.status == 407
+                and not event.interim):
+            # Only a proxy answers 407: the upstream proxy refused netlog's
+            # credentials, and the entry says so.
+            exchange.answerMarks(self, upstreamProxyMark(self.proxy.label, event.status))
+        UpstreamProtocol._emit(self, exchange, event)
 
 
 def connectUpstream(

@@ -59,8 +59,8 @@ def logUsed(mainLog: str | None) -> Callable[[str], bool]:
 
 def sessionProxy(main: Any, writer: LogWriter, reactor: IProxyReactor, port: int, rules: Rules = NO_RULES) -> ProxyService:
     """
-    A session's engine: over C{main}'s mode, resolver and destination rules,
-    with its own writer, connections, pool and C{rules} (its rules document,
+    A session's engine: over C{main}'s mode, resolver, destination rules and
+    upstream proxy, with its own writer, connections, pool and C{rules} (its rules document,
     L{netlog.core.rules}), and one forward listener on loopback.
     """
     proxy = ProxyService(
@@ -74,6 +74,7 @@ def sessionProxy(main: Any, writer: LogWriter, reactor: IProxyReactor, port: int
         idleTimeout=main.idleTimeout,
         headerTimeout=main.headerTimeout,
         rules=rules,
+        upstreamProxy=main.upstreamProxy,
     )
     # Its connection ids say which worker slot it runs in, as its main's do.
     proxy.connectionPrefix = main.connectionPrefix

@@ -20,13 +20,16 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from netlog.core.upstreamproxy import UpstreamProxy, parseUpstreamProxy
+
 #: Header names a site may never declare as sign-in headers: graders read
 #: cookies, so the log always keeps them.
 NEVER_REMOVED = frozenset({"cookie", "set-cookie"})
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
-_SITE_KEYS = {"name", "origins", "backend", "verify", "sign_in_headers", "ca_file", "replay", "backend_connections"}
+_SITE_KEYS = {"name", "origins", "backend", "verify", "sign_in_headers", "ca_file", "replay", "backend_connections",
+              "upstream_proxy"}
 _LIVE_KEYS = {"hosts", "connect_ports"}
 _TOP_KEYS = {"site", "live"}
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -97,6 +100,9 @@ class Site:
     #: The most connections open at once to its backend
     #: (C{backend_connections}); L{None} for C{--upstream-connections}.
     connections: int | None = None
+    #: The proxy its backend is reached through (C{upstream_proxy}); L{None}:
+    #: direct.
+    upstreamProxy: UpstreamProxy | None = None
 
     def httpsOrigin(self, host: str) -> Origin | None:
         """
@@ -360,7 +366,16 @@ def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
                                         or connections < 1):
             raise fail("backend_connections",
                        f"site {name!r}: backend_connections must be a whole number of connections, 1 or more")
-        sites.append(Site(name, tuple(origins), backend, frozenset(signIn), replay, connections))
+        upstreamProxy = None
+        if "upstream_proxy" in raw:
+            value = raw["upstream_proxy"]
+            try:
+                if not isinstance(value, str):
+                    raise ValueError("upstream_proxy wants \"http://HOST:PORT\"")
+                upstreamProxy = UpstreamProxy(*parseUpstreamProxy(value, "upstream_proxy"))
+            except ValueError as e:
+                raise fail("upstream_proxy", f"site {name!r}: {e}") from None
+        sites.append(Site(name, tuple(origins), backend, frozenset(signIn), replay, connections, upstreamProxy))
     live = data.get("live", {})
     if not isinstance(live, dict):
         raise _fail(path, text, "live", 0, None, "write live hosts as a [live] table with hosts = [...]")

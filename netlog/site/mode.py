@@ -122,7 +122,7 @@ class SiteMode:
             answers = self.replays.get(site.name)
             route = self._routes[key] = (Route if answers is None else partial(Answered, answers=answers))(
                 backend.scheme, backend.host, backend.port, f"{scheme}://{urlAuthority(host, port, scheme)}", host,
-                site, site.signInHeaders, connections=site.connections,
+                site, site.signInHeaders, connections=site.connections, upstreamProxy=site.upstreamProxy,
             )
         return route
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from netlog.config import ProxyConfig, SiteProxyConfig
 from netlog.core.capture import KEEP_ALL
 from netlog.log.interfaces import ILogWriter
-from netlog.net.options import buildDestinations
+from netlog.net.options import buildDestinations, upstreamProxyArguments
 from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService
 from netlog.site.mode import SiteMode
@@ -37,4 +37,5 @@ def buildProxy(config: ProxyConfig[SiteProxyConfig], writer: ILogWriter, reactor
         site.destinations.idleTimeout,
         site.headerTimeout,
         upstreamConnections=site.destinations.upstreamConnections,
+        **upstreamProxyArguments(site.destinations),
     )

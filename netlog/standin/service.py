@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from netlog.config import ProxyConfig, StandinConfig
 from netlog.log.interfaces import ILogWriter
-from netlog.net.options import DEFAULT_LISTEN, buildDestinations, splitDescription
+from netlog.net.options import DEFAULT_LISTEN, buildDestinations, splitDescription, upstreamProxyArguments
 from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService
 from netlog.standin.mode import StandinMode
@@ -62,4 +62,5 @@ def buildProxy(config: ProxyConfig[StandinConfig], writer: ILogWriter, reactor: 
         idleTimeout=standin.destinations.idleTimeout,
         headerTimeout=standin.headerTimeout,
         upstreamConnections=standin.destinations.upstreamConnections,
+        **upstreamProxyArguments(standin.destinations),
     )

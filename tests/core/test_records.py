@@ -87,7 +87,7 @@ class RecordTests(SynchronousTestCase):
             interim=[100], closedBy="client", websocket={"messages_up": 1}, unparsed=True,
             refused=("bad", 400), failed="cut", failedStatus=502,
             marks={"_replayed": 7, "_replayedCut": True, "_replayedServer": {"address": "::1", "port": 80},
-                   "_unmatched": True, "_forwarded": True},
+                   "_unmatched": True, "_forwarded": True, "_upstreamProxy": {"proxy": "p.test:3128", "status": 407}},
         )
         self.assertEqual(tuple(full), END_KEYS)
         self.assertEqual(full["times"], {"connected": 1.0, "sent": 2.0, "first_byte": 3.0, "end": 9.0})

@@ -180,6 +180,19 @@ def connectTunnel(port: int, authority: str, context: ssl.SSLContext | None, ser
     return context.wrap_socket(sock, server_hostname=serverName or authority.rsplit(":", 1)[0])
 
 
+def pingThrough(port: int, authority: str) -> bytes:
+    """
+    C{ping} through a blind tunnel to an echoing live host; what came back.
+    """
+    sock = connectTunnel(port, authority, None)
+    sock.sendall(b"ping")
+    got = b""
+    while len(got) < 4:
+        got += sock.recv(4)
+    sock.close()
+    return got
+
+
 def readHead(sock: socket.socket) -> bytes:
     data = b""
     while b"\r\n\r\n" not in data:

@@ -8,6 +8,7 @@ import os
 
 from twisted.trial.unittest import SynchronousTestCase
 
+from netlog.core.upstreamproxy import UpstreamProxy
 from netlog.site.config import ConfigError, loadSites, parseSites
 from netlog.site.mode import SiteMode
 
@@ -62,6 +63,19 @@ class ParseTests(SynchronousTestCase):
         self.assertEqual(wiki.connections, 8)
         mode = SiteMode(config, self.mktemp())
         self.assertEqual(mode.siteRoute(wiki, "https", "wiki.test", 443).connections, 8)
+
+    def test_upstreamProxy(self) -> None:
+        """
+        A site's C{upstream_proxy} is carried on its routes; a site without
+        one goes direct.
+        """
+        config = parseSites(GOOD.replace('verify = false', 'verify = false\nupstream_proxy = "http://127.0.0.1:3129"'))
+        wiki = config.siteAt("https", "wiki.test", 443)
+        assert wiki is not None
+        self.assertEqual(wiki.upstreamProxy, UpstreamProxy("127.0.0.1", 3129))
+        mode = SiteMode(config, self.mktemp())
+        self.assertEqual(mode.siteRoute(wiki, "https", "wiki.test", 443).upstreamProxy, wiki.upstreamProxy)
+        self.assertIsNone(parseSites(GOOD).sites[0].upstreamProxy)
 
     def test_originsByPort(self) -> None:
         """
@@ -151,6 +165,10 @@ class ParseTests(SynchronousTestCase):
             *[("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
                f"backend_connections = {value}\n", 5, "backend_connections must be a whole number")
               for value in ("0", "-1", "1.5", "\"8\"", "true")],
+            *[("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"]\nbackend = \"http://127.0.0.1:1\"\n"
+               f"upstream_proxy = {value}\n", 5, words)
+              for value, words in (("\"https://p.test:3128\"", "not supported"), ("\"p.test:3128\"", "wants"),
+                                   ("\"http://p.test\"", "with a port"), ("3128", "wants"))],
             ("[live]\nhosts = [\"https://x.test/\"]\n", 2, "no scheme"),
             ("[live]\nhosts = []\nconnect_ports = [0]\n", 3, "port numbers"),
             ("[live]\nhosts = []\nconnect_ports = \"443\"\n", 3, "port numbers"),

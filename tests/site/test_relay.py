@@ -27,6 +27,7 @@ from tests.site.support import (
     listenScripted,
     listenWeb,
     openSocket,
+    pingThrough,
     readAll,
     readHead,
     readResponse,
@@ -89,16 +90,8 @@ class LiveTests(TestCase):
         port, _ = listenScripted(self, echo)
         running = RunningProxy(self, sites(1, connectPorts=(port,)), resolve={"echo.live.test": "127.0.0.1"})
 
-        def client() -> bytes:
-            sock = connectTunnel(running.ports["forward"], f"echo.live.test:{port}", None)
-            sock.sendall(b"ping")
-            got = b""
-            while len(got) < 4:
-                got += sock.recv(4)
-            sock.close()
-            return got
-
-        self.assertEqual((yield threads.deferToThread(client)), b"ping")
+        got = yield threads.deferToThread(pingThrough, running.ports["forward"], f"echo.live.test:{port}")
+        self.assertEqual(got, b"ping")
         [(opened, ended)] = yield running.waitForEnds(1)
         self.assertEqual(opened["kind"], "tunnel")
         self.assertEqual(opened["request"]["url"], f"https://echo.live.test:{port}/")

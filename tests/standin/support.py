@@ -235,12 +235,15 @@ def makeCertificate(hostname: str, directory: str) -> tuple[str, str]:
     return certPath, keyPath
 
 
-def listenOrigin(testCase: Any, tls: tuple[str, str] | None = None) -> tuple[OriginFactory, int]:
+def listenOrigin(testCase: Any, tls: tuple[str, str] | None = None,
+                 factory: OriginFactory | None = None) -> tuple[OriginFactory, int]:
     """
     Start an origin on 127.0.0.1 (TLS with C{tls=(cert, key)}); stopped at the
     test's end.
+
+    @param factory: the origin's factory, when not a plain L{OriginFactory}.
     """
-    factory = OriginFactory()
+    factory = factory or OriginFactory()
     if tls is None:
         port = reactor.listenTCP(0, factory, interface="127.0.0.1")
     else:

@@ -62,6 +62,13 @@ PLUGIN_OPTIONS: dict[str, list[Any]] = {
     "resolve": ["x", "a=notanaddress", "=127.0.0.1", "a=", ""],
     "allow": ["x", "10.0.0.0/99", ""],
     "connect-ports": ["x", "0", "70000", "", "443,"],
+    "upstream-proxy": ["127.0.0.1:3128", "3128", "https://127.0.0.1:3128", "socks5://127.0.0.1:1080",
+                       "http://127.0.0.1", "http://127.0.0.1:", "http://127.0.0.1:0", "http://127.0.0.1:99999",
+                       "http://user:pw@127.0.0.1:3128", "http://127.0.0.1:3128/path", "http://::1:3128",
+                       "http://[::1]", "http://", ""],
+    "upstream-proxy-auth-file": [(path, ["--upstream-proxy", "http://127.0.0.1:3128"])
+                                 for path in ("{folder}/missing", "{folder}", "{sites}", "/dev/null")]
+                                + ["{sites}"],
     "sites": ["{folder}/missing.toml", "{folder}", "{badSites}"],
     "rules": ["{folder}/missing.toml", "{folder}", "{badSites}", "{sites}", ""],
     "keep-bodies": ["x", "ALL", ""],
