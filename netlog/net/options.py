@@ -159,6 +159,23 @@ class DestinationOptions:
         self.setdefault("allow", [])  # type: ignore[attr-defined]
         self["upstreamProxy"] = readUpstreamProxy(self)  # type: ignore[index]
 
+    def destinations(self) -> Destinations:
+        """
+        What these options say, once checked: a proxy's config holds it.
+        """
+        options = cast(usage.Options, self)
+        return Destinations(
+            resolve=dict(options["resolve"]),
+            resolveOnly=bool(options["resolve-only"]),
+            allow=tuple(options["allow"]),
+            refusePrivate=bool(options["refuse-private"]),
+            connectTimeout=float(options["connect-timeout"]),
+            idleTimeout=float(options["idle-timeout"]),
+            upstreamConnections=int(options["upstream-connections"]),
+            upstreamProxy=options.get("upstreamProxy"),
+            upstreamProxyAuthFile=options.get("upstream-proxy-auth-file"),
+        )
+
 
 def readUpstreamProxy(config: Any) -> UpstreamProxy | None:
     """
@@ -193,23 +210,6 @@ def readUpstreamProxy(config: Any) -> UpstreamProxy | None:
         return UpstreamProxy(host, port, parseCredentials(text))
     except ValueError as e:
         raise usage.UsageError(f"--upstream-proxy-auth-file {path} {e}") from None
-
-    def destinations(self) -> Destinations:
-        """
-        What these options say, once checked: a proxy's config holds it.
-        """
-        options = cast(usage.Options, self)
-        return Destinations(
-            resolve=dict(options["resolve"]),
-            resolveOnly=bool(options["resolve-only"]),
-            allow=tuple(options["allow"]),
-            refusePrivate=bool(options["refuse-private"]),
-            connectTimeout=float(options["connect-timeout"]),
-            idleTimeout=float(options["idle-timeout"]),
-            upstreamConnections=int(options["upstream-connections"]),
-            upstreamProxy=options.get("upstreamProxy"),
-            upstreamProxyAuthFile=options.get("upstream-proxy-auth-file"),
-        )
 
 
 def buildDestinations(destinations: Destinations, reactor: IProxyReactor) -> tuple[Resolver, DestinationPolicy]:
