@@ -13,6 +13,7 @@ has are in both files, never in neither.
 from __future__ import annotations
 
 import os
+import stat
 
 from netlog.core.cut import lineNumber
 from netlog.core.segments import COMPRESSED_SUFFIX
@@ -39,11 +40,11 @@ def _candidates(path: str) -> list[tuple[float, str]]:
             continue
         full = os.path.join(folder, other)
         try:
-            stat = os.stat(full, follow_symlinks=False)
+            info = os.stat(full, follow_symlinks=False)
         except OSError:
             continue
-        if os.path.stat.S_ISREG(stat.st_mode) and stat.st_size:
-            found.append((stat.st_mtime, full))
+        if stat.S_ISREG(info.st_mode) and info.st_size:
+            found.append((info.st_mtime, full))
     return sorted(found, reverse=True)
 
 

@@ -45,7 +45,7 @@ def withoutPortChatter(observer: ILogObserver) -> ILogObserver:
     """
     C{observer}, given every event but the ports' start and stop lines.
     """
-    filtered: ILogObserver = FilteringLogObserver(observer, [_predicate])  # type: ignore[arg-type]
+    filtered: ILogObserver = FilteringLogObserver(observer, [_predicate])  # type: ignore[list-item]
     filtered.netlogQuiet = True  # type: ignore[attr-defined]
     return filtered
 
