@@ -149,7 +149,7 @@ class WiringTests(unittest.SynchronousTestCase):
                                      (ProxyOptions(), buildSiteProxy, ["--sites", sitesFile])):
             options.parseOptions([*common, *more])
             theReactor: Any = reactor
-            proxy = build(options, LogWriter(None, reactor=theReactor), theReactor)
+            proxy = build(options.config(), LogWriter(None, reactor=theReactor), theReactor)
             self.assertEqual(proxy.upstreamProxy, UpstreamProxy("127.0.0.1", 3129))
             assert proxy.upstreamProxy is not None
             self.assertEqual(proxy.upstreamProxy.authorization, parseCredentials(f"{USER}:{PASSWORD}"))
