@@ -301,12 +301,13 @@ def _syncFolder(folder: str) -> None:
         os.close(fd)
 
 
-def compressSegment(path: str, segment: Segment) -> str:
+def compressSegment(path: str, segment: Segment) -> str | None:
     """
     Compress the closed segment C{segment} of the log C{path}; the
     uncompressed file is removed once the compressed one is on disk.
 
-    @return: the compressed file's path.
+    @return: the compressed file's path; None when another thread of this
+        process is compressing it now (it is left to that one).
     """
     source = segmentPath(path, segment)
     target = source + COMPRESSED_SUFFIX
@@ -316,6 +317,10 @@ def compressSegment(path: str, segment: Segment) -> str:
     # written; the last rename wins, and each file renamed is whole
     partial = segmentPath(path, partialName(segment.name, os.getpid()))
     with _compressingLock:
+        # a second writer of the same log in this process (one started
+        # again) shares the name: it would truncate the first's copy
+        if partial in _compressing:
+            return None
         _compressing.add(partial)
     try:
         _compressInto(source, partial)

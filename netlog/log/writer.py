@@ -120,7 +120,14 @@ class LogWriter(Service):
         clock: Callable[[], float] = time.time,
         recoveryReason: str = REASON_RESTARTED,
         rotation: Rotation | None = None,
+        guardCuts: bool = True,
     ) -> None:
+        """
+        @param guardCuts: keep the most recent lines, to write them again
+            when the file is cut under the writer (the main log's writer; a
+            session's log, never rotated, keeps none: up to
+            C{2 * RECENT_BYTES} saved per session).
+        """
         self.path = path
         self.rotation = rotation or Rotation()
         self._closingSize = closingSize(self.rotation)
@@ -150,7 +157,7 @@ class LogWriter(Service):
         self._failing: str | None = None
         #: The most recent whole lines on the file, the older half first
         #: (only for a log with a path: one that can be cut).
-        self._keepsRecent = path is not None
+        self._keepsRecent = guardCuts and path is not None
         self._recentOlder = bytearray()
         self._recent = bytearray()
         self._cutTimer: Any = None
@@ -520,11 +527,12 @@ class LogWriter(Service):
         self._liveBytes = 0
         copied = f"its copy {copy[0]} ends at line {after}" if copy is not None else "no copy of it was found beside it"
         if restored.first is None:
-            _log.info("netlog's log {path} was cut under it (copytruncate); {copied}", path=path, copied=copied)
+            _log.info("netlog's log {path} was cut under it (copytruncate); {copied}: no line to write again",
+                      path=path, copied=copied)
         else:
             _log.info("netlog's log {path} was cut under it (copytruncate); {copied}: it writes lines {first} "
                       "to {last} again", path=path, copied=copied, first=restored.first, last=restored.last)
-        missing = restored.lost if restored.first is not None else (last - after if after is not None else 0)
+        missing = restored.lost
         if missing:
             _log.error("netlog's log {path} was cut under it and {count} lines after line {after} are in "
                        "neither file: they were written before the most recent {bytes} bytes netlog keeps",

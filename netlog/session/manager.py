@@ -103,7 +103,7 @@ class AdoptedSession(MultiService):
         self._fds = (logFd, listenFd)
         # One writer per log: the descriptor was handed to this worker's
         # slot alone (the worker refuses any other, see handedToSlot).
-        self.writer = LogWriter(logPath, reactor=reactor, fd=logFd)
+        self.writer = LogWriter(logPath, reactor=reactor, fd=logFd, guardCuts=False)
         proxy = self.proxy = sessionProxy(main, self.writer, reactor, port, compileRules(rules or {}, readFile))
         main.policy.addListener(SESSION_INTERFACE, port)
         self.writer.setServiceParent(self)
@@ -480,7 +480,7 @@ class SessionManager(MultiService):
             reason = str(e) if isinstance(e, UnsafeLogPath) else f"{logPath} can't be opened: {e.strerror or e}"
             raise SessionError(503, f"the session's log: {reason}") from None
         first = lastLineOf(fd) + 1
-        writer = LogWriter(logPath, reactor=self._reactor, fd=fd)
+        writer = LogWriter(logPath, reactor=self._reactor, fd=fd, guardCuts=False)
         proxy.writer = writer
         bound = listening.getHost()
         # A session listens on TCP (sessionProxy binds it so).

@@ -15,12 +15,14 @@ from typing import Any, cast
 
 import zstandard
 from twisted.internet.task import Clock
+from twisted.logger import LogLevel, formatEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core.logline import REASON_RESTARTED, decodeLine
 from netlog.core.segments import Rotation, segmentName
 from netlog.log.reader import LogReader
-from netlog.log.series import listing, segmentPath, tidy
+from netlog.log.series import compressSegment, listing, segmentPath, tidy
+from netlog.log import series as seriesModule
 from netlog.log import writer as writerModule
 from netlog.log.writer import CUT_CHECK_INTERVAL, LogWriter
 
@@ -265,6 +267,40 @@ class RotationTests(_Logs):
         self.assertEqual(readAll(LogReader(self.path))[0], list(range(1, 11)))
 
 
+    def test_twoWritersCompress(self) -> None:
+        """
+        A second writer of one log in this process (one started again
+        beside the first) asks to compress a segment while the first's
+        thread is compressing it: it leaves it to the first, whose partial
+        copy is neither cut short nor renamed half written, and readers
+        never see the segment missing.
+        """
+        writer = self.writer(Rotation())
+        self.fill(writer, 5)
+        self.assertTrue(writer.waitForHousekeeping(WAIT))
+        writer._tidy = lambda: None  # type: ignore[method-assign]
+        self.assertTrue(writer.rotate())
+        segment = listing(self.path).toCompress[0]
+        compressInto = seriesModule._compressInto
+        second: list[str | None] = []
+
+        def secondArrives(source: str, partial: str) -> None:
+            compressInto(source, partial)
+            if second:
+                return  # the second writer's own (were it let in)
+            size = os.path.getsize(partial)
+            second.append("arrived")
+            second.append(compressSegment(self.path, segment))
+            self.assertEqual(os.path.getsize(partial), size)
+            self.assertEqual(readAll(LogReader(self.path))[0], list(range(1, 11)))
+
+        self.patch(seriesModule, "_compressInto", secondArrives)
+        compressSegment(self.path, segment)
+        self.assertEqual(second, ["arrived", None])
+        self.assertEqual(sorted(os.listdir(self.folder)), ["network.000000000001.jsonl.zst", "network.jsonl"])
+        self.assertEqual(readAll(LogReader(self.path))[0], list(range(1, 11)))
+
+
 class OutsideRotationTests(_Logs):
     def copyThenTruncate(self, between: Any = None) -> str:
         """
@@ -303,9 +339,17 @@ class OutsideRotationTests(_Logs):
         self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo),
                          ([11, 12, 13, 14], False, None))
         self.assertEqual(writer.restoredCuts, 1)
-        # A second cut, with no line between: the same.
+        # A second cut, with no line between: the same, and no line is
+        # said to be lost (the line being written is not).
+        said: list[dict[str, Any]] = []
+        globalLogPublisher.addObserver(said.append)
+        self.addCleanup(globalLogPublisher.removeObserver, said.append)
         copy = self.copyThenTruncate()
         writer.refuse({"i": 7}, {})
+        self.assertEqual([e for e in said if e.get("log_level") == LogLevel.error], [])
+        self.assertEqual([formatEvent(e) for e in said if "cut under it" in e.get("log_format", "")],
+                         [f"netlog's log {path} was cut under it (copytruncate); its copy {copy} ends at line 14: "
+                          "no line to write again"])
         self.assertEqual([r["n"] for r in readLines(copy)], list(range(11, 15)))
         self.assertEqual([r["n"] for r in readLines(path)], [15, 16])
         page = reader.read(14)
@@ -342,6 +386,21 @@ class OutsideRotationTests(_Logs):
         os.truncate(self.path, 0)
         writer.refuse({"i": 4}, {})
         self.assertEqual([r["n"] for r in readLines(self.path)], list(range(1, 11)))
+
+    def test_sessionLogKeepsNone(self) -> None:
+        """
+        A writer told not to guard against cuts (a session's) keeps no
+        lines: cut under it, it writes on from the cut.
+        """
+        writer = LogWriter(self.path, guardCuts=False)
+        writer.startService()
+        self.addCleanup(writer.stopService)
+        for i in range(3):
+            writer.refuse({"i": i}, {})
+        self.copyThenTruncate(lambda: writer.refuse({"i": 3}, {}))
+        writer.refuse({"i": 4}, {})
+        self.assertEqual([r["n"] for r in readLines(self.path)], [9, 10])
+        self.assertEqual(writer.restoredCuts, 0)
 
     def test_olderThanKept(self) -> None:
         """
