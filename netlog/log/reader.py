@@ -214,6 +214,11 @@ class LogReader:
                     result = page(readAt, st.st_size, 0, limit)
                     if first > after + 1:
                         result.removedUpTo = first - 1
+                elif self._fileFirst is not None and first > self._fileFirst:
+                    # Cut under us after we read past its copy's end, and
+                    # the lines since written again by the writer: the
+                    # numbers go on from the file we read, so we do too.
+                    result = page(readAt, st.st_size, after, limit)
             if result is None and replaced:
                 result = page(readAt, st.st_size, 0, limit)
                 result.begunAgain = True

@@ -355,6 +355,34 @@ class OutsideRotationTests(_Logs):
         page = reader.read(14)
         self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo), ([15, 16], False, None))
 
+    def test_copytruncateReadInTheGap(self) -> None:
+        """
+        A reader that read the lines written between logrotate's copy and
+        its cut (from the live file, before the cut) reads on from its
+        cursor when the writer writes them again: nothing twice, nothing
+        begun again.
+        """
+        path = self.path
+        writer = self.writer(Rotation())
+        for i in range(5):
+            writer.refuse({"i": i}, {})
+        reader = LogReader(path)
+        self.assertEqual(reader.read(0).next, 10)
+        seen: list[Any] = []
+
+        def between() -> None:
+            writer.refuse({"i": 5}, {})
+            seen.append(reader.read(10))
+
+        copy = self.copyThenTruncate(between)
+        self.assertEqual([r["n"] for r in seen[0].records()], [11, 12])
+        writer.refuse({"i": 6}, {})
+        self.assertEqual([r["n"] for r in readLines(copy)], list(range(1, 11)))
+        self.assertEqual([r["n"] for r in readLines(path)], [11, 12, 13, 14])
+        page = reader.read(12)
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo),
+                         ([13, 14], False, None))
+
     def test_cutWhileIdle(self) -> None:
         """
         Cut while nothing is written: within a second the lost lines are on
