@@ -61,7 +61,7 @@ from netlog.proxy.dispatch import Turned, dispatch
 from netlog.proxy.exchange import Exchange, latin1
 from netlog.proxy.h2 import H2Connection
 from netlog.core.rules import Decision
-from netlog.proxy.mode import BLIND, OPEN, Refusal, Route
+from netlog.proxy.mode import BLIND, DECRYPT, OPEN, Refusal, Route
 from netlog.proxy.tunnel import CONNECTING, Tunnel
 
 _log = Logger()
@@ -156,9 +156,10 @@ class BrowserConnection(Protocol):
         #: When the request head being read began (L{None} between heads or
         #: while an exchange runs): it must be whole within the header timeout.
         self.headStarted: float | None = None
-        #: A site's CONNECT whose TLS handshake hasn't finished: its head,
-        #: URL, start and server, for the entry written if it fails.
-        self._handshake: tuple[RequestHead, str, float, tuple[str, int]] | None = None
+        #: A site's CONNECT (or a decrypted live host's) whose TLS handshake
+        #: hasn't finished: its head, URL, start, server and whether it is a
+        #: live host's, for the entry written if it fails.
+        self._handshake: tuple[RequestHead, str, float, tuple[str, int], bool] | None = None
         #: The exchange's connection is closed once it ends (the request
         #: said so, or the answer is framed by the close).
         self.closeAfter = False
@@ -455,7 +456,7 @@ class BrowserConnection(Protocol):
                         rules=dispatched.entries)
             return
         routed, rules = dispatched
-        if routed.site is None and routed.scheme != "http":
+        if routed.site is None and routed.scheme != "http" and not routed.decrypted:
             self.refuse(head, url, at, BAD_REQUEST,
                          f"an {scheme}:// URL must be requested through CONNECT, not as plain HTTP",
                          server=(host, port))
@@ -664,8 +665,8 @@ class BrowserConnection(Protocol):
         decision = self.proxy.mode.connect(host, port)
         if isinstance(decision, Refusal):
             self.refuse(head, url, at, decision.status, decision.reason, server=(host, port), kind=TUNNEL)
-        elif decision == OPEN:
-            self._handshake = (head, url, at, (host, port))
+        elif decision in (OPEN, DECRYPT):
+            self._handshake = (head, url, at, (host, port), decision == DECRYPT)
             self._openSiteTunnel(host, port)
         else:
             assert decision == BLIND, decision
@@ -732,9 +733,9 @@ class BrowserConnection(Protocol):
         pending, self._handshake = self._handshake, None
         if pending is None:
             return
-        head, url, at, server = pending
+        head, url, at, server, live = pending
         self.proxy.writer.refuse(
-            self.proxy.openFields(self, TUNNEL, at, head, url, server[0], server[1]),
+            self.proxy.openFields(self, TUNNEL, at, head, url, server[0], server[1], liveDecrypted=live),
             endRecord(self.reactor.seconds(), up=len(head.raw), down=len(TUNNEL_ANSWER),
                       response=tunnelAnswerFields(), closedBy=CLIENT, failed=reason),
         )

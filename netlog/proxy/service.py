@@ -186,14 +186,17 @@ class ProxyService(Service):
 
     def openFields(self, side: Any, kind: str, started: float, head: RequestHead, url: str,
                    host: str | None, port: int | None, address: str | None = None,
-                   signIn: frozenset[str] = frozenset(), rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+                   signIn: frozenset[str] = frozenset(), rules: Sequence[dict[str, str]] = (),
+                   liveDecrypted: bool = False) -> dict[str, Any]:
         """
         An open line's fields for a request (or a CONNECT) that C{side} (the
         browser's connection, or an HTTP/2 connection) carries, as this
         proxy's mode names it.
+
+        @param liveDecrypted: it is a live host's, decrypted (C{_liveDecrypted}).
         """
         return openRecord(self.mode.name, kind, started, side.client, side.connectionId,
-                          requestRecord(head, url, signIn), host, port, address, rules)
+                          requestRecord(head, url, signIn), host, port, address, rules, liveDecrypted)
 
     def upstreamProxyFor(self, route: Route) -> UpstreamProxy | None:
         """

@@ -1,7 +1,9 @@
 """
 The site proxy's mode: the sites of C{sites.toml} are decrypted (or read as
 plain HTTP inside their CONNECT), routed to their backends, kept whole and
-rewritten; allowed live hosts are relayed; anything else is refused.
+rewritten; allowed live hosts are relayed (blind for a CONNECT, unless
+C{[live] decrypt} names the host: then decrypted and kept whole too, relayed
+to the host over verified TLS); anything else is refused.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from zope.interface import implementer
 
 from netlog.core.capture import BodyCapture, keepAllCapture, requestCapture, responseCaptureFor
 from netlog.core.records import urlAuthority
-from netlog.proxy.mode import BLIND, OPEN, Answered, IAnswers, IMode, Refusal, Route, Routed, liveRoute
+from netlog.proxy.mode import BLIND, DECRYPT, OPEN, Answered, IAnswers, IMode, Refusal, Route, Routed, liveRoute
 from netlog.site.ca import HTTP1_ONLY, PROTOCOLS, CertificateAuthority, HandedLeaves, mintInChild
 from netlog.site.config import Site, SitesConfig
+from netlog.site.livetls import LiveTLS
 from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
 from netlog.site.tls import SNITLS, HostTLS, backendTLS
 from netlog.supervise.privileged import inherited, openPrivileged
@@ -69,6 +72,7 @@ class SiteMode:
         #: (see L{netlog.supervise.privileged.openPrivileged}) -> its bytes.
         self.handedData: dict[str, bytes] = {}
         self._routes: dict[tuple[Any, ...], Route] = {}
+        self._liveTLS: LiveTLS | None = None
 
     def siteHosts(self) -> list[str]:
         """
@@ -132,7 +136,10 @@ class SiteMode:
             return self.siteRoute(site, scheme, host, port)
         origin = f"{scheme}://{urlAuthority(host, port, scheme)}"
         if tunnelled:
-            return Refusal(FORBIDDEN, f"{origin} is not a site's origin")
+            if self.config.decrypts(host) and port in self.config.liveConnectPorts:
+                return liveRoute(scheme, host, port, True)
+            return Refusal(FORBIDDEN, f"{origin} is not a site's origin"
+                           + (" or a live host netlog decrypts" if self.config.liveDecrypt else ""))
         if self.config.isLive(host):
             return liveRoute(scheme, host, port)
         return Refusal(FORBIDDEN, f"{origin} is not a site's origin or an allowed live host")
@@ -146,7 +153,7 @@ class SiteMode:
                 allowed = ", ".join(str(p) for p in sorted(config.liveConnectPorts))
                 return Refusal(FORBIDDEN, f"CONNECT to port {port} of a live host is not allowed "
                                           f"(allowed: {allowed}; see [live] connect_ports in sites.toml)")
-            return BLIND
+            return DECRYPT if config.decrypts(host) else BLIND
         return Refusal(FORBIDDEN, f"{host} is not a site or an allowed live host")
 
     def redirect(self, host: str, port: int) -> tuple[str, frozenset[str]] | None:
@@ -168,7 +175,15 @@ class SiteMode:
         return SNITLS(self.ca, self.config.hasHost, hosts[0])
 
     def upstreamTLS(self, route: Route) -> Any:
-        return backendTLS(route.site.backend) if route.site is not None else None
+        if route.site is not None:
+            return backendTLS(route.site.backend)
+        if route.decrypted and route.scheme == "https":
+            if self._liveTLS is None:
+                self._liveTLS = LiveTLS(self.config.liveTrust)
+            # The name the browser asked for, even when a rule remapped the
+            # address: it is what the certificate must be for.
+            return self._liveTLS.creatorFor(route.publicHost)
+        return None
 
     # -- what is kept, and rewritten ---------------------------------------------
 

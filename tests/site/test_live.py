@@ -1,0 +1,301 @@
+"""
+Live hosts decrypted on demand (C{[live] decrypt}), over a real C{twistd
+netlog-proxy}: local TLS origins whose certificates come from a private CA
+made here and named by C{[live] ca_file}, their names given with
+C{--resolve}. A decrypted host's requests are kept whole and marked
+C{_liveDecrypted} in the log and the HAR; a live host not in C{decrypt}
+stays a blind tunnel; a certificate that fails verification (another
+host's, expired, from an unknown issuer) gets the browser a 502 whose
+C{_failed} says why, and no request reaches that origin.
+"""
+
+from __future__ import annotations
+
+import datetime
+import http.server
+import json
+import os
+import shutil
+import ssl
+import tempfile
+import threading
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from twisted.trial.unittest import SynchronousTestCase
+
+from tests.browser.procs import runNetlog
+from tests.har.support import validate
+from tests.site.support import connectTunnel, readResponse, request
+from tests.supervise.running import Twistd, waitFor
+
+#: The page each good origin serves, and what it says.
+PAGE = b"<!doctype html><title>live</title><p>hello from the live web</p>"
+
+
+def _name(common: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+
+def makeCA(common: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(_name(common)).issuer_name(_name(common))
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                                         data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                         crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+            .sign(key, hashes.SHA256()))
+    return key, cert
+
+
+def makeLeaf(ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate], names: list[str],
+             expired: bool = False) -> tuple[bytes, bytes]:
+    """
+    A server certificate for C{names} signed by C{ca}, and its key (PEM).
+    """
+    caKey, caCert = ca
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    start, end = ((now - datetime.timedelta(days=30), now - datetime.timedelta(days=1)) if expired
+                  else (now - datetime.timedelta(days=1), now + datetime.timedelta(days=30)))
+    cert = (x509.CertificateBuilder().subject_name(_name(names[0])).issuer_name(caCert.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(start).not_valid_after(end)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .sign(caKey, hashes.SHA256()))
+    return (cert.public_bytes(serialization.Encoding.PEM),
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
+
+
+class Origin:
+    """
+    A local HTTPS origin on 127.0.0.1 (a port of its own), in a thread: it
+    answers every request with L{PAGE} and remembers the request lines and
+    bodies it read.
+    """
+
+    def __init__(self, folder: str, name: str, certPEM: bytes, keyPEM: bytes) -> None:
+        certPath = os.path.join(folder, f"{name}.pem")
+        keyPath = os.path.join(folder, f"{name}.key")
+        with open(certPath, "wb") as f:
+            f.write(certPEM)
+        with open(keyPath, "wb") as f:
+            f.write(keyPEM)
+        self.requests: list[tuple[str, bytes]] = []
+        seen = self.requests
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                seen.append((self.requestline, body))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(PAGE)))
+                self.end_headers()
+                self.wfile.write(PAGE)
+
+            do_GET = do_POST = _answer
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certPath, keyPath)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class LiveWorld:
+    """
+    The origins and the C{sites.toml} of a test: C{good.test} (a good
+    certificate from the private CA), C{blind.test} (the same origin, a live
+    host not in C{decrypt}), C{wrong.test} (a certificate for
+    C{other.test}), C{expired.test} (expired) and C{unknown.test} (signed by
+    a CA no one trusts).
+    """
+
+    def __init__(self, case: SynchronousTestCase, folder: str) -> None:
+        ca = makeCA("live test CA")
+        stranger = makeCA("a CA no one trusts")
+        self.caPath = os.path.join(folder, "live-ca.pem")
+        with open(self.caPath, "wb") as f:
+            f.write(ca[1].public_bytes(serialization.Encoding.PEM))
+        self.origins = {
+            "good.test": Origin(folder, "good", *makeLeaf(ca, ["good.test", "blind.test"])),
+            "wrong.test": Origin(folder, "wrong", *makeLeaf(ca, ["other.test"])),
+            "expired.test": Origin(folder, "expired", *makeLeaf(ca, ["expired.test"], expired=True)),
+            "unknown.test": Origin(folder, "unknown", *makeLeaf(stranger, ["unknown.test"])),
+        }
+        self.origins["blind.test"] = self.origins["good.test"]
+        for origin in set(self.origins.values()):
+            case.addCleanup(origin.stop)
+        self.sites = os.path.join(folder, "sites.toml")
+        ports = sorted({o.port for o in self.origins.values()})
+        with open(self.sites, "w") as f:
+            f.write(f'[live]\nhosts = ["blind.test"]\n'
+                    f'decrypt = ["good.test", "wrong.test", "expired.test", "unknown.test"]\n'
+                    f'ca_file = "live-ca.pem"\nconnect_ports = {ports}\n')
+
+    def authority(self, host: str) -> str:
+        return f"{host}:{self.origins[host].port}"
+
+    def resolveArgs(self) -> list[str]:
+        args = []
+        for host in sorted(self.origins):
+            args += ["--resolve", f"{host}=127.0.0.1"]
+        return args + ["--resolve-only"]
+
+
+def ended(logPath: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """
+    The log's exchanges that have ended: (open line, end line).
+    """
+    opens: dict[int, dict[str, Any]] = {}
+    pairs = []
+    with open(logPath, "rb") as f:
+        for raw in f:
+            line = json.loads(raw)
+            if line["type"] == "open":
+                opens[line["n"]] = line
+            elif line["type"] == "end":
+                pairs.append((opens.pop(line["id"], None) or {"n": line["id"]}, line))
+            if "open_from" in line:
+                opens[line["n"]] = line
+    return pairs
+
+
+@pytest.mark.slow
+class DecryptedLiveHostTests(SynchronousTestCase):
+    #: Extra options of the proxy: one process here.
+    extra: tuple[str, ...] = ("--no-supervise",)
+
+    def setUp(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="netlog-live-")
+        self.addCleanup(shutil.rmtree, self.folder, True)
+        self.world = LiveWorld(self, self.folder)
+        self.state = os.path.join(self.folder, "state")
+        self.log = os.path.join(self.folder, "network.jsonl")
+        run = os.path.join(self.folder, "run")
+        os.makedirs(run)
+        self.twistd = Twistd(run, "netlog-proxy", [
+            "--sites", self.world.sites, "--state", self.state, "--log", self.log,
+            "--listen", "tcp:0:interface=127.0.0.1", *self.world.resolveArgs(), *self.extra,
+        ])
+        self.addCleanup(self.twistd.stop)
+        self.port = self.twistd.listenerPort("forward")
+
+    def netlogContext(self) -> ssl.SSLContext:
+        """
+        A client that trusts netlog's CA alone (as a browser set up for it).
+        """
+        return ssl.create_default_context(cafile=os.path.join(self.state, "ca.pem"))
+
+    def get(self, host: str, method: str = "GET", body: bytes = b"") -> tuple[int, bytes]:
+        authority = self.world.authority(host)
+        sock = connectTunnel(self.port, authority, self.netlogContext(), serverName=host)
+        with sock:
+            headers = [("Host", authority), ("Connection", "close")]
+            if body:
+                headers.append(("Content-Type", "application/x-www-form-urlencoded"))
+                headers.append(("Content-Length", str(len(body))))
+            status, _, answer, _ = request(sock, method, "/page?q=1", headers, body)
+        return status, answer
+
+    def waitForEntries(self, count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        return waitFor(lambda: len(ended(self.log)) >= count and ended(self.log), f"{count} ended entries")
+
+    def har(self) -> dict[str, Any]:
+        """
+        The log exported as HAR (C{netlog har}), which the schema takes.
+        """
+        out = os.path.join(self.folder, "network.har")
+        runNetlog(["har", self.log, "-o", out])
+        with open(out, "rb") as f:
+            data = f.read()
+        self.assertEqual(validate(data), [])
+        return json.loads(data)  # type: ignore[no-any-return]
+
+    def test_decryptedKeptWhole(self) -> None:
+        """
+        A CONNECT to a host C{decrypt} names is decrypted with a certificate
+        from netlog's CA; the request goes to the live host over TLS
+        verified against C{ca_file}; the log keeps the request and the
+        answer with their bodies, marked C{_liveDecrypted}, and so does the
+        HAR.
+        """
+        status, body = self.get("good.test", "POST", b"user=alice&q=shoes")
+        self.assertEqual((status, body), (200, PAGE))
+        self.assertEqual(self.world.origins["good.test"].requests,
+                         [("POST /page?q=1 HTTP/1.1", b"user=alice&q=shoes")])
+        [(opened, end)] = self.waitForEntries(1)
+        self.assertEqual(opened["kind"], "exchange")
+        self.assertIs(opened["_liveDecrypted"], True)
+        self.assertEqual(opened["request"]["url"], f"https://{self.world.authority('good.test')}/page?q=1")
+        self.assertEqual(opened["server"]["address"], "127.0.0.1")
+        self.assertEqual(end["response"]["status"], 200)
+        self.assertNotIn("_failed", end)
+        [entry] = self.har()["log"]["entries"]
+        self.assertIs(entry["_liveDecrypted"], True)
+        self.assertEqual(entry["request"]["method"], "POST")
+        self.assertEqual(entry["request"]["postData"]["text"], "user=alice&q=shoes")
+        self.assertEqual(entry["response"]["status"], 200)
+        self.assertEqual(entry["response"]["content"]["text"], PAGE.decode())
+
+    def test_notInDecryptStaysBlind(self) -> None:
+        """
+        A live host C{hosts} allows and C{decrypt} doesn't name keeps its
+        blind tunnel: the client sees the origin's own certificate, and the
+        log has one tunnel entry, not marked.
+        """
+        context = ssl.create_default_context(cafile=self.world.caPath)
+        authority = self.world.authority("blind.test")
+        with connectTunnel(self.port, authority, context, serverName="blind.test") as sock:
+            status, _, body, _ = request(sock, "GET", "/", [("Host", authority), ("Connection", "close")])
+        self.assertEqual((status, body), (200, PAGE))
+        [(opened, end)] = self.waitForEntries(1)
+        self.assertEqual(opened["kind"], "tunnel")
+        self.assertNotIn("_liveDecrypted", opened)
+        self.assertNotIn("_failed", end)
+
+    def test_verificationFailures(self) -> None:
+        """
+        A certificate for another host, an expired one, and one from an
+        issuer C{ca_file} doesn't hold: each gets the browser a 502, the
+        entry's C{_failed} says why (with the status), and no request
+        reaches the origin.
+        """
+        cases = {"wrong.test": "wrong host", "expired.test": "has expired", "unknown.test": "unknown issuer"}
+        for host in cases:
+            status, body = self.get(host)
+            self.assertEqual(status, 502, body)
+            self.assertEqual(self.world.origins[host].requests, [], host)
+        entries = self.waitForEntries(len(cases))
+        self.assertEqual(len(entries), len(cases))
+        for (opened, end), (host, words) in zip(entries, cases.items()):
+            self.assertEqual(opened["server"]["host"], host)
+            self.assertIs(opened["_liveDecrypted"], True)
+            self.assertEqual(end["_failed"]["status"], 502)
+            self.assertIn(words, end["_failed"]["reason"], host)
+            self.assertIn("certificate verify failed", end["_failed"]["reason"], host)
+        failed = [entry["_failed"]["reason"] for entry in self.har()["log"]["entries"]]
+        self.assertEqual([any(w in r for r in failed) for w in cases.values()], [True] * len(cases))
