@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from OpenSSL import SSL
 from twisted.internet import error
+from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IHandshakeListener
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
@@ -44,6 +45,7 @@ from netlog.core.records import (
     EXCHANGE,
     REFUSED_TEXT,
     TUNNEL,
+    UNREACHED_TEXT,
     connectUrl,
     endRecord,
     hostPort,
@@ -54,7 +56,7 @@ from netlog.core.records import (
 )
 from netlog.net.gate import Gate
 from netlog.net.idle import IdleTimer
-from netlog.net.relay import CLIENT, TUNNEL_ANSWER, tunnelAnswerFields
+from netlog.net.relay import CLIENT, PROXY, TUNNEL_ANSWER, tunnelAnswerFields
 from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IBrowserStream, IEngine, IRawPeer
 from netlog.proxy.dispatch import Turned, dispatch
@@ -91,6 +93,8 @@ BAD_REQUEST = 400
 
 # Why the browser's connection is not being read (and L{CONNECTING}).
 BUSY = "busy"
+#: ... while a decrypted live host's certificate is minted.
+MINTING = "minting"
 
 
 @implementer(IHandshakeListener, IBrowserStream)
@@ -131,6 +135,7 @@ class BrowserConnection(Protocol):
         "state",
         "tunnelAuthority",
         "tunnelTarget",
+        "tunnelTLS",
     )
 
     transport: Any
@@ -149,6 +154,9 @@ class BrowserConnection(Protocol):
         #: The host and port a site's CONNECT named.
         self.tunnelTarget: tuple[str, int] | None = None
         self.tunnelAuthority = ""
+        #: The TLS server side made ready for the tunnel before its C{200}
+        #: (a decrypted live host's, minted first), if any.
+        self.tunnelTLS: Any = None
         #: The connection's one timer (see L{_deadline}).
         self.idleTimer = IdleTimer(self.reactor, self._deadline, self._idleTimeout)
         self._partialStart = 0.0
@@ -667,10 +675,55 @@ class BrowserConnection(Protocol):
             self.refuse(head, url, at, decision.status, decision.reason, server=(host, port), kind=TUNNEL)
         elif decision in (OPEN, DECRYPT):
             self._handshake = (head, url, at, (host, port), decision == DECRYPT)
-            self._openSiteTunnel(host, port)
+            if decision == DECRYPT:
+                self._whenMinted(host, port)
+            else:
+                self._openSiteTunnel(host, port)
         else:
             assert decision == BLIND, decision
             Tunnel(self.proxy, self, head, url, at, rules).start()
+
+    def _whenMinted(self, host: str, port: int) -> None:
+        """
+        Open a decrypted live host's tunnel once its certificate is ready:
+        at once when it is cached, else after the C{200} waits for the mint
+        (the browser sends its handshake only after it), with this
+        connection not read meanwhile and every other connection served.
+        """
+        ready = self.proxy.mode.serverTLS(host)
+        if not isinstance(ready, Deferred):
+            self.tunnelTLS = ready
+            self._openSiteTunnel(host, port)
+            return
+        # (What the browser sent past the CONNECT before its 200 is dropped,
+        # as _openSiteTunnel drops it.)
+        self.queue.clear()
+        self.gate.hold(MINTING)
+
+        def minted(tls: Any) -> None:
+            self.gate.release(MINTING)
+            if self.gone or self.closing:
+                return
+            self.tunnelTLS = tls
+            self._openSiteTunnel(host, port)
+
+        def unminted(failure: Failure) -> None:
+            self.gate.release(MINTING)
+            pending, self._handshake = self._handshake, None
+            if pending is None or self.gone:
+                return
+            head, url, at, _, live = pending
+            reason = f"no certificate could be minted for {host}: {failure.getErrorMessage()}"
+            response, size = self.answer(502, UNREACHED_TEXT.format(reason))
+            self.proxy.writer.refuse(
+                self.proxy.openFields(self, TUNNEL, at, head, url, host, port, liveDecrypted=live),
+                endRecord(self.reactor.seconds(), up=len(head.raw), down=size, response=response, closedBy=PROXY,
+                          failed=reason, failedStatus=502),
+            )
+            self.close()
+
+        ready.addCallbacks(minted, unminted)
+        ready.addErrback(lambda f: _log.failure("opening the tunnel to {host}", f, host=host))
 
     def _openSiteTunnel(self, host: str, port: int) -> None:
         """
@@ -699,7 +752,8 @@ class BrowserConnection(Protocol):
             self.state = DECRYPTED
             self.tunnelAuthority = urlAuthority(host, port, "https")
             self.reader = RequestReader(forwardProxy=False, scheme="https")
-            self.transport.startTLS(self.proxy.mode.serverTLS(host))
+            tls, self.tunnelTLS = self.tunnelTLS, None
+            self.transport.startTLS(tls if tls is not None else self.proxy.mode.serverTLS(host))
             tls = getattr(self.transport, "protocol", None)
             if tls is not None and tls is not self:
                 tls.dataReceived(data)

@@ -143,6 +143,12 @@ def remapRoute(route: Route, remap: tuple[str, int | None]) -> Route:
     return replace(route, host=address, port=route.port if port is None else port, named=True)
 
 
+class MintError(Exception):
+    """
+    No certificate could be minted for a live host; the message says why.
+    """
+
+
 class DestinationRefused(Exception):
     """
     The destination rules forbid the address a live host resolved to.
@@ -195,7 +201,22 @@ class IMode(Interface):
 
     def serverTLS(host: str) -> Any:
         """
-        The TLS server side for a CONNECT to C{host} this mode decrypts.
+        The TLS server side for a CONNECT to C{host} this mode decrypts, or
+        (for a live host whose certificate must be minted first) a
+        L{Deferred} that fires with it.
+        """
+
+    def mint(host: str) -> Any:
+        """
+        In a supervisor: a L{Deferred} firing with the certificate (PEM) of
+        the live host C{host} a worker asked for, or failing when this mode
+        doesn't decrypt that host.
+        """
+
+    def mintVia(ask: Any) -> None:
+        """
+        In a worker: C{ask(host)} (a L{Deferred} of a PEM certificate) is
+        how a live host's certificate is got from the supervisor.
         """
 
     def routeTLS() -> Any:

@@ -158,6 +158,20 @@ class ProxyService(Service):
             handed[self._upstreamProxyAuthFile] = credentialsLine(authorization)
         return handed
 
+    def mint(self, host: str) -> defer.Deferred[str]:
+        """
+        In a supervisor: the certificate (PEM) a worker asked for (see
+        L{IMode.mint}).
+        """
+        return self.mode.mint(host)  # type: ignore[no-any-return]
+
+    def mintVia(self, ask: Callable[[str], defer.Deferred[str]]) -> None:
+        """
+        In a worker: how live hosts' certificates are asked for (see
+        L{IMode.mintVia}).
+        """
+        self.mode.mintVia(ask)
+
     def privilegedStartService(self) -> None:
         self.mode.prepare()
         Service.privilegedStartService(self)

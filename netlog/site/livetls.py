@@ -18,7 +18,7 @@ from typing import Any
 from OpenSSL import SSL, crypto
 from service_identity import VerificationError
 from service_identity.cryptography import verify_certificate_hostname, verify_certificate_ip_address
-from twisted.internet.interfaces import IOpenSSLClientConnectionCreator
+from twisted.internet.interfaces import IOpenSSLClientConnectionCreator, IOpenSSLServerConnectionCreator
 from zope.interface import implementer
 
 from netlog.site.config import LiveTrust, isAddress
@@ -91,6 +91,20 @@ class LiveTLS:
         certificate checked for it.
         """
         return _HostCreator(self._context, host)
+
+
+@implementer(IOpenSSLServerConnectionCreator)
+class LiveHostTLS:
+    """
+    The server side of a decrypted live host's CONNECT: the context minted
+    for it (see L{netlog.site.minter}).
+    """
+
+    def __init__(self, context: SSL.Context) -> None:
+        self._context = context
+
+    def serverConnectionForTLS(self, protocol: Any) -> SSL.Connection:
+        return SSL.Connection(self._context, None)
 
 
 @implementer(IOpenSSLClientConnectionCreator)

@@ -299,3 +299,23 @@ class DecryptedLiveHostTests(SynchronousTestCase):
             self.assertIn("certificate verify failed", end["_failed"]["reason"], host)
         failed = [entry["_failed"]["reason"] for entry in self.har()["log"]["entries"]]
         self.assertEqual([any(w in r for r in failed) for w in cases.values()], [True] * len(cases))
+
+
+@pytest.mark.slow
+class SupervisedDecryptedLiveHostTests(DecryptedLiveHostTests):
+    """
+    The same, supervised: the worker holds no CA key, and gets each live
+    host's certificate minted on demand through the supervisor.
+    """
+
+    extra = ()
+
+    def test_mintedBySupervisor(self) -> None:
+        """
+        Supervised, a live host's certificate comes from the minter the
+        supervisor started (the worker can't mint): the client's handshake
+        through the worker succeeds for a host no certificate was minted for
+        at start, signed by netlog's CA.
+        """
+        self.assertEqual(self.get("good.test"), (200, PAGE))
+        self.assertRegex(self.twistd.text(), r"started the certificate minter \d+ for the live hosts")
