@@ -21,6 +21,7 @@ from service_identity.cryptography import verify_certificate_hostname, verify_ce
 from twisted.internet.interfaces import IOpenSSLClientConnectionCreator, IOpenSSLServerConnectionCreator
 from zope.interface import implementer
 
+from netlog.site.ca import LiveLeaf
 from netlog.site.config import LiveTrust, isAddress
 
 #: What ALPN offers a live host.
@@ -96,15 +97,15 @@ class LiveTLS:
 @implementer(IOpenSSLServerConnectionCreator)
 class LiveHostTLS:
     """
-    The server side of a decrypted live host's CONNECT: the context minted
-    for it (see L{netlog.site.minter}).
+    The server side of a decrypted live host's CONNECT: the certificate
+    minted for it (see L{netlog.site.minter}).
     """
 
-    def __init__(self, context: SSL.Context) -> None:
-        self._context = context
+    def __init__(self, leaf: LiveLeaf) -> None:
+        self._leaf = leaf
 
     def serverConnectionForTLS(self, protocol: Any) -> SSL.Connection:
-        return SSL.Connection(self._context, None)
+        return self._leaf.connection()
 
 
 @implementer(IOpenSSLClientConnectionCreator)

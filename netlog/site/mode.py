@@ -197,10 +197,10 @@ class SiteMode:
         assert self.ca is not None
         if not self.config.decrypts(host):
             return HostTLS(self.ca, host)
-        context = self.ca.liveContext(normalizeHost(host))
-        if isinstance(context, Deferred):
-            return context.addCallback(LiveHostTLS)
-        return LiveHostTLS(context)
+        leaf = self.ca.liveContext(normalizeHost(host))
+        if isinstance(leaf, Deferred):
+            return leaf.addCallback(LiveHostTLS)
+        return LiveHostTLS(leaf)
 
     def mint(self, host: str) -> Deferred[str]:
         host = normalizeHost(host)

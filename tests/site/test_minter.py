@@ -166,7 +166,7 @@ class WorkerMintTests(SynchronousTestCase):
     def test_cachedContexts(self) -> None:
         """
         A worker asks once per live host however many handshakes wait for
-        it; the context then comes from its cache at once; a failed mint
+        it; the certificate then comes from its cache at once; a failed mint
         fails each waiter and is asked again next time.
         """
         asks: dict[str, list[Deferred[str]]] = {}
@@ -191,6 +191,13 @@ class WorkerMintTests(SynchronousTestCase):
         self.failureResultOf(failing, MintError)
         self.assertIsInstance(mode.serverTLS("f.live.test"), Deferred)
         self.assertEqual(len(asks["f.live.test"]), 2)
+        # A certificate for another key than the worker's leaf key can't
+        # serve: refused when it comes, not at each handshake.
+        other = mode.serverTLS("i.live.test")
+        key, cert = createCA()
+        asks["i.live.test"][0].callback(
+            CertificateAuthority(key, cert).mint("i.live.test").public_bytes(serialization.Encoding.PEM).decode())
+        self.assertIn("can't be used", str(self.failureResultOf(other, MintError).value))
 
     @staticmethod
     def mintWith(mode: SiteMode, host: str) -> str:
