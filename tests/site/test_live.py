@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import ssl
+import subprocess
 import tempfile
 import threading
 from typing import Any
@@ -134,7 +135,10 @@ class LiveWorld:
     a CA no one trusts).
     """
 
-    def __init__(self, case: SynchronousTestCase, folder: str) -> None:
+    def __init__(self, case: SynchronousTestCase, folder: str, more: str = "") -> None:
+        """
+        @param more: more lines of the C{[live]} table.
+        """
         ca = makeCA("live test CA")
         stranger = makeCA("a CA no one trusts")
         self.caPath = os.path.join(folder, "live-ca.pem")
@@ -154,7 +158,7 @@ class LiveWorld:
         with open(self.sites, "w") as f:
             f.write(f'[live]\nhosts = ["blind.test"]\n'
                     f'decrypt = ["good.test", "wrong.test", "expired.test", "unknown.test"]\n'
-                    f'ca_file = "live-ca.pem"\nconnect_ports = {ports}\n')
+                    f'ca_file = "live-ca.pem"\nconnect_ports = {ports}\n{more}')
 
     def authority(self, host: str) -> str:
         return f"{host}:{self.origins[host].port}"
@@ -184,15 +188,20 @@ def ended(logPath: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return pairs
 
 
-@pytest.mark.slow
-class DecryptedLiveHostTests(SynchronousTestCase):
+class LiveProxyCase(SynchronousTestCase):
+    """
+    A real C{twistd netlog-proxy} in front of a L{LiveWorld}.
+    """
+
     #: Extra options of the proxy: one process here.
     extra: tuple[str, ...] = ("--no-supervise",)
+    #: More lines of the C{[live]} table.
+    live = ""
 
     def setUp(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="netlog-live-")
         self.addCleanup(shutil.rmtree, self.folder, True)
-        self.world = LiveWorld(self, self.folder)
+        self.world = LiveWorld(self, self.folder, self.live)
         self.state = os.path.join(self.folder, "state")
         self.log = os.path.join(self.folder, "network.jsonl")
         run = os.path.join(self.folder, "run")
@@ -235,6 +244,9 @@ class DecryptedLiveHostTests(SynchronousTestCase):
         self.assertEqual(validate(data), [])
         return json.loads(data)  # type: ignore[no-any-return]
 
+
+@pytest.mark.slow
+class DecryptedLiveHostTests(LiveProxyCase):
     def test_decryptedKeptWhole(self) -> None:
         """
         A CONNECT to a host C{decrypt} names is decrypted with a certificate
@@ -261,6 +273,23 @@ class DecryptedLiveHostTests(SynchronousTestCase):
         self.assertEqual(entry["response"]["status"], 200)
         self.assertEqual(entry["response"]["content"]["text"], PAGE.decode())
 
+    def test_curlOverHTTP2(self) -> None:
+        """
+        curl through the proxy, trusting netlog's CA, speaks HTTP/2 to
+        netlog inside a decrypted live host's tunnel (ALPN), and gets the
+        page from the HTTP/1.1 origin; the entry says HTTP/2.
+        """
+        authority = self.world.authority("good.test")
+        done = subprocess.run(
+            ["curl", "-sS", "--http2", "--proxy", f"http://127.0.0.1:{self.port}",
+             "--cacert", os.path.join(self.state, "ca.pem"), f"https://{authority}/page?q=1"],
+            capture_output=True, timeout=30)
+        self.assertEqual(done.stdout, PAGE, done.stderr)
+        [(opened, end)] = self.waitForEntries(1)
+        self.assertEqual(opened["request"]["version"], "HTTP/2")
+        self.assertIs(opened["_liveDecrypted"], True)
+        self.assertEqual(end["response"]["status"], 200)
+
     def test_notInDecryptStaysBlind(self) -> None:
         """
         A live host C{hosts} allows and C{decrypt} doesn't name keeps its
@@ -276,6 +305,21 @@ class DecryptedLiveHostTests(SynchronousTestCase):
         self.assertEqual(opened["kind"], "tunnel")
         self.assertNotIn("_liveDecrypted", opened)
         self.assertNotIn("_failed", end)
+
+    def test_browserDistrustsNetlog(self) -> None:
+        """
+        A browser that rejects netlog's certificate for a decrypted live
+        host (it trusts only the host's own CA, as a pinning app would)
+        leaves a tunnel entry, C{_failed} with the alert it sent and
+        C{_liveDecrypted}; nothing reaches the host.
+        """
+        context = ssl.create_default_context(cafile=self.world.caPath)
+        with self.assertRaises(ssl.SSLError):
+            connectTunnel(self.port, self.world.authority("good.test"), context, serverName="good.test")
+        [(opened, end)] = self.waitForEntries(1)
+        self.assertEqual((opened["kind"], opened["_liveDecrypted"]), ("tunnel", True))
+        self.assertIn("the browser doesn't trust netlog's CA", end["_failed"]["reason"])
+        self.assertEqual(self.world.origins["good.test"].requests, [])
 
     def test_verificationFailures(self) -> None:
         """
@@ -299,6 +343,26 @@ class DecryptedLiveHostTests(SynchronousTestCase):
             self.assertIn("certificate verify failed", end["_failed"]["reason"], host)
         failed = [entry["_failed"]["reason"] for entry in self.har()["log"]["entries"]]
         self.assertEqual([any(w in r for r in failed) for w in cases.values()], [True] * len(cases))
+
+
+@pytest.mark.slow
+class UnverifiedLiveHostTests(LiveProxyCase):
+    """
+    C{[live] verify = false}: a live host's certificate is not checked.
+    """
+
+    live = "verify = false\n"
+
+    def test_relayedUnchecked(self) -> None:
+        """
+        With C{verify = false}, a certificate for another name, an expired
+        one and one from an unknown issuer are all relayed: the page comes
+        back and the entry has no C{_failed}.
+        """
+        for host in ("wrong.test", "expired.test", "unknown.test"):
+            self.assertEqual(self.get(host), (200, PAGE), host)
+        entries = self.waitForEntries(3)
+        self.assertEqual([end.get("_failed") for _, end in entries], [None] * 3)
 
 
 @pytest.mark.slow
