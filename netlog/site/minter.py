@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import socket
 import traceback
@@ -117,7 +118,7 @@ def _serve(sock: socket.socket, stateDir: str, hosts: list[str]) -> None:
     keep = sock.fileno()
     # Nothing of the supervisor's: its log, its listeners, its reactor.
     os.closerange(3, keep)
-    os.closerange(keep + 1, 1 << 16)
+    os.closerange(keep + 1, max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], keep + 1))
 
     def send(message: dict[str, Any]) -> None:
         sock.sendall(json.dumps(message).encode("ascii") + b"\n")
