@@ -11,119 +11,23 @@ C{_failed} says why, and no request reaches that origin.
 
 from __future__ import annotations
 
-import datetime
-import http.server
 import json
 import os
 import shutil
 import ssl
 import subprocess
 import tempfile
-import threading
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import serialization
 from twisted.trial.unittest import SynchronousTestCase
 
 from tests.browser.procs import runNetlog
 from tests.har.support import validate
-from tests.site.support import connectTunnel, readResponse, request
+from tests.site.support import connectTunnel, request
+from tests.support.liveorigin import PAGE, Origin, makeCA, makeLeaf
 from tests.supervise.running import Twistd, waitFor
-
-#: The page each good origin serves, and what it says.
-PAGE = b"<!doctype html><title>live</title><p>hello from the live web</p>"
-
-
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def makeCA(common: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(_name(common)).issuer_name(_name(common))
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=30))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                         crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-            .sign(key, hashes.SHA256()))
-    return key, cert
-
-
-def makeLeaf(ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate], names: list[str],
-             expired: bool = False) -> tuple[bytes, bytes]:
-    """
-    A server certificate for C{names} signed by C{ca}, and its key (PEM).
-    """
-    caKey, caCert = ca
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
-    start, end = ((now - datetime.timedelta(days=30), now - datetime.timedelta(days=1)) if expired
-                  else (now - datetime.timedelta(days=1), now + datetime.timedelta(days=30)))
-    cert = (x509.CertificateBuilder().subject_name(_name(names[0])).issuer_name(caCert.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(start).not_valid_after(end)
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .sign(caKey, hashes.SHA256()))
-    return (cert.public_bytes(serialization.Encoding.PEM),
-            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption()))
-
-
-class Origin:
-    """
-    A local HTTPS origin on 127.0.0.1 (a port of its own), in a thread: it
-    answers every request with L{PAGE} and remembers the request lines and
-    bodies it read.
-    """
-
-    def __init__(self, folder: str, name: str, certPEM: bytes, keyPEM: bytes) -> None:
-        certPath = os.path.join(folder, f"{name}.pem")
-        keyPath = os.path.join(folder, f"{name}.key")
-        with open(certPath, "wb") as f:
-            f.write(certPEM)
-        with open(keyPath, "wb") as f:
-            f.write(keyPEM)
-        self.requests: list[tuple[str, bytes]] = []
-        seen = self.requests
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _answer(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                seen.append((self.requestline, body))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(PAGE)))
-                self.end_headers()
-                self.wfile.write(PAGE)
-
-            do_GET = do_POST = _answer
-
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(certPath, keyPath)
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 class LiveWorld:
