@@ -1358,6 +1358,8 @@ def buildEntry(opened: dict[str, Any], ended: dict[str, Any] | None,
     if isinstance(rules, list):
         entry["_rules"] = [{"rule": str(r.get("rule", "")), "action": str(r.get("action", ""))}
                            for r in rules if isinstance(r, dict)]
+    if opened.get("_liveDecrypted") is True:
+        entry["_liveDecrypted"] = True
 
     if messages or url.startswith(("ws://", "wss://")) and (
             head is not None or (ended is not None and isinstance(ended.get("_websocket"), dict))):

@@ -195,10 +195,12 @@ def unreadRequestRecord(seen: dict[str, Any], size: int) -> dict[str, Any]:
 
 def openRecord(proxy: str, kind: str, started: float, client: str, connection: str,
                request: dict[str, Any], host: str | None, port: int | None,
-               address: str | None = None, rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+               address: str | None = None, rules: Sequence[dict[str, str]] = (),
+               liveDecrypted: bool = False) -> dict[str, Any]:
     """
     An open line's fields, in L{OPEN_KEYS} order, then C{_rules} when a
-    rule acted (see L{netlog.core.rules}).
+    rule acted (see L{netlog.core.rules}), then C{_liveDecrypted} for a
+    live host's CONNECT netlog decrypted, or a request inside one.
 
     @param host: the host the request is for (an IPv6 address without
         brackets); C{port} its port; C{address} the address connected to.
@@ -216,6 +218,8 @@ def openRecord(proxy: str, kind: str, started: float, client: str, connection: s
     }
     if rules:
         record["_rules"] = list(rules)
+    if liveDecrypted:
+        record["_liveDecrypted"] = True
     return record
 
 

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from OpenSSL import SSL
 from twisted.internet import error
+from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IHandshakeListener
 from twisted.internet.protocol import Factory, Protocol
 from twisted.logger import Logger
@@ -44,6 +45,7 @@ from netlog.core.records import (
     EXCHANGE,
     REFUSED_TEXT,
     TUNNEL,
+    UNREACHED_TEXT,
     connectUrl,
     endRecord,
     hostPort,
@@ -54,14 +56,14 @@ from netlog.core.records import (
 )
 from netlog.net.gate import Gate
 from netlog.net.idle import IdleTimer
-from netlog.net.relay import CLIENT, TUNNEL_ANSWER, tunnelAnswerFields
+from netlog.net.relay import CLIENT, PROXY, TUNNEL_ANSWER, tunnelAnswerFields
 from netlog.net.send import noDelay, sendNow
 from netlog.proxy.contracts import IBrowserStream, IEngine, IRawPeer
 from netlog.proxy.dispatch import Turned, dispatch
 from netlog.proxy.exchange import Exchange, latin1
 from netlog.proxy.h2 import H2Connection
 from netlog.core.rules import Decision
-from netlog.proxy.mode import BLIND, OPEN, Refusal, Route
+from netlog.proxy.mode import BLIND, DECRYPT, OPEN, Refusal, Route
 from netlog.proxy.tunnel import CONNECTING, Tunnel
 
 _log = Logger()
@@ -91,6 +93,8 @@ BAD_REQUEST = 400
 
 # Why the browser's connection is not being read (and L{CONNECTING}).
 BUSY = "busy"
+#: ... while a decrypted live host's certificate is minted.
+MINTING = "minting"
 
 
 @implementer(IHandshakeListener, IBrowserStream)
@@ -131,6 +135,7 @@ class BrowserConnection(Protocol):
         "state",
         "tunnelAuthority",
         "tunnelTarget",
+        "tunnelTLS",
     )
 
     transport: Any
@@ -149,6 +154,9 @@ class BrowserConnection(Protocol):
         #: The host and port a site's CONNECT named.
         self.tunnelTarget: tuple[str, int] | None = None
         self.tunnelAuthority = ""
+        #: The TLS server side made ready for the tunnel before its C{200}
+        #: (a decrypted live host's, minted first), if any.
+        self.tunnelTLS: Any = None
         #: The connection's one timer (see L{_deadline}).
         self.idleTimer = IdleTimer(self.reactor, self._deadline, self._idleTimeout)
         self._partialStart = 0.0
@@ -156,9 +164,10 @@ class BrowserConnection(Protocol):
         #: When the request head being read began (L{None} between heads or
         #: while an exchange runs): it must be whole within the header timeout.
         self.headStarted: float | None = None
-        #: A site's CONNECT whose TLS handshake hasn't finished: its head,
-        #: URL, start and server, for the entry written if it fails.
-        self._handshake: tuple[RequestHead, str, float, tuple[str, int]] | None = None
+        #: A site's CONNECT (or a decrypted live host's) whose TLS handshake
+        #: hasn't finished: its head, URL, start, server and whether it is a
+        #: live host's, for the entry written if it fails.
+        self._handshake: tuple[RequestHead, str, float, tuple[str, int], bool] | None = None
         #: The exchange's connection is closed once it ends (the request
         #: said so, or the answer is framed by the close).
         self.closeAfter = False
@@ -455,7 +464,7 @@ class BrowserConnection(Protocol):
                         rules=dispatched.entries)
             return
         routed, rules = dispatched
-        if routed.site is None and routed.scheme != "http":
+        if routed.site is None and routed.scheme != "http" and not routed.decrypted:
             self.refuse(head, url, at, BAD_REQUEST,
                          f"an {scheme}:// URL must be requested through CONNECT, not as plain HTTP",
                          server=(host, port))
@@ -664,12 +673,57 @@ class BrowserConnection(Protocol):
         decision = self.proxy.mode.connect(host, port)
         if isinstance(decision, Refusal):
             self.refuse(head, url, at, decision.status, decision.reason, server=(host, port), kind=TUNNEL)
-        elif decision == OPEN:
-            self._handshake = (head, url, at, (host, port))
-            self._openSiteTunnel(host, port)
+        elif decision in (OPEN, DECRYPT):
+            self._handshake = (head, url, at, (host, port), decision == DECRYPT)
+            if decision == DECRYPT:
+                self._whenMinted(host, port)
+            else:
+                self._openSiteTunnel(host, port)
         else:
             assert decision == BLIND, decision
             Tunnel(self.proxy, self, head, url, at, rules).start()
+
+    def _whenMinted(self, host: str, port: int) -> None:
+        """
+        Open a decrypted live host's tunnel once its certificate is ready:
+        at once when it is cached, else after the C{200} waits for the mint
+        (the browser sends its handshake only after it), with this
+        connection not read meanwhile and every other connection served.
+        """
+        ready = self.proxy.mode.serverTLS(host)
+        if not isinstance(ready, Deferred):
+            self.tunnelTLS = ready
+            self._openSiteTunnel(host, port)
+            return
+        # (What the browser sent past the CONNECT before its 200 is dropped,
+        # as _openSiteTunnel drops it.)
+        self.queue.clear()
+        self.gate.hold(MINTING)
+
+        def minted(tls: Any) -> None:
+            self.gate.release(MINTING)
+            if self.gone or self.closing:
+                return
+            self.tunnelTLS = tls
+            self._openSiteTunnel(host, port)
+
+        def unminted(failure: Failure) -> None:
+            self.gate.release(MINTING)
+            pending, self._handshake = self._handshake, None
+            if pending is None or self.gone:
+                return
+            head, url, at, _, live = pending
+            reason = f"no certificate could be minted for {host}: {failure.getErrorMessage()}"
+            response, size = self.answer(502, UNREACHED_TEXT.format(reason))
+            self.proxy.writer.refuse(
+                self.proxy.openFields(self, TUNNEL, at, head, url, host, port, liveDecrypted=live),
+                endRecord(self.reactor.seconds(), up=len(head.raw), down=size, response=response, closedBy=PROXY,
+                          failed=reason, failedStatus=502),
+            )
+            self.close()
+
+        ready.addCallbacks(minted, unminted)
+        ready.addErrback(lambda f: _log.failure("opening the tunnel to {host}", f, host=host))
 
     def _openSiteTunnel(self, host: str, port: int) -> None:
         """
@@ -698,7 +752,8 @@ class BrowserConnection(Protocol):
             self.state = DECRYPTED
             self.tunnelAuthority = urlAuthority(host, port, "https")
             self.reader = RequestReader(forwardProxy=False, scheme="https")
-            self.transport.startTLS(self.proxy.mode.serverTLS(host))
+            tls, self.tunnelTLS = self.tunnelTLS, None
+            self.transport.startTLS(tls if tls is not None else self.proxy.mode.serverTLS(host))
             tls = getattr(self.transport, "protocol", None)
             if tls is not None and tls is not self:
                 tls.dataReceived(data)
@@ -732,9 +787,9 @@ class BrowserConnection(Protocol):
         pending, self._handshake = self._handshake, None
         if pending is None:
             return
-        head, url, at, server = pending
+        head, url, at, server, live = pending
         self.proxy.writer.refuse(
-            self.proxy.openFields(self, TUNNEL, at, head, url, server[0], server[1]),
+            self.proxy.openFields(self, TUNNEL, at, head, url, server[0], server[1], liveDecrypted=live),
             endRecord(self.reactor.seconds(), up=len(head.raw), down=len(TUNNEL_ANSWER),
                       response=tunnelAnswerFields(), closedBy=CLIENT, failed=reason),
         )

@@ -147,7 +147,8 @@ class IEngine(Protocol):
 
     def openFields(self, side: INamedSide, kind: str, started: float, head: RequestHead, url: str,
                    host: str | None, port: int | None, address: str | None = None,
-                   signIn: frozenset[str] = frozenset(), rules: Sequence[dict[str, str]] = ()) -> Fields: ...
+                   signIn: frozenset[str] = frozenset(), rules: Sequence[dict[str, str]] = (),
+                   liveDecrypted: bool = False) -> Fields: ...
 
     def takeIdle(self, route: Route) -> Taken | None: ...
 

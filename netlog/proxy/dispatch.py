@@ -46,5 +46,6 @@ def dispatch(proxy: IEngine, scheme: str, host: str, port: int, url: str, method
         return Turned(routed.status, routed.reason)
     if rules.answer is not None:
         routed = Answered(routed.scheme, routed.host, routed.port, routed.origin, routed.publicHost, routed.site,
-                          routed.signIn, routed.named, answers=LocalAnswers(rules.answer))
+                          routed.signIn, routed.named, decrypted=routed.decrypted,
+                          answers=LocalAnswers(rules.answer))
     return routed, rules

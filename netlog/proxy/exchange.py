@@ -276,7 +276,8 @@ class Exchange:
 
     def _openFields(self) -> dict[str, Any]:
         return self.proxy.openFields(self.browser, EXCHANGE, self.started, self.head, self.url, self.route.host,
-                                     self.route.port, self.hold.address, self.signIn, self.rules.entries)
+                                     self.route.port, self.hold.address, self.signIn, self.rules.entries,
+                                     self.route.decrypted)
 
     # -- the request, from the browser ------------------------------------------
 

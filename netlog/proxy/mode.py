@@ -28,6 +28,10 @@ BLIND = "blind"
 #: What L{IMode.connect} answers for a CONNECT to open and read: a TLS
 #: handshake first is decrypted, anything else read as plain HTTP.
 OPEN = "open"
+#: What L{IMode.connect} answers for a CONNECT to a live host to decrypt
+#: (C{[live] decrypt}): opened as L{OPEN} is, its requests relayed to the
+#: live host itself and their entries marked C{_liveDecrypted}.
+DECRYPT = "decrypt"
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,8 @@ class Route:
     @ivar upstreamProxy: for a configured upstream, the proxy its
         connections go through (a site's C{upstream_proxy}); L{None}: direct.
         A live host's is the engine's (C{--upstream-proxy}).
+    @ivar decrypted: a live host's request that came inside a CONNECT the
+        mode decrypted (L{DECRYPT}): its entry is marked C{_liveDecrypted}.
     """
 
     scheme: str
@@ -74,6 +80,7 @@ class Route:
     named: bool = False
     connections: int | None = None
     upstreamProxy: UpstreamProxy | None = None
+    decrypted: bool = False
 
     @cached_property
     def key(self) -> Hashable:
@@ -116,13 +123,15 @@ MAX_LIVE_ROUTES = 1024
 
 
 @lru_cache(maxsize=MAX_LIVE_ROUTES)
-def liveRoute(scheme: str, host: str, port: int) -> Route:
+def liveRoute(scheme: str, host: str, port: int, decrypted: bool = False) -> Route:
     """
     The route to a live host: the host itself, judged by the destination
     rules once resolved; the same object each time (its pool key is worked
     out once).
+
+    @param decrypted: the request came inside a CONNECT the mode decrypted.
     """
-    return Route(scheme, host, port, f"{scheme}://{urlAuthority(host, port, scheme)}", host)
+    return Route(scheme, host, port, f"{scheme}://{urlAuthority(host, port, scheme)}", host, decrypted=decrypted)
 
 
 def remapRoute(route: Route, remap: tuple[str, int | None]) -> Route:
@@ -132,6 +141,12 @@ def remapRoute(route: Route, remap: tuple[str, int | None]) -> Route:
     """
     address, port = remap
     return replace(route, host=address, port=route.port if port is None else port, named=True)
+
+
+class MintError(Exception):
+    """
+    No certificate could be minted for a live host; the message says why.
+    """
 
 
 class DestinationRefused(Exception):
@@ -174,8 +189,8 @@ class IMode(Interface):
 
     def connect(host: str, port: int) -> str | Refusal:
         """
-        What a CONNECT to C{host:port} becomes: L{OPEN}, L{BLIND} or a
-        L{Refusal}.
+        What a CONNECT to C{host:port} becomes: L{OPEN}, L{DECRYPT},
+        L{BLIND} or a L{Refusal}.
         """
 
     def redirect(host: str, port: int) -> tuple[str, frozenset[str]] | None:
@@ -186,7 +201,22 @@ class IMode(Interface):
 
     def serverTLS(host: str) -> Any:
         """
-        The TLS server side for a CONNECT to C{host} this mode decrypts.
+        The TLS server side for a CONNECT to C{host} this mode decrypts, or
+        (for a live host whose certificate must be minted first) a
+        L{Deferred} that fires with it.
+        """
+
+    def mint(host: str) -> Any:
+        """
+        In a supervisor: a L{Deferred} firing with the certificate (PEM) of
+        the live host C{host} a worker asked for, or failing when this mode
+        doesn't decrypt that host.
+        """
+
+    def mintVia(ask: Any) -> None:
+        """
+        In a worker: C{ask(host)} (a L{Deferred} of a PEM certificate) is
+        how a live host's certificate is got from the supervisor.
         """
 
     def routeTLS() -> Any:

@@ -158,6 +158,20 @@ class ProxyService(Service):
             handed[self._upstreamProxyAuthFile] = credentialsLine(authorization)
         return handed
 
+    def mint(self, host: str) -> defer.Deferred[str]:
+        """
+        In a supervisor: the certificate (PEM) a worker asked for (see
+        L{IMode.mint}).
+        """
+        return self.mode.mint(host)  # type: ignore[no-any-return]
+
+    def mintVia(self, ask: Callable[[str], defer.Deferred[str]]) -> None:
+        """
+        In a worker: how live hosts' certificates are asked for (see
+        L{IMode.mintVia}).
+        """
+        self.mode.mintVia(ask)
+
     def privilegedStartService(self) -> None:
         self.mode.prepare()
         Service.privilegedStartService(self)
@@ -186,14 +200,17 @@ class ProxyService(Service):
 
     def openFields(self, side: Any, kind: str, started: float, head: RequestHead, url: str,
                    host: str | None, port: int | None, address: str | None = None,
-                   signIn: frozenset[str] = frozenset(), rules: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+                   signIn: frozenset[str] = frozenset(), rules: Sequence[dict[str, str]] = (),
+                   liveDecrypted: bool = False) -> dict[str, Any]:
         """
         An open line's fields for a request (or a CONNECT) that C{side} (the
         browser's connection, or an HTTP/2 connection) carries, as this
         proxy's mode names it.
+
+        @param liveDecrypted: it is a live host's, decrypted (C{_liveDecrypted}).
         """
         return openRecord(self.mode.name, kind, started, side.client, side.connectionId,
-                          requestRecord(head, url, signIn), host, port, address, rules)
+                          requestRecord(head, url, signIn), host, port, address, rules, liveDecrypted)
 
     def upstreamProxyFor(self, route: Route) -> UpstreamProxy | None:
         """

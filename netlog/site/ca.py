@@ -33,6 +33,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from OpenSSL import SSL
+from twisted.internet.defer import Deferred, fail
+from twisted.python.failure import Failure
+
+from netlog.core.bounded import BoundedCache
+from netlog.proxy.mode import MintError
 
 KEY_FILE = "ca.key"
 CERT_FILE = "ca.pem"
@@ -45,6 +50,10 @@ CA_DAYS = 3650
 LEAF_DAYS = 397
 #: Minted certificates kept; past it the oldest are dropped.
 MAX_CACHED = 4096
+#: Live hosts' certificates kept on demand (host -> certificate, or TLS
+#: context), by the minter, the supervisor and each worker; past it the
+#: least recently used go first (see L{netlog.site.minter}).
+MAX_MINTED = 4096
 
 
 class CAError(Exception):
@@ -239,6 +248,13 @@ class CertificateAuthority:
         return context
 
 
+    def liveContext(self, host: str) -> LiveLeaf:
+        """
+        What serves the live host C{host}: a context minted here, as any
+        (this process holds the CA, C{--no-supervise}).
+        """
+        return LiveLeaf(self.contextFor(host))
+
     def leafKeyPEM(self) -> bytes:
         """
         The leaf key every certificate this process mints is for (PKCS#8 PEM).
@@ -258,6 +274,27 @@ def leafContext(cert: x509.Certificate, leafKey: Any, caCert: x509.Certificate,
     context.add_extra_chain_cert(caCert)
     context.check_privatekey()
     return context
+
+
+class LiveLeaf:
+    """
+    What serves a decrypted live host's handshake: a context, and (in a
+    worker) the host's certificate, set on each connection of a context
+    shared by every live host, which holds the leaf key and the CA's
+    certificate once (a context of its own per host is some 40 KB).
+    """
+
+    __slots__ = ("context", "certificate")
+
+    def __init__(self, context: SSL.Context, certificate: x509.Certificate | None = None) -> None:
+        self.context = context
+        self.certificate = certificate
+
+    def connection(self) -> SSL.Connection:
+        connection = SSL.Connection(self.context, None)
+        if self.certificate is not None:
+            connection.use_certificate(self.certificate)
+        return connection
 
 
 def leafBundle(ca: CertificateAuthority, hosts: Iterable[str]) -> bytes:
@@ -331,6 +368,12 @@ class HandedLeaves:
         @param protocols: what ALPN offers the browser.
         """
         self.protocols = protocols
+        #: How a live host's certificate is asked for (the control channel
+        #: to the supervisor, see L{netlog.site.minter}): host -> PEM.
+        self.ask: Callable[[str], Deferred[str]] | None = None
+        self._live: BoundedCache[str, LiveLeaf] = BoundedCache(MAX_MINTED)
+        self._minting: dict[str, list[Deferred[LiveLeaf]]] = {}
+        self._liveContext: SSL.Context | None = None
         data = json.loads(bundle)
         self.cert = x509.load_pem_x509_certificate(data["ca"].encode("ascii"))
         self._leafKey = serialization.load_pem_private_key(data["key"].encode("ascii"), None)
@@ -356,6 +399,52 @@ class HandedLeaves:
         if context is None:
             raise CAError(f"no certificate was minted at start for {host!r} (not a site's host)")
         return context
+
+    def liveContext(self, host: str) -> LiveLeaf | Deferred[LiveLeaf]:
+        """
+        What serves the live host C{host}: from the cache, or (a
+        L{Deferred}) once C{ask} has brought its certificate, signed for the
+        leaf key this process holds. Many asking at once for one host ask
+        once.
+        """
+        leaf = self._live.get(host)
+        if leaf is not None:
+            return leaf
+        d: Deferred[LiveLeaf] = Deferred()
+        waiting = self._minting.get(host)
+        if waiting is not None:
+            waiting.append(d)
+            return d
+        if self.ask is None:
+            return fail(MintError("this worker has no way to ask for a certificate"))
+        self._minting[host] = [d]
+        self.ask(host).addCallbacks(self._minted, self._unminted, callbackArgs=(host,), errbackArgs=(host,))
+        return d
+
+    def _minted(self, pem: str, host: str) -> None:
+        waiting = self._minting.pop(host, [])
+        try:
+            certificate = x509.load_pem_x509_certificate(pem.encode("ascii"))
+            leafKey: Any = self._leafKey
+            if self._liveContext is None:
+                shared = self._liveContext = newServerContext(self.protocols)
+                shared.use_privatekey(leafKey)
+                shared.add_extra_chain_cert(self.cert)
+            leaf = LiveLeaf(self._liveContext, certificate)
+            # A certificate for another key can't serve: found now, not in
+            # each handshake.
+            leaf.connection().use_privatekey(leafKey)
+        except Exception as e:
+            for d in waiting:
+                d.errback(MintError(f"the certificate minted for {host} can't be used: {e}"))
+            return
+        self._live.put(host, leaf)
+        for d in waiting:
+            d.callback(leaf)
+
+    def _unminted(self, failure: Failure, host: str) -> None:
+        for d in self._minting.pop(host, []):
+            d.errback(failure)
 
 
 def _selectALPN(protocols: tuple[bytes, ...], connection: SSL.Connection, offered: list[bytes]) -> Any:

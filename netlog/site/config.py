@@ -4,7 +4,9 @@ The site proxy's configuration: C{sites.toml}.
 Each C{[[site]]} names one web app: its public C{origins} (what the browser
 types), its C{backend} (where it really runs) and the C{sign_in_headers} whose
 values the log keeps as C{<removed>}. A C{[live]} table lists the live hosts
-the browser may reach besides the sites (none by default).
+the browser may reach besides the sites (none by default), and those of them
+whose CONNECTs are decrypted and recorded whole (C{decrypt}), with the trust
+their certificates are verified against (C{ca_file}, C{verify}).
 
 A mistake fails at start with a message naming the line and what to fix.
 """
@@ -30,7 +32,7 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 _SITE_KEYS = {"name", "origins", "backend", "verify", "sign_in_headers", "ca_file", "replay", "backend_connections",
               "upstream_proxy"}
-_LIVE_KEYS = {"hosts", "connect_ports"}
+_LIVE_KEYS = {"hosts", "connect_ports", "decrypt", "ca_file", "verify"}
 _TOP_KEYS = {"site", "live"}
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
@@ -138,6 +140,11 @@ class SitesConfig:
     path: str | None = None
     #: The ports a live host's CONNECT may name (C{[live] connect_ports}).
     liveConnectPorts: frozenset[int] = DEFAULT_LIVE_CONNECT_PORTS
+    #: The live hosts whose CONNECTs are decrypted (C{[live] decrypt}):
+    #: patterns as L{liveHosts}'; a host they name is a live host too.
+    liveDecrypt: tuple[str, ...] = ()
+    #: What decrypted live hosts' certificates are verified against.
+    liveTrust: LiveTrust = field(default_factory=lambda: LiveTrust())
 
     def __post_init__(self) -> None:
         self._byOrigin: dict[tuple[str, str, int], Site] = {}
@@ -191,13 +198,43 @@ class SitesConfig:
     def isLive(self, host: str) -> bool:
         """
         Whether C{host} is an allowed live host (C{*.example.org} matches
-        C{a.example.org}, not C{example.org}).
+        C{a.example.org}, not C{example.org}): C{hosts} or C{decrypt} names
+        it.
         """
         host = normalizeHost(host)
-        for pattern in self.liveHosts:
-            if pattern == "*" or fnmatch.fnmatchcase(host, pattern):
-                return True
-        return False
+        return _matches(host, self.liveHosts) or _matches(host, self.liveDecrypt)
+
+    def decrypts(self, host: str) -> bool:
+        """
+        Whether a CONNECT to the live host C{host} is decrypted
+        (C{[live] decrypt} names it); a site's host is a site's, never a
+        live host's.
+        """
+        host = normalizeHost(host)
+        return host not in self._byHost and _matches(host, self.liveDecrypt)
+
+
+@dataclass(frozen=True)
+class LiveTrust:
+    """
+    What the certificates of decrypted live hosts are verified against:
+    C{caFile} (C{[live] ca_file}, PEM), else the system's trust store; not
+    at all when C{verify} is false (C{[live] verify = false}).
+    """
+
+    caFile: str | None = None
+    verify: bool = True
+
+
+def _matches(host: str, patterns: tuple[str, ...]) -> bool:
+    """
+    Whether the normalized C{host} matches one of C{patterns} (C{"*"},
+    C{"*.name"} or a name).
+    """
+    for pattern in patterns:
+        if pattern == "*" or fnmatch.fnmatchcase(host, pattern):
+            return True
+    return False
 
 
 def normalizeHost(host: str) -> str:
@@ -382,15 +419,25 @@ def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
     for key in live:
         if key not in _LIVE_KEYS:
             raise _fail(path, text, "live", 0, key,
-                        f"unknown key {key!r} in [live]; it has hosts = [...] and connect_ports = [...]")
-    liveHosts = live.get("hosts", [])
-    if not isinstance(liveHosts, list) or not all(isinstance(h, str) and h for h in liveHosts):
-        raise _fail(path, text, "live", 0, "hosts", "hosts must be a list of names like \"*.example.org\"")
-    for pattern in liveHosts:
-        bare = pattern[2:] if pattern.startswith("*.") else pattern
-        if pattern != "*" and ("*" in bare or "/" in bare or ":" in bare and not _isAddress(bare)):
-            raise _fail(path, text, "live", 0, "hosts",
-                        f"live host {pattern!r}: write a name, \"*.name\" or \"*\" (no scheme, port or path)")
+                        f"unknown key {key!r} in [live]; known keys: {', '.join(sorted(_LIVE_KEYS))}")
+
+    def liveFail(key: str | None, message: str) -> ConfigError:
+        return _fail(path, text, "live", 0, key, message)
+
+    liveHosts = _livePatterns(live, "hosts", liveFail)
+    liveDecrypt = _livePatterns(live, "decrypt", liveFail)
+    liveVerify = live.get("verify", True)
+    if not isinstance(liveVerify, bool):
+        raise liveFail("verify", "verify must be true or false (false only to turn verification off)")
+    liveCaFile = live.get("ca_file")
+    if liveCaFile is not None:
+        if not isinstance(liveCaFile, str) or not liveCaFile:
+            raise liveFail("ca_file", "ca_file must be the path of a PEM file of CA certificates")
+        if path is not None:
+            liveCaFile = os.path.join(os.path.dirname(os.path.abspath(path)), liveCaFile)
+        why = _unusableCaFile(liveCaFile)
+        if why is not None:
+            raise liveFail("ca_file", f"ca_file {liveCaFile}: {why}")
     ports = live.get("connect_ports", sorted(DEFAULT_LIVE_CONNECT_PORTS))
     if (
         not isinstance(ports, list)
@@ -399,10 +446,43 @@ def parseSites(text: str, path: str = "sites.toml") -> SitesConfig:
     ):
         raise _fail(path, text, "live", 0, "connect_ports",
                     "connect_ports must be a list of port numbers (1-65535) like [443, 8443]")
-    return SitesConfig(sites, tuple(normalizeHost(h) for h in liveHosts), path, frozenset(ports))
+    return SitesConfig(sites, liveHosts, path, frozenset(ports), liveDecrypt, LiveTrust(liveCaFile, liveVerify))
 
 
-def _isAddress(value: str) -> bool:
+def _livePatterns(live: dict[str, Any], key: str, fail: Any) -> tuple[str, ...]:
+    """
+    The host patterns of C{[live]}'s C{key} (C{hosts} or C{decrypt}),
+    normalized.
+    """
+    patterns = live.get(key, [])
+    if not isinstance(patterns, list) or not all(isinstance(h, str) and h for h in patterns):
+        raise fail(key, f"{key} must be a list of names like \"*.example.org\"")
+    for pattern in patterns:
+        bare = pattern[2:] if pattern.startswith("*.") else pattern
+        if pattern != "*" and ("*" in bare or "/" in bare or ":" in bare and not isAddress(bare)):
+            raise fail(key, f"live host {pattern!r}: write a name, \"*.name\" or \"*\" (no scheme, port or path)")
+    return tuple(normalizeHost(h) for h in patterns)
+
+
+def _unusableCaFile(path: str) -> str | None:
+    """
+    Why C{path} can't serve as a trust store (no such file, unreadable, no
+    PEM certificate in it), or L{None}.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return f"can't read it: {e.strerror}"
+    if b"-----BEGIN CERTIFICATE-----" not in data:
+        return "holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+    return None
+
+
+def isAddress(value: str) -> bool:
+    """
+    Whether C{value} is an IP address (not a name).
+    """
     try:
         ipaddress.ip_address(value)
     except ValueError:

@@ -1,7 +1,9 @@
 """
 The site proxy's mode: the sites of C{sites.toml} are decrypted (or read as
 plain HTTP inside their CONNECT), routed to their backends, kept whole and
-rewritten; allowed live hosts are relayed; anything else is refused.
+rewritten; allowed live hosts are relayed (blind for a CONNECT, unless
+C{[live] decrypt} names the host: then decrypted and kept whole too, relayed
+to the host over verified TLS); anything else is refused.
 """
 
 from __future__ import annotations
@@ -10,13 +12,19 @@ import os
 from functools import partial
 from typing import Any
 
+from twisted.internet.defer import Deferred, fail
+from twisted.logger import Logger
 from zope.interface import implementer
 
 from netlog.core.capture import BodyCapture, keepAllCapture, requestCapture, responseCaptureFor
 from netlog.core.records import urlAuthority
-from netlog.proxy.mode import BLIND, OPEN, Answered, IAnswers, IMode, Refusal, Route, Routed, liveRoute
+from netlog.proxy.mode import (
+    BLIND, DECRYPT, OPEN, Answered, IAnswers, IMode, MintError, Refusal, Route, Routed, liveRoute,
+)
 from netlog.site.ca import HTTP1_ONLY, PROTOCOLS, CertificateAuthority, HandedLeaves, mintInChild
-from netlog.site.config import Site, SitesConfig
+from netlog.site.config import Site, SitesConfig, normalizeHost
+from netlog.site.livetls import LiveHostTLS, LiveTLS
+from netlog.site.minter import MinterClient, adoptMinter, startMinter
 from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
 from netlog.site.tls import SNITLS, HostTLS, backendTLS
 from netlog.supervise.privileged import inherited, openPrivileged
@@ -29,6 +37,8 @@ LEAVES_NAME = "handed-leaves"
 #: What the site proxy answers for a host or port it doesn't serve.
 FORBIDDEN = 403
 
+_log = Logger(namespace="netlog.site")
+
 
 @implementer(IMode)
 class SiteMode:
@@ -37,7 +47,10 @@ class SiteMode:
 
     @ivar ca: what serves the sites' certificates, set by L{prepare} (in
         the privileged step): netlog's CA in one process, the certificates
-        minted at start in a supervised worker (see L{netlog.site.ca}).
+        minted at start in a supervised worker (see L{netlog.site.ca}), with
+        live hosts' asked for on demand (see L{netlog.site.minter}).
+    @ivar minter: in a supervisor whose sites decrypt live hosts, its end of
+        the certificate minter (L{prepare} forks it).
     """
 
     name = "site"
@@ -47,7 +60,7 @@ class SiteMode:
 
     def __init__(self, config: SitesConfig, stateDir: str, ca: CertificateAuthority | None = None,
                  keepKey: bool = True, h2: bool = True, keepAll: bool = False,
-                 replays: dict[str, IAnswers] | None = None) -> None:
+                 replays: dict[str, IAnswers] | None = None, reactor: Any = None) -> None:
         """
         @param keepKey: this process loads the CA and holds its key
             (C{--no-supervise}, tests); otherwise the supervisor's copy has
@@ -57,6 +70,8 @@ class SiteMode:
             (C{--keep-bodies all}).
         @param replays: the recording each replayed site is answered from,
             by site name (L{netlog.site.replay.loadReplays}).
+        @param reactor: what serves the minter's socket in a supervisor
+            (the global reactor when not given).
         """
         self.replays = replays or {}
         self.keepAll = keepAll
@@ -69,6 +84,11 @@ class SiteMode:
         #: (see L{netlog.supervise.privileged.openPrivileged}) -> its bytes.
         self.handedData: dict[str, bytes] = {}
         self._routes: dict[tuple[Any, ...], Route] = {}
+        self._liveTLS: LiveTLS | None = None
+        self._reactor = reactor
+        self.minter: MinterClient | None = None
+        #: How a worker asks for a live host's certificate (L{mintVia}).
+        self._ask: Any = None
 
     def siteHosts(self) -> list[str]:
         """
@@ -100,7 +120,19 @@ class SiteMode:
                     offset += len(chunk)
             finally:
                 os.close(fd)
-            self.ca = HandedLeaves(b"".join(chunks), self.protocols)
+            leaves = self.ca = HandedLeaves(b"".join(chunks), self.protocols)
+            leaves.ask = self._ask
+        elif self.config.liveDecrypt:
+            # Live hosts are minted on demand: by a process that outlives
+            # this step and holds the key this one never loads.
+            bundle, sock, pid = startMinter(self.stateDir, self.siteHosts())
+            reactor = self._reactor
+            if reactor is None:
+                from twisted.internet import reactor
+            self.minter = adoptMinter(reactor, sock, pid)
+            _log.info("started the certificate minter {pid} for the live hosts [live] decrypt names", pid=pid)
+            self.handedData = {handed: bundle}
+            self.ca = HandedLeaves(bundle, self.protocols)
         else:
             bundle = mintInChild(self.stateDir, self.siteHosts())
             self.handedData = {handed: bundle}
@@ -132,7 +164,10 @@ class SiteMode:
             return self.siteRoute(site, scheme, host, port)
         origin = f"{scheme}://{urlAuthority(host, port, scheme)}"
         if tunnelled:
-            return Refusal(FORBIDDEN, f"{origin} is not a site's origin")
+            if self.config.decrypts(host) and port in self.config.liveConnectPorts:
+                return liveRoute(scheme, host, port, True)
+            return Refusal(FORBIDDEN, f"{origin} is not a site's origin"
+                           + (" or a live host netlog decrypts" if self.config.liveDecrypt else ""))
         if self.config.isLive(host):
             return liveRoute(scheme, host, port)
         return Refusal(FORBIDDEN, f"{origin} is not a site's origin or an allowed live host")
@@ -146,7 +181,7 @@ class SiteMode:
                 allowed = ", ".join(str(p) for p in sorted(config.liveConnectPorts))
                 return Refusal(FORBIDDEN, f"CONNECT to port {port} of a live host is not allowed "
                                           f"(allowed: {allowed}; see [live] connect_ports in sites.toml)")
-            return BLIND
+            return DECRYPT if config.decrypts(host) else BLIND
         return Refusal(FORBIDDEN, f"{host} is not a site or an allowed live host")
 
     def redirect(self, host: str, port: int) -> tuple[str, frozenset[str]] | None:
@@ -158,9 +193,29 @@ class SiteMode:
 
     # -- TLS --------------------------------------------------------------------
 
-    def serverTLS(self, host: str) -> HostTLS:
+    def serverTLS(self, host: str) -> HostTLS | LiveHostTLS | Deferred[LiveHostTLS]:
         assert self.ca is not None
-        return HostTLS(self.ca, host)
+        if not self.config.decrypts(host):
+            return HostTLS(self.ca, host)
+        leaf = self.ca.liveContext(normalizeHost(host))
+        if isinstance(leaf, Deferred):
+            return leaf.addCallback(LiveHostTLS)
+        return LiveHostTLS(leaf)
+
+    def mint(self, host: str) -> Deferred[str]:
+        host = normalizeHost(host)
+        # A worker is untrusted: it gets certificates for the names
+        # [live] decrypt gives, no other.
+        if not self.config.decrypts(host):
+            return fail(MintError(f"{host} is not a live host [live] decrypt names"))
+        if self.minter is None:
+            return fail(MintError("no certificate minter runs"))
+        return self.minter.mint(host)
+
+    def mintVia(self, ask: Any) -> None:
+        self._ask = ask
+        if isinstance(self.ca, HandedLeaves):
+            self.ca.ask = ask
 
     def routeTLS(self) -> SNITLS:
         assert self.ca is not None
@@ -168,7 +223,15 @@ class SiteMode:
         return SNITLS(self.ca, self.config.hasHost, hosts[0])
 
     def upstreamTLS(self, route: Route) -> Any:
-        return backendTLS(route.site.backend) if route.site is not None else None
+        if route.site is not None:
+            return backendTLS(route.site.backend)
+        if route.decrypted and route.scheme == "https":
+            if self._liveTLS is None:
+                self._liveTLS = LiveTLS(self.config.liveTrust)
+            # The name the browser asked for, even when a rule remapped the
+            # address: it is what the certificate must be for.
+            return self._liveTLS.creatorFor(route.publicHost)
+        return None
 
     # -- what is kept, and rewritten ---------------------------------------------
 

@@ -25,7 +25,7 @@ def buildProxy(config: ProxyConfig[SiteProxyConfig], writer: ILogWriter, reactor
     return ProxyService(
         SiteMode(site.sites, config.state, keepKey=not config.supervised,
                  h2=site.h2, keepAll=site.keepBodies == KEEP_ALL,
-                 replays=dict(site.replays)),
+                 replays=dict(site.replays), reactor=reactor),
         writer,
         reactor,
         resolver,

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from twisted.internet.defer import fail
 from zope.interface import implementer
 
 from netlog.core.capture import BodyCapture, SizeOnly
-from netlog.proxy.mode import BLIND, IMode, Refusal, Route, Routed, liveRoute
+from netlog.proxy.mode import BLIND, IMode, MintError, Refusal, Route, Routed, liveRoute
 
 #: Ports a CONNECT may reach unless C{--connect-ports} says otherwise: HTTPS,
 #: and HTTP, since browsers open a C{ws://} WebSocket through a proxy with a
@@ -56,6 +57,12 @@ class StandinMode:
 
     def serverTLS(self, host: str) -> Any:
         raise NotImplementedError("the stand-in decrypts nothing")
+
+    def mint(self, host: str) -> Any:
+        return fail(MintError("the stand-in decrypts nothing"))
+
+    def mintVia(self, ask: Any) -> None:
+        pass
 
     def routeTLS(self) -> Any:
         raise NotImplementedError("the stand-in has no HTTPS route")

@@ -17,6 +17,10 @@ The worker answers a delete with C{{"op": "deleted", "name"}} once the
 session's exchanges have ended (or were ended as stopped) and its log is
 closed, and new rules with C{{"op": "ruled", "name"}} once the next request
 asks them (so that the API answers a change only once it is in force).
+
+The worker asks C{{"op": "mint", "host"}} for a decrypted live host's
+certificate; the supervisor answers C{{"op": "minted", "host", "cert"}}
+(PEM) or C{{"op": "minted", "host", "error"}} (see L{netlog.site.minter}).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from netlog.net.reactors import IProxyReactor
+from netlog.proxy.mode import MintError
 
 _log = Logger(namespace="netlog.control")
 
@@ -89,11 +94,12 @@ class _Lines(Protocol):
 
 class SupervisorSide(_Lines):
     """
-    The supervisor's end, for one worker: sends, and waits for the
-    answers to deletes.
+    The supervisor's end, for one worker: sends, waits for the answers to
+    deletes, and answers the worker's mints with C{mint}.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, mint: Callable[[str], Deferred[str]] | None = None) -> None:
+        self._mint = mint
         self.pending: dict[str, list[Deferred[None]]] = {}
         #: The rules sent and not yet answered, in the order sent (the
         #: worker answers them in that order).
@@ -152,6 +158,25 @@ class SupervisorSide(_Lines):
                 d.callback(None)
         elif message.get("op") == "ruled" and self.ruling:
             self.ruling.popleft().callback(None)
+        elif message.get("op") == "mint":
+            self._answerMint(str(message.get("host", "")))
+
+    def _answerMint(self, host: str) -> None:
+        """
+        Mint C{host}'s certificate for the worker and send it (or why not).
+        """
+        if self._mint is None:
+            self._minted({"host": host, "error": "this proxy mints no certificates"})
+            return
+
+        def failed(failure: Any) -> None:
+            self._minted({"host": host, "error": failure.getErrorMessage()})
+
+        self._mint(host).addCallbacks(lambda pem: self._minted({"host": host, "cert": pem}), failed)
+
+    def _minted(self, answer: dict[str, Any]) -> None:
+        if not self.closed and self.transport is not None:
+            self.send({"op": "minted", **answer})
 
     def connectionLost(self, reason: Any = None) -> None:
         self.closed = True
@@ -164,13 +189,16 @@ class SupervisorSide(_Lines):
                 d.callback(None)
 
 
-def connectSupervisorSide(reactor: IProxyReactor) -> tuple[SupervisorSide, socket.socket]:
+def connectSupervisorSide(reactor: IProxyReactor, mint: Callable[[str], Deferred[str]] | None = None
+                          ) -> tuple[SupervisorSide, socket.socket]:
     """
     A socket pair: the supervisor's end served by a L{SupervisorSide}, and
     the worker's end, to hand to the worker (and close here once handed).
+
+    @param mint: what mints the live hosts' certificates the worker asks for.
     """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    side = SupervisorSide()
+    side = SupervisorSide(mint)
     reactor.adoptStreamConnection(ours.fileno(), socket.AF_UNIX, SideFactory(lambda: side))
     ours.close()
     return side, theirs
@@ -195,6 +223,31 @@ class WorkerSide(_Lines):
         self._onDelete = onDelete
         self._onRules = onRules
         self._fds: deque[int] = deque()
+        #: Mints asked and not yet answered, by host.
+        self._minting: dict[str, list[Deferred[str]]] = {}
+
+    def mint(self, host: str) -> Deferred[str]:
+        """
+        Ask the supervisor for the certificate (PEM) of the live host
+        C{host}; many asking at once for one host ask once.
+        """
+        d: Deferred[str] = Deferred()
+        waiting = self._minting.get(host)
+        if waiting is not None:
+            waiting.append(d)
+            return d
+        if self.transport is None:
+            d.errback(MintError("the control channel to the supervisor is closed"))
+            return d
+        self._minting[host] = [d]
+        self.send({"op": "mint", "host": host})
+        return d
+
+    def connectionLost(self, reason: Any = None) -> None:
+        minting, self._minting = self._minting, {}
+        for waiting in minting.values():
+            for d in waiting:
+                d.errback(MintError("the control channel to the supervisor is closed"))
 
     def fileDescriptorReceived(self, descriptor: int) -> None:
         self._fds.append(descriptor)
@@ -218,6 +271,13 @@ class WorkerSide(_Lines):
             except Exception:
                 _log.failure("the worker could not take the rules of {name}", name=message.get("name"))
             self.send({"op": "ruled", "name": message.get("name")})
+        elif op == "minted":
+            host = str(message.get("host"))
+            for d in self._minting.pop(host, []):
+                if isinstance(message.get("cert"), str):
+                    d.callback(message["cert"])
+                else:
+                    d.errback(MintError(f"no certificate for {host}: {message.get('error', 'no reason given')}"))
         elif op == "delete":
             name = message.get("name")
             d = self._onDelete(message)

@@ -370,13 +370,18 @@ class Supervisor(MultiService):
         adoptSession: str | None = None,
         rules: Rules = NO_RULES,
         workers: int = 1,
+        mint: Callable[[str], Deferred[str]] | None = None,
     ) -> None:
         """
         @param rules: the main listener's rules (C{--rules}); each session's
             are kept here too, and handed to the workers that serve it.
         @param workers: how many workers serve at once (C{--workers}), each
             in a slot of its own with its own standby.
+        @param mint: what mints a live host's certificate a worker asks for
+            over its control channel (its proxy's, see
+            L{netlog.site.minter}).
         """
+        self._mint = mint
         MultiService.__init__(self)
         self._fork = fork
         self._adoptSession = adoptSession
@@ -792,7 +797,7 @@ class Supervisor(MultiService):
             slot=slot.index,
             servesMain=slot.servesMain,
         ).toJSON()
-        control, theirs = connectSupervisorSide(self._reactor)
+        control, theirs = connectSupervisorSide(self._reactor, self._mint)
         childFDs[nextFd] = theirs.fileno()
         worker = WorkerProtocol(slot, self._reactor.seconds(), standby)
         worker.control = control

@@ -114,6 +114,18 @@ class ServedProxy(Protocol):
 
     def privilegedStartService(self) -> None: ...
 
+    def mint(self, host: str) -> Any:
+        """
+        In the supervisor: a Deferred of the certificate (PEM) of the live
+        host C{host} a worker asked for.
+        """
+
+    def mintVia(self, ask: Any) -> None:
+        """
+        In a worker: C{ask(host)} gets a live host's certificate from the
+        supervisor.
+        """
+
     def setServiceParent(self, parent: Any) -> Any: ...
 
 
@@ -364,7 +376,9 @@ def _serveControl(reactor: IProxyReactor, fd: int, proxy: Any, sessions: Any, Ad
             return succeed(None)
         return session.stop(float(message.get("timeout", 0)))
 
-    reactor.adoptStreamConnection(fd, socket.AF_UNIX, SideFactory(lambda: WorkerSide(add, delete, setRules)))
+    side = WorkerSide(add, delete, setRules)
+    proxy.mintVia(side.mint)
+    reactor.adoptStreamConnection(fd, socket.AF_UNIX, SideFactory(lambda: side))
     os.close(fd)
 
 

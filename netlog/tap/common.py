@@ -478,6 +478,7 @@ def makeSupervised(
         privileged=proxy.privilegedStartService,
         privilegedFiles=lambda: proxy.privilegedFiles,
         handedData=lambda: proxy.handedData,
+        mint=proxy.mint,
         uid=config.uid,
         gid=config.gid,
         apiAddress=apiAddress,

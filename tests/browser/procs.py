@@ -242,9 +242,15 @@ def writeSites(directory: str, site: Site, origins: Sequence[str] = ("https://sh
     return path
 
 
+def _given(site: Site | None) -> Site:
+    if site is None:
+        raise AssertionError("no sites.toml given, and no test site to write one for")
+    return site
+
+
 def startSiteProxy(
     directory: str,
-    site: Site,
+    site: Site | None,
     addCleanup: Callable[..., Any],
     api: bool = False,
     sitesPath: str | None = None,
@@ -255,8 +261,8 @@ def startSiteProxy(
     C{twistd netlog-proxy} for the test site: a forward port and (unless
     C{httpsRoute} is false: it needs a site with an C{https://} origin) an
     HTTPS route, names resolved only by C{--resolve}. Its sites are
-    C{sitesPath}, or (by default) the ones L{writeSites} writes; C{extra}
-    options follow.
+    C{sitesPath}, or (by default) the ones L{writeSites} writes for
+    C{site}; C{extra} options follow.
     """
     from tests.support import freePort
 
@@ -265,7 +271,7 @@ def startSiteProxy(
     state = os.path.join(directory, "state")
     log = os.path.join(directory, "network.jsonl")
     args = [
-        "--sites", sitesPath or writeSites(directory, site),
+        "--sites", sitesPath or writeSites(directory, _given(site)),
         "--state", state,
         "--log", log,
         "--listen", f"tcp:{port}:interface=127.0.0.1",

@@ -262,8 +262,11 @@ class FakeEngine:
 
     def openFields(self, side: Any, kind: str, started: float, head: RequestHead, url: str, host: str | None,
                    port: int | None, address: str | None = None, signIn: frozenset[str] = frozenset(),
-                   rules: Any = ()) -> dict[str, Any]:
-        return {"kind": kind, "url": url, "server": f"{host}:{port}", "address": address}
+                   rules: Any = (), liveDecrypted: bool = False) -> dict[str, Any]:
+        fields = {"kind": kind, "url": url, "server": f"{host}:{port}", "address": address}
+        if liveDecrypted:
+            fields["_liveDecrypted"] = True
+        return fields
 
     def takeIdle(self, route: Route) -> tuple[FakeSource, bool, str, None] | None:
         if not self.idle:

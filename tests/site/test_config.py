@@ -136,6 +136,33 @@ class ParseTests(SynchronousTestCase):
         config = parseSites('[live]\nhosts = ["*"]\nconnect_ports = [443, 8443]\n')
         self.assertEqual(config.liveConnectPorts, {443, 8443})
 
+    def test_liveDecrypt(self) -> None:
+        """
+        C{[live] decrypt} names the live hosts whose CONNECTs are decrypted
+        (a host it names is a live host too, a site's host never is);
+        C{ca_file} (relative to C{sites.toml}'s folder) and C{verify} are
+        the trust their certificates are checked against: the system's
+        store and verified, unless they say otherwise.
+        """
+        config = parseSites('[[site]]\nname = "a"\norigins = ["https://a.example.org"]\n'
+                            'backend = "http://127.0.0.1:1"\n[live]\ndecrypt = ["*.example.org", "API.test"]\n')
+        self.assertTrue(config.decrypts("b.example.org"))
+        self.assertTrue(config.decrypts("api.test."))
+        self.assertTrue(config.isLive("b.example.org"))
+        self.assertFalse(config.decrypts("a.example.org"))
+        self.assertFalse(config.decrypts("example.org"))
+        self.assertEqual((config.liveTrust.caFile, config.liveTrust.verify), (None, True))
+        self.assertFalse(parseSites('[live]\nhosts = ["*"]\n').decrypts("a.test"))
+        self.assertTrue(parseSites('[live]\ndecrypt = ["*"]\n').decrypts("a.test"))
+        folder = self.mktemp()
+        os.makedirs(folder)
+        with open(os.path.join(folder, "trust.pem"), "w") as f:
+            f.write("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+        path = os.path.join(folder, "sites.toml")
+        config = parseSites('[live]\ndecrypt = ["*"]\nca_file = "trust.pem"\nverify = false\n', path)
+        self.assertEqual(config.liveTrust.caFile, os.path.join(os.path.abspath(folder), "trust.pem"))
+        self.assertFalse(config.liveTrust.verify)
+
     def test_errorsNameTheLine(self) -> None:
         """
         Each mistake fails with the file, the line it is on, and what is
@@ -174,6 +201,12 @@ class ParseTests(SynchronousTestCase):
             ("[live]\nhosts = []\nconnect_ports = \"443\"\n", 3, "port numbers"),
             ("[live]\nhosts = []\nconnect_ports = []\n", 3, "port numbers"),
             ("[live]\nhosts = []\nports = [443]\n", 3, "connect_ports"),
+            ("[live]\ndecrypt = \"*\"\n", 2, "decrypt must be a list"),
+            ("[live]\ndecrypt = [\"https://x.test\"]\n", 2, "no scheme"),
+            ("[live]\ndecrypt = [\"*\"]\nverify = \"no\"\n", 3, "verify must be true or false"),
+            ("[live]\ndecrypt = [\"*\"]\nca_file = 1\n", 3, "ca_file must be the path"),
+            ("[live]\ndecrypt = [\"*\"]\nca_file = \"/nonexistent/ca.pem\"\n", 3, "can't read it"),
+            ("[live]\ndecrypt = [\"*\"]\nca_file = \"/dev/null\"\n", 3, "holds no PEM certificate"),
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test\"\n", 3, "not valid TOML"),
             ("[[site]]\nname = \"a\"\norigins = [\"https://a.test/path\"]\nbackend = \"http://127.0.0.1:1\"\n",
              3, "no path"),

@@ -9,6 +9,7 @@ same search finds it in a C{--no-supervise} proxy, which holds the key.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -119,6 +120,30 @@ class KeyMemoryTests(SynchronousTestCase):
         self.addCleanup(twistd.stop)
         return twistd
 
+    def startSupervised(self, name: str) -> tuple[Twistd, int]:
+        """
+        A supervised proxy with its worker serving and its standby up, and
+        its forward port.
+        """
+        supervised = self.start(name)
+        port = supervised.listenerPort("forward")
+        supervised.waitServing()
+        waitFor(lambda: supervised.standingByCount() >= 1, "a standby")
+        return supervised, port
+
+    def assertKeyInNoServingProcess(self, supervised: Twistd) -> dict[str, bytes]:
+        """
+        Neither the supervisor, nor the serving worker, nor the standby
+        holds the CA key; what was searched for.
+        """
+        wanted = needles(os.path.join(self.state, "ca.key"))
+        workers = supervised.workers()
+        self.assertEqual(len(workers), 2, supervised.text())
+        processes = {"supervisor": supervised.process.pid, "worker": workers[0], "standby": workers[1]}
+        for role, pid in processes.items():
+            self.assertEqual(found(pid, wanted), set(), role)
+        return wanted
+
     def test_onlyWithoutSupervisor(self) -> None:
         """
         Supervised, with its serving worker and its standby up and a TLS
@@ -128,21 +153,34 @@ class KeyMemoryTests(SynchronousTestCase):
         signed by the CA. A C{--no-supervise} proxy on the same state holds
         it: the search finds what it looks for.
         """
-        supervised = self.start("supervised")
-        port = supervised.listenerPort("forward")
-        supervised.waitServing()
-        waitFor(lambda: supervised.standingByCount() >= 1, "a standby")
+        supervised, port = self.startSupervised("supervised")
         caPath = os.path.join(self.state, "ca.pem")
         for host in ("shop.test", "SHOP.test"):
             self.assertTrue(handshake(port, host, caPath))
-        wanted = needles(os.path.join(self.state, "ca.key"))
-        workers = supervised.workers()
-        self.assertEqual(len(workers), 2, supervised.text())
-        processes = {"supervisor": supervised.process.pid, "worker": workers[0], "standby": workers[1]}
-        for role, pid in processes.items():
-            self.assertEqual(found(pid, wanted), set(), role)
+        wanted = self.assertKeyInNoServingProcess(supervised)
 
         alone = self.start("alone", "--no-supervise")
         alonePort = alone.listenerPort("forward")
         self.assertTrue(handshake(alonePort, "shop.test", caPath))
         self.assertTrue(found(alone.process.pid, wanted) & {"big-endian", "little-endian"})
+
+    def test_liveHostsMintedOnDemand(self) -> None:
+        """
+        With C{[live] decrypt}, after a TLS handshake through the worker for
+        each of 100 live hosts no certificate was minted for at start (each
+        minted on demand, signed by netlog's CA), neither the serving
+        worker, nor the standby, nor the supervisor holds the CA key; the
+        minter the supervisor started does (the search finds it there).
+        """
+        with open(self.sites, "a") as f:
+            f.write('[live]\ndecrypt = ["*.live.test"]\n')
+        supervised, port = self.startSupervised("live")
+        caPath = os.path.join(self.state, "ca.pem")
+        seen = {handshake(port, f"h{i}.live.test", caPath) for i in range(100)}
+        self.assertEqual(len(seen), 100)
+        # A host asked again is served from the worker's cache: the same
+        # certificate.
+        self.assertIn(handshake(port, "h7.live.test", caPath), seen)
+        wanted = self.assertKeyInNoServingProcess(supervised)
+        minter = int(re.search(r"started the certificate minter (\d+)", supervised.text()).group(1))  # type: ignore[union-attr]
+        self.assertTrue(found(minter, wanted) & {"big-endian", "little-endian"})

@@ -113,6 +113,19 @@ class DummyProxy(MultiService):
         self.privilegedFiles = [self.config.secret] if self.config.secret else []
         self.handedData: dict[str, bytes] = {}
 
+    def mint(self, host: str) -> Any:
+        """
+        It decrypts nothing (L{ServedProxy}).
+        """
+        from twisted.internet.defer import fail
+
+        from netlog.proxy.mode import MintError
+
+        return fail(MintError("the dummy mints nothing"))
+
+    def mintVia(self, ask: Any) -> None:
+        pass
+
     def startService(self) -> None:
         if self.config.dieAtStart:
             raise RuntimeError("told to die at start")

@@ -34,6 +34,12 @@ NOT_SECONDS = ["x", "-1", "nan", "inf", ""]
 NOT_ENDPOINTS = ["3199", "127.0.0.1:3199", "localhost:3199", ":3199", "[::1]:3199", "tcp:notaport",
                  "tcp:99999", "tcp:0:interface=eth0", "tcp:0:bogus=1", "nonsense", ""]
 
+#: Bad C{[live]} tables of a C{sites.toml}, each its own file
+#: (C{{badLive0}}, ...): the keys of a decrypted live host.
+BAD_LIVE = ['[live]\ndecrypt = "*"\n', '[live]\ndecrypt = ["https://x.test/"]\n',
+            '[live]\ndecrypt = ["*"]\nca_file = "missing.pem"\n', '[live]\ndecrypt = ["*"]\nca_file = "bad.toml"\n',
+            '[live]\ndecrypt = ["*"]\nverify = "no"\n']
+
 #: option -> bad values, for both plugins: C{{folder}}, C{{sites}} and
 #: C{{badSites}} name a fresh folder, a good sites file and a bad one. A
 #: value that is a tuple is C{(value, other arguments that go with it)}.
@@ -69,7 +75,8 @@ PLUGIN_OPTIONS: dict[str, list[Any]] = {
     "upstream-proxy-auth-file": [(path, ["--upstream-proxy", "http://127.0.0.1:3128"])
                                  for path in ("{folder}/missing", "{folder}", "{sites}", "/dev/null")]
                                 + ["{sites}"],
-    "sites": ["{folder}/missing.toml", "{folder}", "{badSites}"],
+    "sites": ["{folder}/missing.toml", "{folder}", "{badSites}",
+              *[f"{{folder}}/badLive{i}.toml" for i in range(len(BAD_LIVE))]],
     "rules": ["{folder}/missing.toml", "{folder}", "{badSites}", "{sites}", ""],
     "keep-bodies": ["x", "ALL", ""],
     "replay": ["{folder}/missing.jsonl", "{folder}", "{badSites}", ""],
@@ -216,6 +223,9 @@ class BadValueTests(SynchronousTestCase):
         self.badSites = os.path.join(self.folder, "bad.toml")
         with open(self.badSites, "w") as f:
             f.write("[[site]\nname = ")
+        for i, text in enumerate(BAD_LIVE):
+            with open(os.path.join(self.folder, f"badLive{i}.toml"), "w") as f:
+                f.write(text)
         self.log = os.path.join(self.folder, "network.jsonl")
         with open(self.log, "w") as f:
             f.write('{"n":1,"type":"open","id":1}\n')
@@ -278,7 +288,8 @@ class BadValueTests(SynchronousTestCase):
 
     def assertNothingMade(self) -> None:
         made = sorted(os.listdir(self.folder))
-        self.assertEqual(made, ["bad.toml", "network.jsonl", "sites.toml"])
+        self.assertEqual(made, sorted(["bad.toml", "network.jsonl", "sites.toml",
+                                       *[f"badLive{i}.toml" for i in range(len(BAD_LIVE))]]))
 
     def test_standin(self) -> None:
         """
