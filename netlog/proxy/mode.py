@@ -62,6 +62,8 @@ class Route:
     @ivar upstreamProxy: for a configured upstream, the proxy its
         connections go through (a site's C{upstream_proxy}); L{None}: direct.
         A live host's is the engine's (C{--upstream-proxy}).
+    @ivar http1Only: the request needs an HTTP/1.1 connection of its own
+        (an upgrade: a WebSocket), never a stream of an HTTP/2 one.
     """
 
     scheme: str
@@ -74,6 +76,7 @@ class Route:
     named: bool = False
     connections: int | None = None
     upstreamProxy: UpstreamProxy | None = None
+    http1Only: bool = False
 
     @cached_property
     def key(self) -> Hashable:
