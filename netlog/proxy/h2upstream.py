@@ -649,10 +649,11 @@ class H2Upstream(StreamsProducer, Protocol):
         if self.lastStream is not None and not self.handed and self.connected and self._closing is None:
             self.close()
 
-    def close(self) -> None:
+    def close(self, gently: bool = True) -> None:
         """
         End the connection: C{GOAWAY}, then closed (cut after
-        L{CLOSE_GRACE} seconds).
+        L{CLOSE_GRACE} seconds); cut at once unless C{gently} (the proxy
+        stops).
         """
         if not self.connected:
             return
@@ -663,6 +664,9 @@ class H2Upstream(StreamsProducer, Protocol):
         except H2Error:
             pass
         self.send()
+        if not gently:
+            self.transport.abortConnection()
+            return
         self.transport.loseConnection()
         self._closing = self.reactor.callLater(CLOSE_GRACE, self.transport.abortConnection)
 

@@ -343,6 +343,8 @@ class ProxyService(Service):
         # HTTP/2 is offered on a TLS connection made straight to the
         # upstream, for a request that may share one (not an upgrade).
         offerH2 = tls is not None and self.h2Upstream and not route.http1Only
+        if offerH2:
+            self.pool.negotiating(key)
         d = self.resolveFor(route)
 
         def connect(address: str | None) -> defer.Deferred[Taken]:
@@ -370,15 +372,18 @@ class ProxyService(Service):
             self.pool.opened(protocol)
             now = self.reactor.seconds()
             if isinstance(protocol, H2Upstream):
+                self.pool.negotiated(key, "h2")
                 stream = protocol.newStream(reused=False)
                 if protocol.connected:
                     self.pool.share(protocol, route.connections or self.upstreamConnections)
                 return (stream, False, address, now)
             if offerH2:
-                self.pool.spokeHTTP11(key)
+                self.pool.negotiated(key, "http/1.1")
             return (protocol, False, address, now)
 
         def unmade(failure: Any) -> Any:
+            if offerH2:
+                self.pool.negotiated(key, None)
             self.pool.released(key)
             return failure
 

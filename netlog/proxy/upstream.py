@@ -403,7 +403,7 @@ class ISharedConnection(TypingProtocol):
         An answer source for one more exchange.
         """
 
-    def close(self) -> None: ...
+    def close(self, gently: bool = True) -> None: ...
 
 
 class Pool:
@@ -433,8 +433,14 @@ class Pool:
         self._waiting: dict[Hashable, dict[IWaiter, None]] = {}
         #: The shared connections per key (see L{share}).
         self._shared: dict[Hashable, list[ISharedConnection]] = {}
-        #: The keys whose upstream spoke HTTP/2 last, with their cap.
-        self._h2: dict[Hashable, int] = {}
+        #: The keys whose upstream spoke HTTP/2 last, and those whose
+        #: upstream spoke HTTP/1.1 to an offer of both.
+        self._h2: set[Hashable] = set()
+        self._http11: set[Hashable] = set()
+        #: The TLS handshakes offering HTTP/2 under way, per key.
+        self._negotiating: dict[Hashable, int] = {}
+        #: The cap of each key whose exchanges wait for a stream.
+        self._caps: dict[Hashable, int] = {}
 
     def take(self, key: Hashable, shared: bool = True) -> IAnswerSource | None:
         """
@@ -485,14 +491,22 @@ class Pool:
         """
         Room for a new connection to C{key}'s upstream, with at most C{cap}
         open: counted now, C{True}. Else C{waiter} waits its turn, C{False}.
-        An upstream that spoke HTTP/2 gets a new connection only when every
-        one open to it is a shared one with no room.
+        An upstream that spoke HTTP/2 (or whose first handshake offering it
+        is under way, as a browser waits for its first connection's ALPN)
+        gets a new connection only when every one open to it is a shared one
+        with no room; while one has room, C{waiter} is handed a stream of it
+        at once (C{False}).
         """
         count = self._open.get(key, 0)
-        if key in self._h2 and waiter.sharedStreams:
-            self._h2[key] = cap
+        if (key in self._h2 or key in self._negotiating and key not in self._http11) and waiter.sharedStreams:
+            self._caps[key] = cap
             shared = self._shared.get(key, [])
-            if count > len(shared) or any(c.room for c in shared):
+            for connection in shared:
+                if connection.room:
+                    # (A request sent again after its stream was refused.)
+                    waiter.handed(connection.newStream())
+                    return False
+            if count > len(shared):
                 self._waiting.setdefault(key, {})[waiter] = None
                 return False
         if count < cap:
@@ -519,7 +533,9 @@ class Pool:
         """
         connection.pool = self
         self._shared.setdefault(connection.key, []).append(connection)
-        self._h2[connection.key] = cap
+        self._caps[connection.key] = cap
+        self._h2.add(connection.key)
+        self._http11.discard(connection.key)
         self.offer(connection)
 
     def offer(self, connection: ISharedConnection) -> None:
@@ -553,23 +569,39 @@ class Pool:
                 del self._shared[connection.key]
         self._wakeWaiting(connection.key)
 
-    def spokeHTTP11(self, key: Hashable) -> None:
+    def negotiating(self, key: Hashable) -> None:
         """
-        A new connection to C{key}'s upstream spoke HTTP/1.1: its
-        connections aren't shared any more, and the exchanges waiting for
-        a stream may open connections again, as many as the cap allows.
+        A TLS handshake offering HTTP/2 to C{key}'s upstream began: its
+        exchanges wait for it (see L{claim}).
         """
-        cap = self._h2.pop(key, None)
-        if cap is not None:
-            self._wakeWaiting(key, cap)
+        self._negotiating[key] = self._negotiating.get(key, 0) + 1
 
-    def _wakeWaiting(self, key: Hashable, cap: int | None = None) -> None:
+    def negotiated(self, key: Hashable, spoke: str | None) -> None:
+        """
+        That handshake is over: C{spoke} C{h2} (the connection is shared
+        next), C{http/1.1} (the exchanges waiting may open connections
+        again, as many as the cap allows), or L{None}: it failed.
+        """
+        left = self._negotiating.get(key, 0) - 1
+        if left > 0:
+            self._negotiating[key] = left
+        else:
+            self._negotiating.pop(key, None)
+        if spoke == "h2":
+            self._h2.add(key)
+            self._http11.discard(key)
+        elif spoke is not None:
+            self._http11.add(key)
+            self._h2.discard(key)
+            self._wakeWaiting(key)
+
+    def _wakeWaiting(self, key: Hashable) -> None:
         """
         Open the way for an exchange waiting for a stream to C{key}'s
         upstream when none can come: no shared connection with room, none
         being made, and the cap allows one more.
         """
-        cap = cap or self._h2.get(key)
+        cap = self._caps.get(key)
         waiting = self._waiting.get(key)
         if cap is None or not waiting:
             return
@@ -678,4 +710,4 @@ class Pool:
         for shared in list(self._shared.values()):
             for connection in list(shared):
                 self.unshare(connection)
-                connection.close()
+                connection.close(gently=False)

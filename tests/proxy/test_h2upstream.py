@@ -449,6 +449,23 @@ class PoolTests(SynchronousTestCase):
         own.close(True)
         self.assertIsInstance(pool.take(KEY), H2UpstreamStream)
 
+    def test_waitForFirstHandshake(self) -> None:
+        """
+        While the first handshake offering HTTP/2 to an upstream is under
+        way, the other exchanges for it wait for its outcome rather than
+        open connections; an upstream known to speak HTTP/1.1 isn't waited
+        for.
+        """
+        pool = Pool(MemoryReactorClock())
+        self.assertTrue(pool.claim(KEY, 6, Waiter()))
+        pool.negotiating(KEY)
+        waiters = [Waiter(), Waiter()]
+        self.assertEqual([pool.claim(KEY, 6, w) for w in waiters], [False, False])
+        pool.negotiated(KEY, "http/1.1")
+        self.assertEqual([w.got for w in waiters], [["slot"], ["slot"]])
+        pool.negotiating(KEY)
+        self.assertTrue(pool.claim(KEY, 6, Waiter()))
+
     def test_waitForStream(self) -> None:
         """
         An exchange for an upstream that spoke HTTP/2 waits for a stream
@@ -466,5 +483,6 @@ class PoolTests(SynchronousTestCase):
         self.assertTrue(pool.claim(KEY, 6, Waiter()), "a new connection once none is left")
         waiter = Waiter()
         self.assertFalse(pool.claim(KEY, 6, waiter), "waits while that one is being made")
-        pool.spokeHTTP11(KEY)
+        self.assertTrue(pool.claim(KEY, 6, Waiter(shared=False)), "an upgrade doesn't wait")
+        pool.negotiated(KEY, "http/1.1")
         self.assertEqual(waiter.got, ["slot"])
