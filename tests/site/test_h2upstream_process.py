@@ -13,16 +13,20 @@ import json
 import os
 import shutil
 import socket
+import socketserver
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core.har import entriesFromLines
+from netlog.site.ca import CertificateAuthority
 from tests.site.support import readAll
 from tests.site.test_process import WAIT, readHead
 from tests.support import freePort, sourceEnv, startTwistd, stopProcess
@@ -30,39 +34,19 @@ from tests.support import freePort, sourceEnv, startTwistd, stopProcess
 NGHTTP = shutil.which("nghttp")
 
 
-@pytest.mark.slow
-class H2BackendProcessTests(SynchronousTestCase):
-    def setUp(self) -> None:
-        if NGHTTP is None:
-            raise AssertionError("nghttp is missing: apt-get install nghttp2-client")
-        self.folder = os.path.abspath(self.mktemp())
-        os.makedirs(self.folder)
-        caFolder = os.path.join(self.folder, "backend-ca")
-        self.status = os.path.join(self.folder, "origin.json")
-        origin = subprocess.Popen([sys.executable, "-m", "tests.support.h2origin", caFolder, self.status, "100"],
-                                  env=sourceEnv(), cwd=self.folder)
-        self.addCleanup(stopProcess, origin, WAIT)
-        deadline = time.monotonic() + WAIT
-        while not os.path.exists(self.status):
-            if origin.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("the backend didn't start")
-            time.sleep(0.05)
-        self.originPort = self.origin()["port"]
-        self.sites = os.path.join(self.folder, "sites.toml")
-        with open(self.sites, "w") as f:
-            f.write(f"""
-[[site]]
-name = "vault"
-origins = ["https://vault.test"]
-backend = "https://backend.test:{self.originPort}"
-ca_file = "{os.path.join(caFolder, 'ca.pem')}"
-""")
-        self.logPath = os.path.join(self.folder, "network.jsonl")
-        self.state = os.path.join(self.folder, "state")
+class _ThroughProxy:
+    """
+    The site proxy under C{twistd}, and the browsers the tests use on it
+    (for a test case with C{folder}, C{sites}, C{logPath} and C{state}).
+    """
 
-    def origin(self) -> dict[str, Any]:
-        with open(self.status) as f:
-            return json.load(f)  # type: ignore[no-any-return]
+    folder: str
+    sites: str
+    logPath: str
+    state: str
+    addCleanup: Any
+    assertTrue: Any
+    assertEqual: Any
 
     def startProxy(self, *extra: str) -> None:
         self.port, self.route = freePort(), freePort()
@@ -118,6 +102,41 @@ ca_file = "{os.path.join(caFolder, 'ca.pem')}"
             entries, unreadable = entriesFromLines(f.readlines())
         self.assertEqual(unreadable, 0)
         return entries
+
+
+@pytest.mark.slow
+class H2BackendProcessTests(_ThroughProxy, SynchronousTestCase):
+    def setUp(self) -> None:
+        if NGHTTP is None:
+            raise AssertionError("nghttp is missing: apt-get install nghttp2-client")
+        self.folder = os.path.abspath(self.mktemp())
+        os.makedirs(self.folder)
+        caFolder = os.path.join(self.folder, "backend-ca")
+        self.status = os.path.join(self.folder, "origin.json")
+        origin = subprocess.Popen([sys.executable, "-m", "tests.support.h2origin", caFolder, self.status, "100"],
+                                  env=sourceEnv(), cwd=self.folder)
+        self.addCleanup(stopProcess, origin, WAIT)
+        deadline = time.monotonic() + WAIT
+        while not os.path.exists(self.status):
+            if origin.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("the backend didn't start")
+            time.sleep(0.05)
+        self.originPort = self.origin()["port"]
+        self.sites = os.path.join(self.folder, "sites.toml")
+        with open(self.sites, "w") as f:
+            f.write(f"""
+[[site]]
+name = "vault"
+origins = ["https://vault.test"]
+backend = "https://backend.test:{self.originPort}"
+ca_file = "{os.path.join(caFolder, 'ca.pem')}"
+""")
+        self.logPath = os.path.join(self.folder, "network.jsonl")
+        self.state = os.path.join(self.folder, "state")
+
+    def origin(self) -> dict[str, Any]:
+        with open(self.status) as f:
+            return json.load(f)  # type: ignore[no-any-return]
 
     def test_eachSide(self) -> None:
         """
@@ -191,3 +210,152 @@ ca_file = "{os.path.join(caFolder, 'ca.pem')}"
         self.assertEqual([r[0] for r in origin["requests"]], ["HTTP/1.1", "HTTP/1.1"])
         for _, ended in self.ends(2):
             self.assertNotIn("server_version", ended["response"])
+
+
+class _Origin(socketserver.BaseRequestHandler):
+    """
+    A plain HTTP/1.1 origin behind C{nghttpx}: C{/trailers} is chunked
+    with the trailer C{x-checksum: c0ffee}, anything else C{hello through
+    nghttpx}.
+    """
+
+    def handle(self) -> None:
+        sock = self.request
+        sock.settimeout(WAIT)
+        buffered = b""
+        while True:
+            while b"\r\n\r\n" not in buffered:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                buffered += data
+            head, _, buffered = buffered.partition(b"\r\n\r\n")
+            if b" /trailers " in head.split(b"\r\n", 1)[0]:
+                sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n"
+                             b"Trailer: x-checksum\r\n\r\nd\r\nwith trailers\r\n0\r\nx-checksum: c0ffee\r\n\r\n")
+            else:
+                sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n\r\n"
+                             b"hello through nghttpx")
+
+
+class _OriginServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    #: (socketserver's backlog of 5 would leave some of nghttpx's
+    #: connections to it in the kernel's retries.)
+    request_queue_size = 128
+
+
+@pytest.mark.slow
+class NghttpxBackendTests(_ThroughProxy, SynchronousTestCase):
+    """
+    The same, with C{nghttpx} (Debian's nghttp2-proxy: an HTTP/2
+    implementation other than the C{h2} library netlog speaks with) as the
+    backend, in front of a plain HTTP/1.1 origin; its access log says which
+    protocol each request came in and on which connection (the client's
+    port).
+    """
+
+    def setUp(self) -> None:
+        nghttpx = shutil.which("nghttpx")
+        if nghttpx is None or NGHTTP is None:
+            raise AssertionError("nghttpx or nghttp is missing: apt-get install nghttp2-proxy nghttp2-client")
+        self.folder = os.path.abspath(self.mktemp())
+        os.makedirs(self.folder)
+        plain = _OriginServer(("127.0.0.1", 0), _Origin)
+        threading.Thread(target=plain.serve_forever, daemon=True).start()
+        self.addCleanup(plain.server_close)
+        self.addCleanup(plain.shutdown)
+        ca = CertificateAuthority.loadOrCreate(os.path.join(self.folder, "backend-ca"))
+        cert, key = os.path.join(self.folder, "backend.pem"), os.path.join(self.folder, "backend.key")
+        with open(cert, "wb") as f:
+            f.write(ca.mint("backend.test").public_bytes(serialization.Encoding.PEM))
+        with open(key, "wb") as f:
+            f.write(ca.leafKeyPEM())
+        self.originPort = freePort()
+        self.accessLog = os.path.join(self.folder, "nghttpx-access.log")
+        process = subprocess.Popen(
+            [nghttpx, f"--frontend=127.0.0.1,{self.originPort}", f"--backend=127.0.0.1,{plain.server_address[1]}",
+             "--workers=1", "--no-ocsp", "--no-via", "--accesslog-file", self.accessLog,
+             "--accesslog-format", "$alpn $remote_port $request $status",
+             f"--errorlog-file={os.path.join(self.folder, 'nghttpx.log')}",
+             f"--pid-file={os.path.join(self.folder, 'nghttpx.pid')}", key, cert],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(stopProcess, process, WAIT)
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.originPort), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("nghttpx didn't start")
+                time.sleep(0.05)
+        self.sites = os.path.join(self.folder, "sites.toml")
+        with open(self.sites, "w") as f:
+            f.write(f"""
+[[site]]
+name = "vault"
+origins = ["https://vault.test"]
+backend = "https://backend.test:{self.originPort}"
+ca_file = "{os.path.join(self.folder, 'backend-ca', 'ca.pem')}"
+""")
+        self.logPath = os.path.join(self.folder, "network.jsonl")
+        self.state = os.path.join(self.folder, "state")
+
+    def access(self, count: int) -> list[list[str]]:
+        """
+        C{nghttpx}'s access log once it has C{count} lines (the probe of its
+        start has none): C{[alpn, port, method, path, version, status]}.
+        """
+        deadline = time.monotonic() + WAIT
+        while True:
+            lines: list[list[str]] = []
+            if os.path.exists(self.accessLog):
+                with open(self.accessLog) as f:
+                    lines = [line.split() for line in f if line.strip()]
+            if len(lines) >= count or time.monotonic() > deadline:
+                return lines
+            time.sleep(0.05)
+
+    def test_eachSide(self) -> None:
+        """
+        An HTTP/1.1 browser's request and an HTTP/2 browser's both reach
+        C{nghttpx} over HTTP/2, one connection; the HTTP/2 browser gets the
+        origin's trailers; the log says each side's protocol.
+        """
+        self.startProxy()
+        self.assertTrue(self.http11("/hello").endswith(b"\r\n\r\nhello through nghttpx"))
+        out = self.nghttp("/trailers")
+        self.assertIn("recv (stream_id=13) x-checksum: c0ffee", out)
+        lines = self.access(2)
+        self.assertEqual([(line[0], line[3], line[5]) for line in lines],
+                         [("h2", "/hello", "200"), ("h2", "/trailers", "200")])
+        self.assertEqual(len({line[1] for line in lines}), 1, "one connection")
+        (opened1, ended1), (opened2, ended2) = self.ends(2)
+        self.assertEqual((opened1["request"]["version"], ended1["response"]["server_version"]),
+                         ("HTTP/1.1", "HTTP/2"))
+        self.assertEqual((opened2["request"]["version"], ended2["response"]["server_version"]),
+                         ("HTTP/2", "HTTP/2"))
+
+    def test_hundredStreams(self) -> None:
+        """
+        A hundred requests at once from one HTTP/2 browser connection reach
+        C{nghttpx} on one connection.
+        """
+        self.startProxy()
+        out = self.nghttp("/hello", "-m", "100")
+        self.assertEqual(out.count(":status: 200"), 100, out[-2000:])
+        lines = self.access(100)
+        self.assertEqual(len(lines), 100)
+        self.assertEqual({line[0] for line in lines}, {"h2"})
+        self.assertEqual(len({line[1] for line in lines}), 1, "one backend connection")
+
+    def test_noH2Upstream(self) -> None:
+        """
+        With C{--no-h2-upstream}, C{nghttpx} is spoken to in HTTP/1.1.
+        """
+        self.startProxy("--no-h2-upstream")
+        self.assertTrue(self.http11("/hello").endswith(b"\r\n\r\nhello through nghttpx"))
+        self.assertIn(":status: 200", self.nghttp("/hello"))
+        self.assertEqual([line[0] for line in self.access(2)], ["http/1.1", "http/1.1"])
