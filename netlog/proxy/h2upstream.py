@@ -183,6 +183,9 @@ class H2UpstreamStream:
         self.out: list[bytes] = []
         self.endPending: list[tuple[bytes, bytes]] | None = None
         self.producer: Any = None
+        #: The request's header block until it goes (with the request's end
+        #: when that comes first: one HEADERS frame for a bodiless request).
+        self.block: list[tuple[bytes, bytes]] | None = None
 
     @property
     def idle(self) -> bool:
@@ -202,8 +205,10 @@ class H2UpstreamStream:
             self.sent = None
         if not body.data or self.closed:
             return 0
+        connection = self.connection
+        head = connection.sendHead(self, False) if self.block is not None else 0
         self.out.append(body.data)
-        return self.connection.pump(self)
+        return head + connection.pump(self)
 
     def requestEnded(self, end: EndOfMessage) -> int:
         sent = self.sent
@@ -211,8 +216,12 @@ class H2UpstreamStream:
             self.sent = None
         if self.closed:
             return 0
+        connection = self.connection
+        if self.block is not None and not self.out and not end.trailers:
+            return connection.sendHead(self, True)
+        head = connection.sendHead(self, False) if self.block is not None else 0
         self.endPending = list(end.trailers)
-        return self.connection.pump(self)
+        return head + connection.pump(self)
 
     def sendRaw(self, data: bytes) -> None:
         """
@@ -274,7 +283,10 @@ class H2Upstream(StreamsProducer, Protocol):
     def __init__(self, reactor: IProxyReactor, key: Hashable) -> None:
         self.reactor = reactor
         self.key = key
-        self.state = _State(config=H2Configuration(client_side=True, header_encoding=None))
+        # (netlog's own header blocks are lowercase and checked already.)
+        self.state = _State(config=H2Configuration(client_side=True, header_encoding=None,
+                                                   validate_outbound_headers=False,
+                                                   normalize_outbound_headers=False))
         self.streams: dict[int, H2UpstreamStream] = {}
         self.handed: set[H2UpstreamStream] = set()
         self.connected = False
@@ -286,6 +298,12 @@ class H2Upstream(StreamsProducer, Protocol):
         self.paused = False
         self.lostReason: Failure | None = None
         self._closing: Any = None
+        #: The streams whose heads wait for the end of the reactor's turn
+        #: (their request's end or body may come in it).
+        self.heads: list[H2UpstreamStream] = []
+        #: Frames made and not written yet: written together once a turn.
+        self.buffer: list[bytes] = []
+        self._soon: Any = None
 
     # -- the connection ---------------------------------------------------------------
 
@@ -329,9 +347,32 @@ class H2Upstream(StreamsProducer, Protocol):
         return stream
 
     def send(self) -> None:
+        """
+        Write what is made, now.
+        """
+        if self._soon is not None and self._soon.active():
+            self._soon.cancel()
+        self._soon = None
+        for stream in self.heads[:]:
+            self.sendHead(stream, False)
         data = self.state.data_to_send()
+        if self.buffer:
+            data = b"".join(self.buffer) + data
+            self.buffer.clear()
         if data and self.connected:
             self.transport.write(data)
+
+    def made(self) -> int:
+        """
+        Take the frames C{h2} made, to be written at the end of this turn
+        (with those of the other streams' in one write); their bytes.
+        """
+        data = self.state.data_to_send()
+        if data:
+            self.buffer.append(data)
+        if self._soon is None:
+            self._soon = self.reactor.callLater(0, self.send)
+        return len(data)
 
     def dataReceived(self, data: bytes) -> None:
         try:
@@ -447,7 +488,7 @@ class H2Upstream(StreamsProducer, Protocol):
         what = f"went away (GOAWAY, {_codeName(code)})"
         for stream in list(self.handed):
             if stream.streamId == 0 or stream.streamId > self.lastStream:
-                if stream.exchange is not None and stream.streamId:
+                if stream.exchange is not None and (stream.streamId or stream.block is not None):
                     stream.closed = True
                     self._forget(stream)
                     self._refused(stream, what)
@@ -497,6 +538,8 @@ class H2Upstream(StreamsProducer, Protocol):
         self.lostReason = reason
         if self._closing is not None and self._closing.active():
             self._closing.cancel()
+        if self._soon is not None and self._soon.active():
+            self._soon.cancel()
         if self.pool is not None:
             self.pool.unshare(self)
         counted, self.counted = self.counted, None
@@ -519,21 +562,37 @@ class H2Upstream(StreamsProducer, Protocol):
 
     def open(self, stream: H2UpstreamStream, block: list[tuple[bytes, bytes]]) -> int:
         """
-        Send C{stream}'s head on a new stream id; return the bytes it took.
+        C{stream}'s head goes at the latest at the end of this turn (with
+        its request's end, when that comes first); the bytes it takes are
+        counted when it goes.
         """
         if not self.connected or self.lastStream is not None:
             # Gone away between the stream's handing and its head: the
             # exchange hears of it at once, and sends the request again.
             self.reactor.callLater(0, self._refusedLate, stream)
             return 0
+        stream.block = block
+        self.heads.append(stream)
+        if self._soon is None:
+            self._soon = self.reactor.callLater(0, self.send)
+        return 0
+
+    def sendHead(self, stream: H2UpstreamStream, end: bool) -> int:
+        """
+        Send C{stream}'s head on a new stream id (C{end}: the whole
+        request); return the bytes it took.
+        """
+        block, stream.block = stream.block, None
+        if stream in self.heads:
+            self.heads.remove(stream)
+        if block is None or stream.closed or not self.connected:
+            return 0
         state = self.state
         streamId = state.get_next_available_stream_id()
         stream.streamId = streamId
         self.streams[streamId] = stream
-        state.send_headers(streamId, block, end_stream=False)
-        data = state.data_to_send()
-        self.transport.write(data)
-        return len(data)
+        state.send_headers(streamId, block, end_stream=end)
+        return self.made()
 
     def _refusedLate(self, stream: H2UpstreamStream) -> None:
         self._forget(stream)
@@ -581,7 +640,7 @@ class H2Upstream(StreamsProducer, Protocol):
                 producer.pauseProducing()
             elif not self.paused:
                 producer.resumeProducing()
-        self.send()
+        self.made()
         self._maybeClosed(stream)
         return sent
 
@@ -637,6 +696,9 @@ class H2Upstream(StreamsProducer, Protocol):
 
     def _forget(self, stream: H2UpstreamStream) -> None:
         self.streams.pop(stream.streamId, None)
+        if stream.block is not None:
+            stream.block = None
+            self.heads.remove(stream)
         if stream in self.handed:
             self.handed.discard(stream)
             if not self.handed:

@@ -122,6 +122,7 @@ class Peer:
     def pump(self) -> list[Any]:
         new: list[Any] = []
         for _ in range(50):
+            self.clock.advance(0)
             up = self.transport.value()
             self.transport.clear()
             if up:
