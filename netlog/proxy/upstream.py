@@ -493,9 +493,9 @@ class Pool:
         open: counted now, C{True}. Else C{waiter} waits its turn, C{False}.
         An upstream that spoke HTTP/2 (or whose first handshake offering it
         is under way, as a browser waits for its first connection's ALPN)
-        gets a new connection only when every one open to it is a shared one
-        with no room; while one has room, C{waiter} is handed a stream of it
-        at once (C{False}).
+        gets a new connection only when none is being made and no shared
+        one has room (one that went away doesn't count); while one has
+        room, C{waiter} is handed a stream of it at once (C{False}).
         """
         count = self._open.get(key, 0)
         if (key in self._h2 or key in self._negotiating and key not in self._http11) and waiter.sharedStreams:
@@ -506,7 +506,8 @@ class Pool:
                     # (A request sent again after its stream was refused.)
                     waiter.handed(connection.newStream())
                     return False
-            if count > len(shared):
+            if key in self._negotiating:
+                # A connection is being made: its streams will do.
                 self._waiting.setdefault(key, {})[waiter] = None
                 return False
         if count < cap:
@@ -606,7 +607,7 @@ class Pool:
         if cap is None or not waiting:
             return
         shared = self._shared.get(key, [])
-        if key in self._h2 and (any(c.room for c in shared) or self._open.get(key, 0) > len(shared)):
+        if key in self._h2 and (any(c.room for c in shared) or key in self._negotiating):
             return
         # For an upstream that speaks HTTP/2 one new connection is enough
         # (the others wait for its streams); else as many as the cap allows.

@@ -482,8 +482,29 @@ class PoolTests(SynchronousTestCase):
         pool.share(peer.connection, 6)
         peer.connection.connectionLost(Failure(error.ConnectionDone()))
         self.assertTrue(pool.claim(KEY, 6, Waiter()), "a new connection once none is left")
+        pool.negotiating(KEY)
         waiter = Waiter()
         self.assertFalse(pool.claim(KEY, 6, waiter), "waits while that one is being made")
         self.assertTrue(pool.claim(KEY, 6, Waiter(shared=False)), "an upgrade doesn't wait")
         pool.negotiated(KEY, "http/1.1")
         self.assertEqual(waiter.got, ["slot"])
+
+    def test_goneAwayDoesntHold(self) -> None:
+        """
+        A connection that went away (C{GOAWAY}) and still finishes its
+        streams holds no exchange back: the next one opens a new connection.
+        """
+        peer = Peer()
+        pool = Pool(peer.clock)
+        self.assertTrue(pool.claim(KEY, 6, Waiter()))
+        pool.negotiating(KEY)
+        pool.opened(peer.connection)  # type: ignore[arg-type]
+        pool.negotiated(KEY, "h2")
+        peer.connection.newStream()
+        pool.share(peer.connection, 6)
+        goaway = GoAwayFrame(0)
+        goaway.last_stream_id = 1
+        peer.connection.dataReceived(goaway.serialize())
+        self.assertTrue(peer.connection.connected)
+        self.assertIsNone(pool.take(KEY))
+        self.assertTrue(pool.claim(KEY, 6, Waiter()))

@@ -190,6 +190,35 @@ ca_file = "{self.caPath}"
         self.assertEqual(ended["response"]["status"], 200)
 
     @defer.inlineCallbacks
+    def test_goawaySentAgain(self) -> Any:
+        """
+        A request on a stream a C{GOAWAY} left unprocessed is sent again on
+        a new connection; the entry has no failure.
+        """
+        running = self.proxy()
+        status, _, body, _ = yield self.get(running, "/goaway-once")
+        self.assertEqual((status, body), (200, b"answered after a GOAWAY"))
+        self.assertEqual(self.origin.connections, ["h2", "h2"])
+        [(_, ended)] = yield running.waitForEnds(1)
+        self.assertNotIn("_failed", ended)
+
+    @defer.inlineCallbacks
+    def test_unverified(self) -> Any:
+        """
+        A site with C{verify = false} offers C{h2} too.
+        """
+        running = RunningProxy(self, f"""
+[[site]]
+name = "vault"
+origins = ["https://vault.test"]
+backend = "https://backend.test:{self.origin.port}"
+verify = false
+""", resolve={"backend.test": "127.0.0.1"})
+        status, _, body, _ = yield self.get(running, "/hello")
+        self.assertEqual((status, body), (200, b"hello over h2"))
+        self.assertEqual(self.origin.connections, ["h2"])
+
+    @defer.inlineCallbacks
     def test_resetMidAnswer(self) -> Any:
         """
         A stream the backend resets in the middle of its answer cuts the

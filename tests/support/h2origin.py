@@ -14,6 +14,9 @@ Paths (HTTP/2):
   then an answer;
 - C{/reset-mid}: a head that promises 100 bytes, C{partial}, then
   C{RST_STREAM} with C{INTERNAL_ERROR};
+- C{/goaway-once}: the first time C{GOAWAY} naming the streams before
+  this one as the last processed, and the connection closed; then an
+  answer;
 - C{/gather}: held until L{H2Origin.gather} requests are held at once (on
   whatever connections), then each answered with its stream id.
 
@@ -51,6 +54,7 @@ class _H2Server(Protocol):
         self.h2 = H2Connection(config=H2Configuration(client_side=False, header_encoding=None))
         self.bodies: dict[int, bytearray] = {}
         self.paths: dict[int, bytes] = {}
+        self.goneAway = False
 
     def connectionMade(self) -> None:
         self.h2.local_settings = self.h2.local_settings.__class__(client=False, initial_values={
@@ -65,6 +69,8 @@ class _H2Server(Protocol):
             self.transport.write(data)
 
     def dataReceived(self, data: bytes) -> None:
+        if self.goneAway:
+            return
         for event in self.h2.receive_data(data):
             if isinstance(event, RequestReceived):
                 fields = dict(event.headers)
@@ -106,6 +112,15 @@ class _H2Server(Protocol):
             h2.send_data(sid, b"partial")
             self.send()
             reactor.callLater(0.2, self._reset, sid)  # type: ignore[attr-defined]
+        elif path == b"/goaway-once" and not self.origin.wentAway:
+            self.origin.wentAway += 1
+            h2.close_connection(last_stream_id=max(sid - 2, 0))
+            self.goneAway = True
+            self.send()
+            self.transport.loseConnection()
+        elif path == b"/goaway-once":
+            h2.send_headers(sid, [(b":status", b"200")] + plain)
+            h2.send_data(sid, b"answered after a GOAWAY", end_stream=True)
         elif path == b"/gather":
             self.origin.held.append((self, sid))
             if len(self.origin.held) >= self.origin.gather:
@@ -184,6 +199,7 @@ class H2Origin:
         self.connections: list[str] = []
         self.requests: list[tuple[str, list[tuple[bytes, bytes]]]] = []
         self.refused = 0
+        self.wentAway = 0
         self.held: list[tuple[_H2Server, int]] = []
         self.peak = 0
         self.site = server.Site(_HTTP11(self))
