@@ -18,6 +18,7 @@ from twisted.trial.unittest import TestCase
 from netlog.core.har import entriesFromLines
 from netlog.site.ca import CertificateAuthority
 from netlog.site.tls import HostTLS
+from tests.har.support import export, validate
 from tests.site.h2client import H2Client
 from tests.site.support import RunningProxy, connectTunnel, request
 from tests.support.h2origin import H2Origin
@@ -94,6 +95,10 @@ ca_file = "{self.caPath}"
         self.assertEqual(entry["response"]["httpVersion"], "HTTP/1.1")
         self.assertEqual(entry["response"]["_serverHttpVersion"], "HTTP/2.0")
         self.assertEqual(entry["response"]["content"]["text"], "hello over h2")
+        with open(running.logPath, "rb") as f:  # type: ignore[arg-type]
+            har, raw, _ = export(f.read())
+        self.assertEqual(har["log"]["entries"][0]["response"]["_serverHttpVersion"], "HTTP/2.0")
+        self.assertEqual(validate(raw), [], "the HAR with the server's version validates")
 
     @defer.inlineCallbacks
     def test_bodyUp(self) -> Any:
