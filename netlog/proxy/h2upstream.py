@@ -383,16 +383,17 @@ class H2Upstream(StreamsProducer, Protocol):
         # What one read brings for each exchange goes to its browser in one
         # write: each exchange is told of the read once, then its events,
         # then that the read is over.
-        arrived: dict[H2UpstreamStream, IAnswerSink] = {}
+        sizes: dict[int, int] = {}
         for event in events:
-            streamId = getattr(event, "stream_id", None)
-            stream = self.streams.get(streamId) if streamId else None  # type: ignore[arg-type]
-            if stream is not None and stream.exchange is not None and stream not in arrived:
-                exchange = stream.exchange
-                arrived[stream] = exchange
-                size = sum(getattr(e, "flow_controlled_length", 0) or 0 for e in events
-                           if getattr(e, "stream_id", None) == streamId)
-                exchange.answerArrived(stream, size)
+            streamId = getattr(event, "stream_id", 0)
+            if streamId:
+                sizes[streamId] = sizes.get(streamId, 0) + (getattr(event, "flow_controlled_length", 0) or 0)
+        arrived: dict[H2UpstreamStream, IAnswerSink] = {}
+        for streamId, size in sizes.items():
+            stream = self.streams.get(streamId)
+            if stream is not None and stream.exchange is not None:
+                arrived[stream] = stream.exchange
+                stream.exchange.answerArrived(stream, size)
         try:
             for event in events:
                 self._event(event)
