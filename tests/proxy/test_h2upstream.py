@@ -489,6 +489,28 @@ class PoolTests(SynchronousTestCase):
         pool.negotiated(KEY, "http/1.1")
         self.assertEqual(waiter.got, ["slot"])
 
+    def test_idleClosed(self) -> None:
+        """
+        A shared connection that carries nothing is closed (C{GOAWAY}) once
+        idle as long as the pool keeps idle connections, and shared no more.
+        """
+        peer = Peer()
+        pool = Pool(peer.clock, idleTimeout=30.0)
+        self.assertTrue(pool.claim(KEY, 6, Waiter()))
+        pool.opened(peer.connection)  # type: ignore[arg-type]
+        stream = peer.connection.newStream()
+        pool.share(peer.connection, 6)
+        peer.clock.advance(40)
+        self.assertFalse(peer.transport.disconnecting, "busy: kept")
+        stream.close(False)
+        peer.clock.advance(29)
+        self.assertFalse(peer.transport.disconnecting)
+        peer.clock.advance(2)
+        self.assertTrue(peer.transport.disconnecting)
+        self.assertIsNone(pool.take(KEY))
+        peer.pump()
+        self.assertTrue([e for e in peer.serverEvents if type(e).__name__ == "ConnectionTerminated"])
+
     def test_goneAwayDoesntHold(self) -> None:
         """
         A connection that went away (C{GOAWAY}) and still finishes its
