@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from twisted.internet import defer, threads
+from twisted.internet import defer, reactor, task, threads
 from twisted.trial.unittest import TestCase
 
 from netlog.core.har import entriesFromLines
@@ -21,7 +21,7 @@ from netlog.site.tls import HostTLS
 from tests.har.support import export, validate
 from tests.site.h2client import H2Client
 from tests.site.support import RunningProxy, connectTunnel, request
-from tests.support.h2origin import H2Origin
+from tests.support.h2origin import BIG, H2Origin
 
 
 class H2BackendTests(TestCase):
@@ -253,6 +253,51 @@ verify = false
         self.assertEqual(ended["_failed"]["reason"],
                          f"backend.test:{self.origin.port} reset the stream (INTERNAL_ERROR) "
                          "in the middle of the answer")
+
+    @defer.inlineCallbacks
+    def test_slowBrowserPausesStream(self) -> Any:
+        """
+        While the browser reads nothing, the backend's stream is not given
+        more window: its sending stalls far short of the body (nothing is
+        buffered without bound); when the browser reads, the whole body
+        comes.
+        """
+        running = self.proxy()
+        def ask() -> Any:
+            sock = connectTunnel(running.ports["forward"], "vault.test:443", running.sslContext())
+            sock.sendall(b"GET /big HTTP/1.1\r\nHost: vault.test\r\n\r\n")
+            return sock
+
+        sock = yield threads.deferToThread(ask)
+        self.addCleanup(sock.close)
+        last, still = -1, 0
+        for _ in range(200):
+            yield task.deferLater(reactor, 0.05, lambda: None)
+            if self.origin.bigSent == last and last > 0:
+                still += 1
+                if still >= 6:
+                    break
+            else:
+                last, still = self.origin.bigSent, 0
+        self.assertGreater(self.origin.bigSent, 0)
+        self.assertLess(self.origin.bigSent, BIG // 8, "the backend was read although the browser read nothing")
+
+        def readAll() -> int:
+            sock.settimeout(30)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += sock.recv(1)
+            got = 0
+            while got < BIG:
+                piece = sock.recv(1 << 20)
+                if not piece:
+                    break
+                got += len(piece)
+            return got
+
+        got = yield threads.deferToThread(readAll)
+        self.assertEqual(got, BIG)
+        self.assertEqual(self.origin.bigSent, BIG)
 
     @defer.inlineCallbacks
     def test_noH2Upstream(self) -> Any:

@@ -17,6 +17,8 @@ Paths (HTTP/2):
 - C{/goaway-once}: the first time C{GOAWAY} naming the streams before
   this one as the last processed, and the connection closed; then an
   answer;
+- C{/big}: L{BIG} bytes, sent as the client's windows allow (its
+  C{bigSent} says how far it got);
 - C{/gather}: held until L{H2Origin.gather} requests are held at once (on
   whatever connections), then each answered with its stream id.
 
@@ -38,7 +40,7 @@ from typing import Any, Callable
 from h2.config import H2Configuration
 from h2.connection import H2Connection
 from h2.errors import ErrorCodes
-from h2.events import DataReceived, RequestReceived, StreamEnded
+from h2.events import DataReceived, RequestReceived, StreamEnded, WindowUpdated
 from h2.settings import SettingCodes
 from twisted.internet import reactor
 from twisted.internet.interfaces import IHandshakeListener
@@ -48,6 +50,10 @@ from twisted.web import resource, server
 from zope.interface import implementer
 
 
+#: The size of C{/big}.
+BIG = 64 * 1024 * 1024
+
+
 class _H2Server(Protocol):
     def __init__(self, origin: H2Origin) -> None:
         self.origin = origin
@@ -55,6 +61,8 @@ class _H2Server(Protocol):
         self.bodies: dict[int, bytearray] = {}
         self.paths: dict[int, bytes] = {}
         self.goneAway = False
+        #: What is left to send of each C{/big} answer.
+        self.big: dict[int, int] = {}
 
     def connectionMade(self) -> None:
         self.h2.local_settings = self.h2.local_settings.__class__(client=False, initial_values={
@@ -83,7 +91,24 @@ class _H2Server(Protocol):
                 self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             elif isinstance(event, StreamEnded):
                 self.answer(event.stream_id, self.paths[event.stream_id], bytes(self.bodies[event.stream_id]))
+            elif isinstance(event, WindowUpdated):
+                for sid in list(self.big):
+                    self.sendBig(sid)
         self.send()
+
+    def sendBig(self, sid: int) -> None:
+        left = self.big[sid]
+        while left:
+            window = min(self.h2.local_flow_control_window(sid), self.h2.max_outbound_frame_size, left)
+            if window <= 0:
+                break
+            left -= window
+            self.h2.send_data(sid, b"z" * window, end_stream=not left)
+            self.origin.bigSent += window
+        if left:
+            self.big[sid] = left
+        else:
+            del self.big[sid]
 
     def answer(self, sid: int, path: bytes, body: bytes) -> None:
         h2 = self.h2
@@ -121,6 +146,11 @@ class _H2Server(Protocol):
         elif path == b"/goaway-once":
             h2.send_headers(sid, [(b":status", b"200")] + plain)
             h2.send_data(sid, b"answered after a GOAWAY", end_stream=True)
+        elif path == b"/big":
+            h2.send_headers(sid, [(b":status", b"200"), (b"content-length", b"%d" % BIG),
+                                  (b"content-type", b"application/octet-stream")])
+            self.big[sid] = BIG
+            self.sendBig(sid)
         elif path == b"/gather":
             self.origin.held.append((self, sid))
             if len(self.origin.held) >= self.origin.gather:
@@ -200,6 +230,7 @@ class H2Origin:
         self.requests: list[tuple[str, list[tuple[bytes, bytes]]]] = []
         self.refused = 0
         self.wentAway = 0
+        self.bigSent = 0
         self.held: list[tuple[_H2Server, int]] = []
         self.peak = 0
         self.site = server.Site(_HTTP11(self))
