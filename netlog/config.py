@@ -184,6 +184,8 @@ class SiteProxyConfig:
     @ivar replays: the recording each replayed site is answered from, by
         site name.
     @ivar h2: ALPN offers the browser h2 (no C{--no-h2}).
+    @ivar h2Upstream: ALPN offers C{https://} backends h2 (no
+        C{--no-h2-upstream}).
     """
 
     destinations: Destinations
@@ -194,3 +196,4 @@ class SiteProxyConfig:
     keepBodies: str
     replays: Mapping[str, Replay]
     h2: bool
+    h2Upstream: bool = True

@@ -1,7 +1,9 @@
 """
 An HTTP/2 request's fields, read and checked (RFC 9113 8.1-8.3), and
-translated for an HTTP/1.1 upstream: pure, no I/O, so every rule is tested
-with tables of fields in and heads out.
+translated for an HTTP/1.1 upstream; and the other way, a request's fields
+as they go to an HTTP/2 upstream and its answer's head as the exchange
+reads it: pure, no I/O, so every rule is tested with tables of fields in and
+heads out.
 
 The HTTP/2 connection itself (frames, HPACK, flow control) is the C{h2}
 library's; this module only says what a decoded header block means for
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from http import HTTPStatus
 
-from netlog.core.http1 import MAX_FIELDS, MAX_HEAD, Headers, RequestHead, _splitHostPort
+from netlog.core.http1 import MAX_FIELDS, MAX_HEAD, HeadFields, Headers, RequestHead, ResponseHead, _splitHostPort
+from netlog.core.records import originForm
 
 #: The pseudo-fields a request may carry (C{:protocol} only with extended
 #: CONNECT, which netlog doesn't offer).
@@ -152,3 +156,96 @@ def _malformed(pseudo: dict[bytes, bytes], reason: str) -> Malformed:
 
 def _text(value: bytes) -> str:
     return value.decode("latin-1")
+
+
+def upstreamRequest(head: RequestHead, fields: HeadFields, drop: frozenset[bytes] | set[bytes],
+                    extra: Headers, scheme: bytes = b"https") -> Headers:
+    """
+    A request's header block as it goes to an HTTP/2 upstream: the
+    pseudo-fields first (C{:authority} from C{Host}), then C{fields} less
+    C{drop}, plus C{extra}, names lowercased, without the fields that are
+    about one HTTP/1.1 connection (RFC 9113 8.2.2: C{te} goes only as
+    C{trailers}).
+
+    @param head: the request's head (its method and target).
+    @param fields: its fields, read once (an HTTP/2 browser's as relayed).
+    """
+    authority = fields.first(b"host")
+    if authority is None:
+        authority = (head.host or "").encode("idna") if head.port is None else (
+            b"%s:%d" % ((head.host or "").encode("idna"), head.port))
+    target = head.target if head.url is None else originForm(head.target)
+    if head.method == b"OPTIONS" and target == b"*":
+        path = b"*"
+    else:
+        path = target
+    block: Headers = [(b":method", head.method), (b":scheme", scheme), (b":authority", authority),
+                      (b":path", path)]
+    for (name, value), lower in zip(fields.headers, fields.lowered):
+        if lower == b"te":
+            if value.strip().lower() == b"trailers":
+                block.append((lower, b"trailers"))
+            continue
+        if lower in drop or lower in CONNECTION_SPECIFIC or lower == b"host":
+            continue
+        block.append((lower, value))
+    for name, value in extra:
+        lower = name.lower()
+        if lower not in CONNECTION_SPECIFIC and lower != b"te":
+            block.append((lower, value))
+    return block
+
+
+#: The usual reason phrase of each status, for an HTTP/1.1 browser.
+_PHRASES = {status.value: status.phrase.encode("latin-1") for status in HTTPStatus}
+#: Answers that have no body whatever their fields say (RFC 9110 6.4.1).
+_BODILESS = frozenset({204, 304})
+
+
+def readAnswer(fields: Headers, method: bytes) -> tuple[ResponseHead, bool] | str:
+    """
+    An HTTP/2 answer's decoded header block, as the exchange reads an
+    answer: a L{ResponseHead} (C{version} C{HTTP/2}, the reason phrase the
+    status's usual one, for a browser on HTTP/1.1), and whether its body is
+    framed in chunks for an HTTP/1.1 browser (no C{content-length}: the head
+    then says C{transfer-encoding: chunked}, which an HTTP/2 browser's
+    stream drops again).
+
+    @param method: the request's method (a C{HEAD}'s answer has no body).
+    @return: the head and whether it is chunked, or why it can't be read.
+    """
+    status: bytes | None = None
+    headers: Headers = []
+    for name, value in fields:
+        if name[:1] == b":":
+            if name != b":status" or status is not None or headers:
+                return f"the answer's pseudo-header {_text(name)} is not allowed"
+            status = value
+            continue
+        if name in CONNECTION_SPECIFIC:
+            continue
+        headers.append((name, value))
+    if status is None or len(status) != 3 or not status.isdigit():
+        return "the answer has no valid :status"
+    code = int(status)
+    interim = 100 <= code < 200
+    reason = _PHRASES.get(code, b"")
+    chunked = (not interim and code not in _BODILESS and method != b"HEAD"
+               and not any(name == b"content-length" for name, _ in headers))
+    if chunked:
+        headers.append((b"transfer-encoding", b"chunked"))
+    return ResponseHead(code, reason, b"HTTP/2", headers, b"", interim), chunked
+
+
+def chunk(data: bytes) -> bytes:
+    """
+    C{data} as one HTTP/1.1 chunk.
+    """
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def lastChunk(trailers: Headers) -> bytes:
+    """
+    The end of a chunked body with its C{trailers}.
+    """
+    return b"0\r\n" + b"".join(name + b": " + value + b"\r\n" for name, value in trailers) + b"\r\n"

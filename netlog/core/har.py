@@ -1494,4 +1494,9 @@ def _response(answer: dict[str, Any], url: str, ended: dict[str, Any]) -> dict[s
     interim = ended.get("interim")
     if isinstance(interim, list) and interim:
         harResponse["_interim"] = [s for s in interim if _int(s, 0) > 0]
+    serverVersion = answer.get("server_version")
+    if isinstance(serverVersion, str):
+        # The server's side, when it spoke another protocol than the
+        # browser's (httpVersion).
+        harResponse["_serverHttpVersion"] = _harVersion(serverVersion)
     return harResponse

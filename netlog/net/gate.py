@@ -60,3 +60,41 @@ class Gate:
         """
         The consumer is going away; whoever owns the relay closes this side.
         """
+
+
+class StreamsProducer:
+    """
+    A connection that carries many streams, as its transport's producer:
+    the transport's buffer full pauses every stream's producer (what feeds
+    it); emptied, resumes those with nothing of their own waiting.
+
+    @ivar streams: the streams, each with a C{producer} (or L{None}).
+    @ivar paused: the transport's buffer is full.
+    """
+
+    streams: dict[int, Any]
+    paused: bool
+
+    def streamWaits(self, stream: Any) -> bool:
+        """
+        Whether C{stream} has bytes of its own waiting (its producer stays
+        paused).
+        """
+        raise NotImplementedError
+
+    def pauseProducing(self) -> None:
+        self.paused = True
+        for stream in self.streams.values():
+            if stream.producer is not None:
+                stream.producer.pauseProducing()
+
+    def resumeProducing(self) -> None:
+        self.paused = False
+        for stream in list(self.streams.values()):
+            if stream.producer is not None and not self.streamWaits(stream):
+                stream.producer.resumeProducing()
+
+    def stopProducing(self) -> None:
+        """
+        The transport is going away; its C{connectionLost} ends the streams.
+        """

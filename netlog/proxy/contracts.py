@@ -108,8 +108,17 @@ Taken = tuple["IAnswerSource", bool, "str | None", "float | None"]
 class IWaiter(Protocol):
     """
     What waits its turn for a connection to an upstream (an exchange's
-    hold on its source) while the upstream's connections are at its cap.
+    hold on its source) while the upstream's connections are at its cap
+    (or, for an upstream that spoke HTTP/2, for a stream of a shared
+    connection).
     """
+
+    @property
+    def sharedStreams(self) -> bool:
+        """
+        Whether it may take a stream of a shared (HTTP/2) connection; an
+        upgrade needs an HTTP/1.1 connection of its own.
+        """
 
     def slotFree(self) -> None:
         """

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+from dataclasses import replace
 from typing import Any, Callable
 
 from OpenSSL import SSL
@@ -68,6 +69,7 @@ from netlog.proxy.states import (
     RequestState,
     move,
 )
+from netlog.proxy.h2upstream import StreamFailed
 from netlog.proxy.upstream import MAX_RETRY_BYTES
 
 _log = Logger()
@@ -166,7 +168,12 @@ class Exchange:
         self.head = head
         self.url = url
         self.rules = rules
-        self.route = route if rules.remap is None else remapRoute(route, rules.remap)
+        route = route if rules.remap is None else remapRoute(route, rules.remap)
+        if head.upgrade and route.scheme == "https":
+            # An upgrade (a WebSocket) keeps to HTTP/1.1 on a connection
+            # of its own, whatever its upstream speaks.
+            route = replace(route, http1Only=True)
+        self.route = route
         self.started = started
         self.signIn = route.signIn
         self.fields = (HeadFields(head.version, head.headers) if head.relayed is None
@@ -270,6 +277,13 @@ class Exchange:
             return
         if failure.check(DestinationRefused):
             self._endUnopened(403, REFUSED_TEXT, str(failure.value), refused=True)
+            return
+        if failure.check(SSL.Error):
+            # The TLS handshake failed before any request went (a server
+            # offered HTTP/2 is spoken to once it is done).
+            assert failure.value is not None
+            self._endUnopened(502, UNREACHED_TEXT,
+                              f"TLS with {self.route.host}:{self.route.port} failed: {describeTLSError(failure.value)}")
             return
         reason, status = describeFailure(failure, self.route.host, self.route.port)
         self._endUnopened(status, UNREACHED_TEXT, reason, marks=failureMarks(failure))
@@ -389,6 +403,9 @@ class Exchange:
         proxy = self.proxy
         kept.responseBody = proxy.mode.responseCapture(contentType, proxy.logging)
         kept.response = responseRecord(head.status, reason, browser.version, sent, size, None, self.signIn)
+        if head.version == b"HTTP/2":
+            # The server spoke HTTP/2 (the record's version is the browser's).
+            kept.response["server_version"] = "HTTP/2"
         if upgraded or (contentType is not None and contentType[:17].lower() == b"text/event-stream"):
             # An answer that goes on streaming: its head is logged now,
             # before its bytes go to the browser.
@@ -465,12 +482,17 @@ class Exchange:
             elif reason.check(SSL.Error):
                 assert reason.value is not None
                 self._noAnswer(f"TLS with {where} failed: {describeTLSError(reason.value)}")
+            elif isinstance(reason.value, StreamFailed):
+                self._noAnswer(f"{where} {reason.value.what} before answering")
             else:
                 what = "reset" if not reason.check(error.ConnectionDone) else "closed"
                 self._noAnswer(f"{where} {what} the connection before answering")
             return
         self.kept.closedBy = SERVER
-        why = f"{where} closed the connection in the middle of the answer"
+        if isinstance(reason.value, StreamFailed):
+            why = f"{where} {reason.value.what} in the middle of the answer"
+        else:
+            why = f"{where} closed the connection in the middle of the answer"
         # Framing read and not yet relayed (a last chunk cut inside its
         # trailers): a browser side that relays the server's framing sends
         # it as it came (it tells the browser the answer is cut); otherwise

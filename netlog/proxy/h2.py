@@ -41,7 +41,15 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from netlog.core.h2head import MAX_HEADER_LIST_SIZE, Malformed, contentLength, readRequest, withChunkedBody
+from netlog.core.h2head import (
+    MAX_HEADER_LIST_SIZE,
+    Malformed,
+    chunk,
+    contentLength,
+    lastChunk,
+    readRequest,
+    withChunkedBody,
+)
 from netlog.core.http1 import (
     Body,
     EndOfMessage,
@@ -60,7 +68,7 @@ from netlog.core.records import (
     ownAnswerH2,
 )
 from netlog.core.ratelimit import TokenBucket
-from netlog.net.gate import Gate
+from netlog.net.gate import Gate, StreamsProducer
 from netlog.net.idle import IdleTimer
 from netlog.proxy.contracts import IBrowserStream, IEngine, IRawPeer
 from netlog.proxy.dispatch import Turned, dispatch
@@ -213,7 +221,7 @@ class H2Stream:
         if self.expectedLength is not None and self.received > self.expectedLength:
             self._malformedBody("the DATA is longer than the content-length")
             return
-        raw = b"%x\r\n%s\r\n" % (len(data), data) if self.chunked and data else data
+        raw = chunk(data) if self.chunked and data else data
         self.pending.append((Body(data, raw), flowed))
         self.deliver()
 
@@ -226,7 +234,7 @@ class H2Stream:
             return
         raw = b""
         if self.chunked:
-            raw = b"0\r\n" + b"".join(name + b": " + value + b"\r\n" for name, value in trailers or ()) + b"\r\n"
+            raw = lastChunk(trailers or [])
         self.pending.append((EndOfMessage(list(trailers or ()), raw), 0))
         self.deliver()
 
@@ -401,7 +409,7 @@ class H2Stream:
         self.connection.idleTimer.arm(when)
 
 
-class H2Connection:
+class H2Connection(StreamsProducer):
     """
     The HTTP/2 side of one browser connection: frames in, streams out.
 
@@ -687,23 +695,9 @@ class H2Connection:
                 del self.streams[stream.streamId]
             self.idleTimer.arm()
 
-    # IPushProducer, for the browser's transport: its buffer is full.
-    def pauseProducing(self) -> None:
-        self.paused = True
-        for stream in self.streams.values():
-            if stream.producer is not None:
-                stream.producer.pauseProducing()
-
-    def resumeProducing(self) -> None:
-        self.paused = False
-        for stream in list(self.streams.values()):
-            if stream.producer is not None and not stream.outSize:
-                stream.producer.resumeProducing()
-
-    def stopProducing(self) -> None:
-        """
-        The transport is going away; L{connectionLost} ends the streams.
-        """
+    # (IPushProducer, for the browser's transport: its buffer is full.)
+    def streamWaits(self, stream: Any) -> bool:
+        return bool(stream.outSize)
 
     # -- refusals on one stream ------------------------------------------------------
 

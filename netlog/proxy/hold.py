@@ -82,6 +82,10 @@ class SourceHold:
         if self.proxy.claim(self.route, self):
             self.slotFree()
 
+    @property
+    def sharedStreams(self) -> bool:
+        return not self.route.http1Only
+
     def slotFree(self) -> None:
         assert self.pending is not None
         made, failed, crashed = self.pending

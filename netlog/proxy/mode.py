@@ -68,6 +68,8 @@ class Route:
         A live host's is the engine's (C{--upstream-proxy}).
     @ivar decrypted: a live host's request that came inside a CONNECT the
         mode decrypted (L{DECRYPT}): its entry is marked C{_liveDecrypted}.
+    @ivar http1Only: the request needs an HTTP/1.1 connection of its own
+        (an upgrade: a WebSocket), never a stream of an HTTP/2 one.
     """
 
     scheme: str
@@ -81,6 +83,7 @@ class Route:
     connections: int | None = None
     upstreamProxy: UpstreamProxy | None = None
     decrypted: bool = False
+    http1Only: bool = False
 
     @cached_property
     def key(self) -> Hashable:

@@ -37,6 +37,7 @@ from netlog.proxy.browser import FORWARD, HTTP_ROUTE, HTTPS_ROUTE, BrowserFactor
 from netlog.proxy.contracts import IBrowserConnection, IWaiter, Taken
 from netlog.proxy.mode import DestinationRefused, IMode, Route
 from netlog.net.viaproxy import connectVia, proxyUnreached
+from netlog.proxy.h2upstream import H2Upstream, HTTP11Only, connectNegotiated
 from netlog.proxy.upstream import Pool, ProxiedUpstreamProtocol, UpstreamProtocol, connectUpstream
 
 _log = Logger()
@@ -85,6 +86,7 @@ class ProxyService(Service):
         idleTimeout: float = DEFAULT_IDLE_TIMEOUT,
         headerTimeout: float = DEFAULT_HEADER_TIMEOUT,
         rules: Rules = NO_RULES,
+        h2Upstream: bool = True,
         upstreamProxy: UpstreamProxy | None = None,
         upstreamProxyAuthFile: str | None = None,
         upstreamConnections: int = MAX_CONNECTIONS_PER_UPSTREAM,
@@ -105,6 +107,9 @@ class ProxyService(Service):
         @param upstreamProxyAuthFile: the file its credentials came from
             (C{--upstream-proxy-auth-file}): a supervisor hands what it read
             there to its workers, which may not be able to read it.
+        @param h2Upstream: a TLS connection made straight to an upstream
+            offers C{h2} by ALPN, and speaks HTTP/2 when the server picks it
+            (no C{--no-h2-upstream}).
         """
         self.mode = mode
         self.writer = writer
@@ -116,6 +121,7 @@ class ProxyService(Service):
         self.headerTimeout = headerTimeout
         self.rules = rules
         self.upstreamConnections = upstreamConnections
+        self.h2Upstream = h2Upstream
         self.upstreamProxy = upstreamProxy
         self._upstreamProxyAuthFile = upstreamProxyAuthFile
         self.pool = Pool(reactor)
@@ -322,10 +328,10 @@ class ProxyService(Service):
         An idle pooled connection for C{route}, as L{upstreamFor} gives one,
         or L{None}.
         """
-        idle = self.pool.take(route.key)
+        idle = self.pool.take(route.key, shared=not route.http1Only)
         if idle is None:
             return None
-        return (idle, True, idle.address or route.host, None)
+        return (idle, True, getattr(idle, "address", None) or route.host, None)
 
     def claim(self, route: Route, waiter: IWaiter) -> bool:
         """
@@ -351,30 +357,50 @@ class ProxyService(Service):
             if key not in self._upstreamTLS:
                 self._upstreamTLS[key] = self.mode.upstreamTLS(route)
             tls = self._upstreamTLS[key]
+        # HTTP/2 is offered on a TLS connection made straight to the
+        # upstream, for a request that may share one (not an upgrade).
+        offerH2 = tls is not None and self.h2Upstream and not route.http1Only
+        if offerH2:
+            self.pool.negotiating(key)
         d = self.resolveFor(route)
 
         def connect(address: str | None) -> defer.Deferred[Taken]:
             if resolved is not None and address is not None:
                 resolved(address)
             via = self.upstreamProxyFor(route)
+            c: defer.Deferred[Any]
             if via is None:
                 assert address is not None
-                c = connectUpstream(self.reactor, address, route.port, tls, self.connectTimeout, key)
+                if offerH2:
+                    c = connectNegotiated(self.reactor, address, route.port, tls, self.connectTimeout, key)
+                else:
+                    c = connectUpstream(self.reactor, address, route.port, tls and HTTP11Only(tls),
+                                        self.connectTimeout, key)
             elif tls is None:
                 c = self._plainThrough(via, route, address)
             else:
                 c = defer.Deferred()
                 self._through(via, address or route.host, route.port,
                               lambda: ProxiedUpstreamProtocol(self.reactor, key, via, route.host, route.port, address,
-                                                              tunnelled=True), c, tls)
+                                                              tunnelled=True), c, HTTP11Only(tls))
             return c.addCallback(made, address)
 
-        def made(protocol: UpstreamProtocol, address: str | None
-                 ) -> tuple[UpstreamProtocol, bool, str | None, float | None]:
+        def made(protocol: UpstreamProtocol | H2Upstream, address: str | None) -> Taken:
             self.pool.opened(protocol)
-            return (protocol, False, address, self.reactor.seconds())
+            now = self.reactor.seconds()
+            if isinstance(protocol, H2Upstream):
+                self.pool.negotiated(key, "h2")
+                stream = protocol.newStream(reused=False)
+                if protocol.connected:
+                    self.pool.share(protocol, route.connections or self.upstreamConnections)
+                return (stream, False, address, now)
+            if offerH2:
+                self.pool.negotiated(key, "http/1.1")
+            return (protocol, False, address, now)
 
         def unmade(failure: Any) -> Any:
+            if offerH2:
+                self.pool.negotiated(key, None)
             self.pool.released(key)
             return failure
 

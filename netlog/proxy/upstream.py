@@ -8,7 +8,7 @@ connections for reuse.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Hashable
+from typing import Any, Hashable, Protocol as TypingProtocol
 
 from twisted.internet import defer, error
 from twisted.internet.endpoints import TCP4ClientEndpoint, TCP6ClientEndpoint, wrapClientTLS
@@ -376,12 +376,47 @@ def connectUpstream(
     return endpoint.connect(factory)  # type: ignore[no-any-return]
 
 
+class ISharedConnection(TypingProtocol):
+    """
+    A connection that carries many exchanges at once (an HTTP/2 upstream,
+    L{netlog.proxy.h2upstream.H2Upstream}), as the pool shares it.
+    """
+
+    key: Hashable
+    pool: Any
+    idleSince: float
+
+    @property
+    def room(self) -> int:
+        """
+        How many more exchanges it may carry now.
+        """
+
+    @property
+    def busy(self) -> bool:
+        """
+        Whether it carries an exchange now.
+        """
+
+    def newStream(self) -> IAnswerSource:
+        """
+        An answer source for one more exchange.
+        """
+
+    def close(self, gently: bool = True) -> None: ...
+
+
 class Pool:
     """
     Idle keep-alive connections to upstreams, by key, and how many are open
     to each: at most a cap, the exchanges beyond it waiting in the order
     they came for one to be handed on or closed. One timer sweeps out those
     idle too long (no timer per connection).
+
+    An upstream that spoke HTTP/2 is remembered: its connections are
+    shared (each exchange a stream of one while it has room), and an
+    exchange for it waits for a stream rather than opening a connection
+    while one is being made or has room.
     """
 
     def __init__(self, reactor: IProxyReactor, maxIdle: int = MAX_IDLE_PER_UPSTREAM,
@@ -396,11 +431,27 @@ class Pool:
         #: Those waiting for a connection per key, in the order they came
         #: (a dict: the first is the oldest, and one leaving is removed at once).
         self._waiting: dict[Hashable, dict[IWaiter, None]] = {}
+        #: The shared connections per key (see L{share}).
+        self._shared: dict[Hashable, list[ISharedConnection]] = {}
+        #: The keys whose upstream spoke HTTP/2 last, and those whose
+        #: upstream spoke HTTP/1.1 to an offer of both.
+        self._h2: set[Hashable] = set()
+        self._http11: set[Hashable] = set()
+        #: The TLS handshakes offering HTTP/2 under way, per key.
+        self._negotiating: dict[Hashable, int] = {}
+        #: The cap of each key whose exchanges wait for a stream.
+        self._caps: dict[Hashable, int] = {}
 
-    def take(self, key: Hashable) -> UpstreamProtocol | None:
+    def take(self, key: Hashable, shared: bool = True) -> IAnswerSource | None:
         """
-        An idle connection for C{key}, the most recently used first.
+        A stream of a shared connection for C{key} with room (unless not
+        C{shared}: an exchange that must have a connection of its own), or
+        an idle connection, the most recently used first.
         """
+        if shared:
+            for connection in self._shared.get(key, ()):
+                if connection.room:
+                    return connection.newStream()
         idle = self._idle.get(key)
         while idle:
             protocol = idle.pop()
@@ -440,8 +491,25 @@ class Pool:
         """
         Room for a new connection to C{key}'s upstream, with at most C{cap}
         open: counted now, C{True}. Else C{waiter} waits its turn, C{False}.
+        An upstream that spoke HTTP/2 (or whose first handshake offering it
+        is under way, as a browser waits for its first connection's ALPN)
+        gets a new connection only when none is being made and no shared
+        one has room (one that went away doesn't count); while one has
+        room, C{waiter} is handed a stream of it at once (C{False}).
         """
         count = self._open.get(key, 0)
+        if (key in self._h2 or key in self._negotiating and key not in self._http11) and waiter.sharedStreams:
+            self._caps[key] = cap
+            shared = self._shared.get(key, [])
+            for connection in shared:
+                if connection.room:
+                    # (A request sent again after its stream was refused.)
+                    waiter.handed(connection.newStream())
+                    return False
+            if key in self._negotiating:
+                # A connection is being made: its streams will do.
+                self._waiting.setdefault(key, {})[waiter] = None
+                return False
         if count < cap:
             self._open[key] = count + 1
             return True
@@ -459,13 +527,106 @@ class Pool:
             if not waiting:
                 del self._waiting[key]
 
-    def opened(self, protocol: UpstreamProtocol) -> None:
+    def share(self, connection: ISharedConnection, cap: int) -> None:
+        """
+        C{connection} (counted) carries many exchanges: new ones for its
+        upstream take streams of it while it has room, the waiting first.
+        """
+        connection.pool = self
+        self._shared.setdefault(connection.key, []).append(connection)
+        self._caps[connection.key] = cap
+        self._h2.add(connection.key)
+        self._http11.discard(connection.key)
+        self.offer(connection)
+
+    def offer(self, connection: ISharedConnection) -> None:
+        """
+        C{connection} may have room: streams of it go to the exchanges
+        waiting for its upstream (those that may share one), and when it
+        carries nothing the sweep will close it in time.
+        """
+        waiting = self._waiting.get(connection.key)
+        if waiting:
+            for waiter in list(waiting):
+                if not connection.room:
+                    break
+                if waiter.sharedStreams:
+                    self.cancel(connection.key, waiter)
+                    waiter.handed(connection.newStream())
+        if not connection.busy and self._sweep is None:
+            self._sweep = self.reactor.callLater(self.idleTimeout, self._sweepOut)
+
+    def unshare(self, connection: ISharedConnection) -> None:
+        """
+        C{connection} takes no new exchange (the server went away, it is
+        lost): the next exchange for its upstream opens a new one, when the
+        cap allows.
+        """
+        connection.pool = None
+        shared = self._shared.get(connection.key)
+        if shared and connection in shared:
+            shared.remove(connection)
+            if not shared:
+                del self._shared[connection.key]
+        self._wakeWaiting(connection.key)
+
+    def negotiating(self, key: Hashable) -> None:
+        """
+        A TLS handshake offering HTTP/2 to C{key}'s upstream began: its
+        exchanges wait for it (see L{claim}).
+        """
+        self._negotiating[key] = self._negotiating.get(key, 0) + 1
+
+    def negotiated(self, key: Hashable, spoke: str | None) -> None:
+        """
+        That handshake is over: C{spoke} C{h2} (the connection is shared
+        next), C{http/1.1} (the exchanges waiting may open connections
+        again, as many as the cap allows), or L{None}: it failed.
+        """
+        left = self._negotiating.get(key, 0) - 1
+        if left > 0:
+            self._negotiating[key] = left
+        else:
+            self._negotiating.pop(key, None)
+        if spoke == "h2":
+            self._h2.add(key)
+            self._http11.discard(key)
+        elif spoke is not None:
+            self._http11.add(key)
+            self._h2.discard(key)
+            self._wakeWaiting(key)
+
+    def _wakeWaiting(self, key: Hashable) -> None:
+        """
+        Open the way for an exchange waiting for a stream to C{key}'s
+        upstream when none can come: no shared connection with room, none
+        being made, and the cap allows one more.
+        """
+        cap = self._caps.get(key)
+        waiting = self._waiting.get(key)
+        if cap is None or not waiting:
+            return
+        shared = self._shared.get(key, [])
+        if key in self._h2 and (any(c.room for c in shared) or key in self._negotiating):
+            return
+        # For an upstream that speaks HTTP/2 one new connection is enough
+        # (the others wait for its streams); else as many as the cap allows.
+        shares = key in self._h2
+        while waiting and self._open.get(key, 0) < cap:
+            waiter = self._next(key)
+            if waiter is not None:
+                self._open[key] = self._open.get(key, 0) + 1
+                waiter.slotFree()
+            if shares:
+                break
+
+    def opened(self, protocol: UpstreamProtocol | ISharedConnection) -> None:
         """
         C{protocol} was connected on a slot L{claim}ed: counted until it is
         lost.
         """
-        if protocol.connected:
-            protocol.counted = self
+        if protocol.connected:  # type: ignore[union-attr]
+            protocol.counted = self  # type: ignore[union-attr]
         else:
             self.released(protocol.key)
 
@@ -525,6 +686,15 @@ class Pool:
                     oldest = protocol.idleSince
             if not idle:
                 del self._idle[key]
+        for shared in list(self._shared.values()):
+            for connection in list(shared):
+                if connection.busy:
+                    continue
+                if now - connection.idleSince >= self.idleTimeout:
+                    self.unshare(connection)
+                    connection.close()
+                elif oldest is None or connection.idleSince < oldest:
+                    oldest = connection.idleSince
         if oldest is not None:
             self._sweep = self.reactor.callLater(max(oldest + self.idleTimeout - now, 0.0), self._sweepOut)
 
@@ -538,3 +708,7 @@ class Pool:
                 protocol.transport.loseConnection()
         self._idle.clear()
         self._waiting.clear()
+        for shared in list(self._shared.values()):
+            for connection in list(shared):
+                self.unshare(connection)
+                connection.close(gently=False)

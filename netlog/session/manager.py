@@ -74,6 +74,7 @@ def sessionProxy(main: Any, writer: LogWriter, reactor: IProxyReactor, port: int
         idleTimeout=main.idleTimeout,
         headerTimeout=main.headerTimeout,
         rules=rules,
+        h2Upstream=main.h2Upstream,
         upstreamProxy=main.upstreamProxy,
     )
     # Its connection ids say which worker slot it runs in, as its main's do.

@@ -21,11 +21,13 @@ from service_identity.cryptography import verify_certificate_hostname, verify_ce
 from twisted.internet.interfaces import IOpenSSLClientConnectionCreator, IOpenSSLServerConnectionCreator
 from zope.interface import implementer
 
+from netlog.proxy.h2upstream import OFFERED
 from netlog.site.ca import LiveLeaf
 from netlog.site.config import LiveTrust, isAddress
 
-#: What ALPN offers a live host.
-LIVE_PROTOCOLS = [b"http/1.1"]
+#: What ALPN offers a live host: HTTP/2 and HTTP/1.1, as to a site's
+#: backend (the engine narrows it to HTTP/1.1 where it must).
+LIVE_PROTOCOLS = OFFERED
 
 #: OpenSSL's verify errors (C{X509_V_ERR_*}) by what they mean to a user.
 _DATES = {10: "has expired", 9: "is not valid yet"}

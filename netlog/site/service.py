@@ -36,6 +36,7 @@ def buildProxy(config: ProxyConfig[SiteProxyConfig], writer: ILogWriter, reactor
         site.destinations.connectTimeout,
         site.destinations.idleTimeout,
         site.headerTimeout,
+        h2Upstream=site.h2Upstream,
         upstreamConnections=site.destinations.upstreamConnections,
         **upstreamProxyArguments(site.destinations),
     )

@@ -2,7 +2,9 @@
 TLS for the site proxy: the server side (a minted certificate per host,
 chosen by the CONNECT's host or by SNI; ALPN offers C{h2} and C{http/1.1}
 unless C{--no-h2}) and the
-client side towards C{https://} backends.
+client side towards C{https://} backends (ALPN offers C{h2} and
+C{http/1.1}: the engine speaks whichever the backend picks, and offers
+C{http/1.1} alone with C{--no-h2-upstream} or for an upgrade).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from twisted.internet import ssl
 from twisted.internet.interfaces import IOpenSSLClientConnectionCreator, IOpenSSLServerConnectionCreator
 from zope.interface import implementer
 
+from netlog.proxy.h2upstream import OFFERED
 from netlog.site.ca import CertificateAuthority, HandedLeaves, newServerContext
 from netlog.site.config import Backend, normalizeHost
 
@@ -82,7 +85,7 @@ def backendTLS(backend: Backend) -> Any:
 
 
 def optionsFor(host: str, trust: Any) -> IOpenSSLClientConnectionCreator:
-    return ssl.optionsForClientTLS(host, trustRoot=trust, acceptableProtocols=[b"http/1.1"])
+    return ssl.optionsForClientTLS(host, trustRoot=trust, acceptableProtocols=OFFERED)
 
 
 @implementer(IOpenSSLClientConnectionCreator)
@@ -96,7 +99,7 @@ class _Unverified:
         self._context = SSL.Context(SSL.TLS_CLIENT_METHOD)
         self._context.set_min_proto_version(SSL.TLS1_2_VERSION)
         self._context.set_verify(SSL.VERIFY_NONE, lambda *a: True)
-        self._context.set_alpn_protos([b"http/1.1"])
+        self._context.set_alpn_protos(OFFERED)
 
     def clientConnectionForTLS(self, protocol: Any) -> SSL.Connection:
         connection = SSL.Connection(self._context, None)

@@ -61,6 +61,8 @@ class Options(LogOptions[SiteProxyConfig], DestinationOptions):
                                  "Expires move by as much."],
         ["no-h2", None, "Offer the browser HTTP/1.1 only (by default ALPN offers h2 first on decrypted "
                         "tunnels and the HTTPS route)."],
+        ["no-h2-upstream", None, "Speak HTTP/1.1 only to https:// backends (by default ALPN offers them h2 "
+                                 "first, and HTTP/2 is spoken when they pick it)."],
     ]
 
     def __init__(self) -> None:
@@ -127,6 +129,7 @@ class Options(LogOptions[SiteProxyConfig], DestinationOptions):
             keepBodies=self["keep-bodies"],
             replays=self["replays"],
             h2=not self["no-h2"],
+            h2Upstream=not self["no-h2-upstream"],
         )
 
 

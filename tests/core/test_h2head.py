@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.core.h2head import MAX_HEADER_LIST_SIZE, Malformed, contentLength, readRequest, withChunkedBody
+from netlog.core.h2head import (
+    MAX_HEADER_LIST_SIZE,
+    Malformed,
+    chunk,
+    contentLength,
+    lastChunk,
+    readAnswer,
+    readRequest,
+    upstreamRequest,
+    withChunkedBody,
+)
 from netlog.core.http1 import RequestHead
 
 GET = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"shop.test"), (b":path", b"/a?b=1")]
@@ -101,3 +111,87 @@ class ReadRequestTests(SynchronousTestCase):
         self.assertIsNone(contentLength(head))
         chunked = withChunkedBody(head)
         self.assertEqual(chunked.relayed[-1], (b"transfer-encoding", b"chunked"))  # type: ignore[index]
+
+
+class UpstreamRequestTests(SynchronousTestCase):
+    """
+    A request's fields as they go to an HTTP/2 upstream.
+    """
+
+    def _block(self, raw: bytes, extra: list[tuple[bytes, bytes]] = []) -> list[tuple[bytes, bytes]]:  # noqa: B006
+        from netlog.core.http1 import HeadFields, RequestReader
+
+        [head, *_] = RequestReader(forwardProxy=True).feed(raw)
+        assert isinstance(head, RequestHead)
+        fields = HeadFields(head.version, head.headers)
+        return upstreamRequest(head, fields, fields.relayDrop, extra)
+
+    def test_pseudoFields(self) -> None:
+        """
+        The pseudo-fields come first: the method, C{https}, C{:authority}
+        from C{Host}, the target in origin-form; the rest lowercased, in
+        order, without C{Host}.
+        """
+        block = self._block(b"GET http://shop.test:8443/a?b=1 HTTP/1.1\r\nHost: shop.test:8443\r\n"
+                            b"Accept: */*\r\nX-Two: 2\r\n\r\n")
+        self.assertEqual(block, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", b"shop.test:8443"),
+                                 (b":path", b"/a?b=1"), (b"accept", b"*/*"), (b"x-two", b"2")])
+
+    def test_connectionSpecific(self) -> None:
+        """
+        No field about one HTTP/1.1 connection goes (those C{Connection}
+        names too); C{te} goes only as C{trailers}, and C{extra} fields
+        follow.
+        """
+        block = self._block(b"POST http://shop.test/up HTTP/1.1\r\nHost: shop.test\r\nConnection: keep-alive, x-hop\r\n"
+                            b"Keep-Alive: 5\r\nProxy-Connection: keep-alive\r\nTransfer-Encoding: chunked\r\n"
+                            b"Upgrade: h2c\r\nX-Hop: 1\r\nTE: trailers\r\nX-Kept: yes\r\n\r\n",
+                            [(b"Via", b"1.1 netlog"), (b"Connection", b"close")])
+        self.assertEqual(block[4:], [(b"te", b"trailers"), (b"x-kept", b"yes"), (b"via", b"1.1 netlog")])
+        block = self._block(b"GET http://shop.test/ HTTP/1.1\r\nHost: shop.test\r\nTE: gzip\r\n\r\n")
+        self.assertNotIn(b"te", [name for name, _ in block])
+
+
+class ReadAnswerTests(SynchronousTestCase):
+    """
+    An HTTP/2 answer's head, read as the exchange reads an answer.
+    """
+
+    def test_chunkedForHTTP11(self) -> None:
+        """
+        An answer without C{content-length} is framed in chunks for an
+        HTTP/1.1 browser; the reason phrase is the status's usual one.
+        """
+        read = readAnswer([(b":status", b"200"), (b"content-type", b"text/plain")], b"GET")
+        assert not isinstance(read, str)
+        head, chunked = read
+        self.assertTrue(chunked)
+        self.assertEqual((head.status, head.reason, head.version, head.interim), (200, b"OK", b"HTTP/2", False))
+        self.assertEqual(head.headers, [(b"content-type", b"text/plain"), (b"transfer-encoding", b"chunked")])
+        self.assertEqual(chunk(b"abc"), b"3\r\nabc\r\n")
+        self.assertEqual(lastChunk([(b"grpc-status", b"0")]), b"0\r\ngrpc-status: 0\r\n\r\n")
+
+    def test_lengthOrNoBody(self) -> None:
+        """
+        An answer with C{content-length}, a C{204}, a C{304} and the answer
+        to a C{HEAD} are not chunked; a 1xx is interim.
+        """
+        for fields, method in (([(b":status", b"200"), (b"content-length", b"3")], b"GET"),
+                               ([(b":status", b"204")], b"GET"), ([(b":status", b"304")], b"GET"),
+                               ([(b":status", b"200")], b"HEAD")):
+            read = readAnswer(fields, method)
+            assert not isinstance(read, str)
+            self.assertFalse(read[1], fields)
+            self.assertNotIn(b"transfer-encoding", [n for n, _ in read[0].headers])
+        read = readAnswer([(b":status", b"103"), (b"link", b"</a.css>")], b"GET")
+        assert not isinstance(read, str)
+        self.assertTrue(read[0].interim)
+
+    def test_malformed(self) -> None:
+        """
+        An answer without a valid C{:status}, or with a request's
+        pseudo-field, can't be read.
+        """
+        self.assertIsInstance(readAnswer([(b"content-length", b"0")], b"GET"), str)
+        self.assertIsInstance(readAnswer([(b":status", b"2000")], b"GET"), str)
+        self.assertIsInstance(readAnswer([(b":status", b"200"), (b":path", b"/")], b"GET"), str)

@@ -50,6 +50,8 @@ class NoDelayTests(TestCase):
         """
         folder = os.path.abspath(self.mktemp())
         backendCA = CertificateAuthority.loadOrCreate(os.path.join(folder, "backend-ca"))
+        # The scripted backend speaks HTTP/1.1 only, and its ALPN says so.
+        backendCA.protocols = (b"http/1.1",)
 
         def answer(server: ScriptedServer, received: bytes) -> None:
             if received.endswith(b"\r\n\r\n"):

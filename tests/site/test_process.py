@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
-from tests.support import freePort, sourceEnv, twistdArgv
+from tests.support import freePort, sourceEnv, startTwistd, twistdArgv
 
 #: Bytes of each big body.
 BIG = 100 * 1000 * 1000
@@ -135,37 +135,11 @@ backend = "http://127.0.0.1:{self.backend.server_address[1]}"
 
     def startProxy(self, *extra: str) -> subprocess.Popen[bytes]:
         self.port = freePort()
-        argv = twistdArgv() + [
-            "-n", "--pidfile=", "--logfile", os.path.join(self.folder, "twistd.log"),
+        return startTwistd(self.addCleanup, self.folder, [
             "netlog-proxy", "--sites", self.sites, "--listen", f"tcp:{self.port}:interface=127.0.0.1",
             "--log", self.logPath, "--state", self.state,
             "--resolve", "shop.test=127.0.0.1", "--resolve-only", *extra,
-        ]
-        process = subprocess.Popen(argv, env=sourceEnv(), cwd=self.folder,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-        def stop() -> None:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(WAIT)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(WAIT)
-            if process.stdout is not None:
-                process.stdout.close()
-
-        self.addCleanup(stop)
-        deadline = time.monotonic() + WAIT
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(self.twistdLog())
-                time.sleep(0.05)
-        return process
+        ], [self.port], WAIT)
 
     def twistdLog(self) -> str:
         path = os.path.join(self.folder, "twistd.log")

@@ -499,6 +499,8 @@ class HTTPSBackendTests(TestCase):
         folder = os.path.abspath(self.mktemp())
         self.backendCA = CertificateAuthority.loadOrCreate(os.path.join(folder, "backend-ca"))
         self.otherCA = CertificateAuthority.loadOrCreate(os.path.join(folder, "other-ca"))
+        # The scripted backend speaks HTTP/1.1 only, and its ALPN says so.
+        self.backendCA.protocols = (b"http/1.1",)
 
         def serve(server: ScriptedServer, received: bytes) -> None:
             if received.endswith(b"\r\n\r\n"):

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
+import time
+from typing import Any, Callable
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -46,3 +49,46 @@ def freePort(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def stopProcess(process: subprocess.Popen[bytes], wait: float = 30.0) -> None:
+    """
+    Stop C{process} (one a test started): C{TERM}, then C{KILL} after
+    C{wait} seconds; close its output pipe.
+    """
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(wait)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(wait)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+def startTwistd(cleanup: Callable[..., Any], folder: str, args: list[str], ports: list[int],
+                wait: float = 30.0) -> subprocess.Popen[bytes]:
+    """
+    Start C{twistd -n} with C{args} (the plugin and its options) in
+    C{folder} (its log in C{twistd.log} there), stopped at the test's
+    C{cleanup}; return once each of C{ports} on loopback takes connections.
+
+    @raise AssertionError: (with twistd's log) it stopped, or took longer
+        than C{wait} seconds.
+    """
+    logPath = os.path.join(folder, "twistd.log")
+    argv = twistdArgv() + ["-n", "--pidfile=", "--logfile", logPath] + args
+    process = subprocess.Popen(argv, env=sourceEnv(), cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    cleanup(stopProcess, process, wait)
+    deadline = time.monotonic() + wait
+    for port in ports:
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(open(logPath).read() if os.path.exists(logPath) else "no twistd log")
+                time.sleep(0.05)
+    return process

@@ -99,6 +99,7 @@ FLAG_MISUSES: dict[str, list[list[str]]] = {
     "refuse-private": [["--refuse-private=1"]],
     "resolve-only": [["--resolve-only=1"]],
     "no-h2": [["--no-h2=1"]],
+    "no-h2-upstream": [["--no-h2-upstream=1"]],
     "replay-refresh": [["--replay-refresh=1"]],
     "help": [["--help=1"]],
     "version": [["--version=1"]],
