@@ -417,7 +417,26 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     return _parseText(line)
 
 
+#: Bytes to C{0} for a digit, else a space: a run of L{_LONG_DIGITS} in a
+#: line so translated may be an integer orjson can't hold.
+_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+#: orjson reads an integer of 19 digits or more past 64 bits as a float, where
+#: C{json} keeps it whole: a line with such a run of digits anywhere is left
+#: to C{json}.
+_LONG_DIGITS = b"0" * 19
+
+
 def _parseText(line: bytes) -> dict[str, Any] | None:
+    if orjson is not None and line.translate(_DIGITS).find(_LONG_DIGITS) < 0:
+        # orjson gives what json.loads gives, three times faster, for what
+        # it reads; what it refuses (NaN, an infinity, lone surrogates,
+        # nesting past 1024) the json module reads, or refuses, as before
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            return record if isinstance(record, dict) else None
     try:
         text = line.decode("utf-8", "surrogatepass")
         record, end = _rawDecode(text)
