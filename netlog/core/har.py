@@ -105,6 +105,8 @@ _STARTED = re.compile(
 _REPLAY_MARKS = ("_replayed", "_replayedCut", "_unmatched", "_forwarded", "_answeredBy", "_answerRule",
                  "_upstreamProxy")
 _REPLAY_MARK_SET = frozenset(_REPLAY_MARKS)
+#: Ids the index's arrays of end lines grow by at least.
+_END_GROWTH = 4096
 #: How far into an open line C{started} is looked for before parsing it.
 _STARTED_WINDOW = 512
 
@@ -215,7 +217,8 @@ class LineIndex:
         find = data.find
         match = _HEAD.match
         started = _STARTED.match
-        take = self._take
+        takeOpen = self._takeOpen
+        takeEnd = self._takeEnd
         lines = 0
         while True:
             nl = find(b"\n", start, stop)
@@ -226,12 +229,12 @@ class LineIndex:
             if m is not None:
                 lines += 1
                 n, kind, exchangeId = m.groups()
-                if kind == b"open":
+                if kind == b"end":
+                    takeEnd(offset + start, lineEnd - start, int(exchangeId))
+                elif kind == b"open":
                     s = started(data, m.end() - 1, min(lineEnd, start + _STARTED_WINDOW))
-                    take(offset + start, lineEnd - start, int(n), True, int(exchangeId),
-                         float(s.group(1)) if s is not None else self._startedIn(data, start, lineEnd, m.end() - 1))
-                elif kind == b"end":
-                    take(offset + start, lineEnd - start, int(n), False, int(exchangeId), None)
+                    takeOpen(offset + start, lineEnd - start, int(n), int(exchangeId),
+                             float(s.group(1)) if s is not None else self._startedIn(data, start, lineEnd, m.end() - 1))
                 else:
                     self._addNote(offset + start, lineEnd - start, int(exchangeId))
             else:
@@ -242,42 +245,58 @@ class LineIndex:
         return start
 
     def _take(self, offset: int, length: int, n: int, isOpen: bool, exchangeId: int, started: float | None) -> None:
-        openIds = self.openIds
         if isOpen:
-            # numbers only grow in a log; an open that doesn't follow the
-            # last one is a repeat or out of place
-            if exchangeId != n or (openIds and exchangeId <= openIds[-1]):
-                self.unreadable += 1
-                return
-            if self._base is None:
-                self._base = exchangeId
-            self.openOffsets.append(offset)
-            self.openLengths.append(length)
-            openIds.append(exchangeId)
-            if started is None or started != started:
-                # no time to place it by: it keeps its place after the one before
-                started = self.openStarts[-1] if self.openStarts else -math.inf
-            self.openStarts.append(started)
-            if started < self._latestStart:
-                self._disordered = True
-            else:
-                self._latestStart = started
-            opened = self._opened
-            gap = exchangeId - self._base - len(opened)
-            if gap <= len(opened) + 65536:
-                if gap:
-                    opened.extend(bytes(gap))
-                opened.append(1)
+            self._takeOpen(offset, length, n, exchangeId, started)
         else:
-            if self._base is not None and 0 <= exchangeId - self._base < len(self._opened):
-                isOpen = self._opened[exchangeId - self._base] == 1
-            else:
-                i = bisect_left(openIds, exchangeId)
-                isOpen = i < len(openIds) and openIds[i] == exchangeId
-            if not isOpen:
-                if exchangeId >= self.first:
-                    self.unreadable += 1
-                return
+            self._takeEnd(offset, length, exchangeId)
+
+    def _takeOpen(self, offset: int, length: int, n: int, exchangeId: int, started: float | None) -> None:
+        openIds = self.openIds
+        # numbers only grow in a log; an open that doesn't follow the
+        # last one is a repeat or out of place
+        if exchangeId != n or (openIds and exchangeId <= openIds[-1]):
+            self.unreadable += 1
+            return
+        if self._base is None:
+            self._base = exchangeId
+        self.openOffsets.append(offset)
+        self.openLengths.append(length)
+        openIds.append(exchangeId)
+        if started is None or started != started:
+            # no time to place it by: it keeps its place after the one before
+            started = self.openStarts[-1] if self.openStarts else -math.inf
+        self.openStarts.append(started)
+        if started < self._latestStart:
+            self._disordered = True
+        else:
+            self._latestStart = started
+        opened = self._opened
+        gap = exchangeId - self._base - len(opened)
+        if gap <= len(opened) + 65536:
+            if gap:
+                opened.extend(bytes(gap))
+            opened.append(1)
+
+    def _takeEnd(self, offset: int, length: int, exchangeId: int) -> None:
+        base = self._base
+        slot = exchangeId - base if base is not None else -1
+        if 0 <= slot < len(self._opened):
+            isOpen = self._opened[slot] == 1
+        else:
+            openIds = self.openIds
+            i = bisect_left(openIds, exchangeId)
+            isOpen = i < len(openIds) and openIds[i] == exchangeId
+        if not isOpen:
+            if exchangeId >= self.first:
+                self.unreadable += 1
+            return
+        endOffsets = self._endOffsets
+        if 0 <= slot < len(endOffsets) and endOffsets[slot] < 0 and not self._sparse:
+            # the first end of an exchange in the dense arrays (L{endOf}
+            # finds none): what _addEnd does, without asking
+            endOffsets[slot] = offset
+            self._endLengths[slot] = length
+        else:
             self._addEnd(exchangeId, offset, length)
 
     def _isOpened(self, exchangeId: int) -> bool:
@@ -311,9 +330,10 @@ class LineIndex:
             self._endOffsets[slot] = offset
             self._endLengths[slot] = length
         elif len(self._endOffsets) <= slot <= 2 * len(self._endOffsets) + 65536:
-            grow = slot + 1 - len(self._endOffsets)
-            self._endOffsets.extend([-1] * grow)
-            self._endLengths.extend([-1] * grow)
+            # grown by a stretch of ids at a time: none of them has an end
+            grow = array("q", (-1,)) * max(slot + 1 - len(self._endOffsets), _END_GROWTH)
+            self._endOffsets.extend(grow)
+            self._endLengths.extend(grow)
             self._endOffsets[slot] = offset
             self._endLengths[slot] = length
         else:
