@@ -355,7 +355,12 @@ def _batches(index: LineIndex) -> Iterator[_Batch]:
     size = 0
     for exchange in exchangeLines(index):
         batch.append(exchange)
-        size += exchange[1] + sum(length for _, length in exchange[2]) + sum(length for _, length in exchange[3])
+        _, length, ends, notes = exchange
+        size += length
+        for _, length in ends:
+            size += length
+        for _, length in notes:
+            size += length
         if size >= BATCH_BYTES or len(batch) >= BATCH_ENTRIES:
             yield _batch(batch)
             batch = []
@@ -365,13 +370,18 @@ def _batches(index: LineIndex) -> Iterator[_Batch]:
 
 
 def _batch(exchanges: list[ExchangeLines]) -> _Batch:
-    start = min(offset for offset, _, _, _ in exchanges)
+    start = min([offset for offset, _, _, _ in exchanges])
     end = start
+    limit = start + SPAN_LIMIT
     for offset, length, ends, notes in exchanges:
-        for lineOffset, lineLength in ((offset, length), *notes, *ends):
-            lineEnd = lineOffset + lineLength
-            if lineOffset >= start and lineEnd - start <= SPAN_LIMIT and lineEnd > end:
-                end = lineEnd
+        lineEnd = offset + length
+        if lineEnd <= limit and lineEnd > end:
+            end = lineEnd
+        for lines in (notes, ends) if notes else (ends,):
+            for lineOffset, lineLength in lines:
+                lineEnd = lineOffset + lineLength
+                if lineOffset >= start and lineEnd <= limit and lineEnd > end:
+                    end = lineEnd
     return _Batch(exchanges, start, end)
 
 

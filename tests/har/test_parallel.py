@@ -14,6 +14,8 @@ import subprocess
 import tempfile
 from concurrent.futures.process import BrokenProcessPool
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core import har as core
@@ -226,3 +228,28 @@ class FastPathTests(SynchronousTestCase):
                 expected = core._entryEncoder.encode(entry).encode("utf-8", "replace")
                 self.assertEqual(encodeEntry(entry), expected)
 
+
+
+#: Where a line lies: offset and length.
+SPOTS = st.tuples(st.integers(0, 3 * 2**20), st.integers(1, 2**20))
+
+
+class SpanTests(SynchronousTestCase):
+    """
+    The span of the log a worker reads for a stretch.
+    """
+
+    @given(st.lists(st.tuples(SPOTS, st.lists(SPOTS, max_size=2), st.lists(SPOTS, max_size=3)), min_size=1, max_size=8))
+    @settings(max_examples=300, deadline=None)
+    def test_span(self, exchanges: list) -> None:
+        """
+        A stretch's span runs from its first open line through the end of
+        the last of its lines (open, end, head or message) that begins in
+        it and ends within L{export.SPAN_LIMIT} of its start.
+        """
+        lines = [(offset, length, tuple(ends), tuple(notes)) for (offset, length), ends, notes in exchanges]
+        batch = export._batch(lines)
+        start = min(offset for offset, _, _, _ in lines)
+        ending = [offset + length for o, l, ends, notes in lines for offset, length in ((o, l), *ends, *notes)
+                  if offset >= start and offset + length - start <= export.SPAN_LIMIT]
+        self.assertEqual((batch.start, batch.end), (start, max([start, *ending])))
