@@ -213,36 +213,29 @@ class LineIndex:
         the lines out. Returns where the lines taken end in C{data} (after
         the last newline); the rest is the start of a line not yet whole.
         """
-        stop = len(data) if end is None else end
-        find = data.find
-        match = _HEAD.match
-        started = _STARTED.match
-        takeOpen = self._takeOpen
-        takeEnd = self._takeEnd
-        lines = 0
-        while True:
-            nl = find(b"\n", start, stop)
-            if nl < 0:
-                break
-            lineEnd = nl + 1
-            m = match(data, start, lineEnd)
-            if m is not None:
-                lines += 1
-                n, kind, exchangeId = m.groups()
-                if kind == b"end":
-                    takeEnd(offset + start, lineEnd - start, int(exchangeId))
-                elif kind == b"open":
-                    s = started(data, m.end() - 1, min(lineEnd, start + _STARTED_WINDOW))
-                    takeOpen(offset + start, lineEnd - start, int(n), int(exchangeId),
-                             float(s.group(1)) if s is not None else self._startedIn(data, start, lineEnd, m.end() - 1))
-                else:
-                    self._addNote(offset + start, lineEnd - start, int(exchangeId))
+        scanned, taken = scanLines(offset, data, start, end)
+        self.addScanned(scanned)
+        return taken
+
+    def addScanned(self, scanned: ScannedLines) -> None:
+        """
+        Take the lines L{scanLines} read, in order: the same as L{add} for
+        each.
+        """
+        takeOpen, takeEnd, addNote = self._takeOpen, self._takeEnd, self._addNote
+        others = iter(scanned.others)
+        for kind, offset, length, n, exchangeId, started in zip(
+            scanned.kinds, scanned.offsets, scanned.lengths, scanned.numbers, scanned.ids, scanned.starts
+        ):
+            if kind == SCANNED_END:
+                takeEnd(offset, length, exchangeId)
+            elif kind == SCANNED_OPEN:
+                takeOpen(offset, length, n, exchangeId, started)
+            elif kind == SCANNED_NOTE:
+                addNote(offset, length, exchangeId)
             else:
-                # the rare line whose head isn't as netlog writes it
-                self.add(offset + start, bytes(data[start:lineEnd]))
-            start = lineEnd
-        self.lines += lines
-        return start
+                self.add(offset, next(others))
+        self.lines += len(scanned.kinds) - len(scanned.others)
 
     def _take(self, offset: int, length: int, n: int, isOpen: bool, exchangeId: int, started: float | None) -> None:
         if isOpen:
@@ -397,6 +390,84 @@ class LineIndex:
                 runStart = i
         if runStart >= 0:
             yield from sorted(range(runStart, count), key=starts.__getitem__)
+
+
+#: What L{scanLines} found a line to be: an open, an end, a head or message
+#: line, or one whose head isn't as netlog writes it (taken by L{LineIndex.add}).
+SCANNED_OPEN, SCANNED_END, SCANNED_NOTE, SCANNED_OTHER = range(4)
+
+
+class ScannedLines:
+    """
+    The heads of a stretch of the log's lines, in order, as L{scanLines}
+    read them where they lie, for L{LineIndex.addScanned}: machine numbers
+    in arrays (a process reading one stretch hands them to the one that
+    indexes, cheaply), each line's kind, offset, length, number, id and
+    (an open line's) start, NaN for none; a line read otherwise, whole in
+    C{others}.
+    """
+
+    __slots__ = ("kinds", "offsets", "lengths", "numbers", "ids", "starts", "others")
+
+    def __init__(self) -> None:
+        self.kinds = bytearray()
+        self.offsets = array("q")
+        self.lengths = array("q")
+        self.numbers = array("q")
+        self.ids = array("q")
+        self.starts = array("d")
+        self.others: list[bytes] = []
+
+
+def scanLines(offset: int, data: bytes | bytearray, start: int = 0,
+              end: int | None = None) -> tuple[ScannedLines, int]:
+    """
+    Read the head of every whole line in C{data[start:end]}, C{data} lying
+    at C{offset} in the log (the first pass's reading, without its
+    bookkeeping: see L{LineIndex.addScanned}); and where the lines read end
+    in C{data} (after the last newline): the rest is the start of a line
+    not yet whole.
+    """
+    scanned = ScannedLines()
+    kinds, offsets, lengths, numbers, ids, starts = (
+        scanned.kinds, scanned.offsets, scanned.lengths, scanned.numbers, scanned.ids, scanned.starts)
+    stop = len(data) if end is None else end
+    find = data.find
+    match = _HEAD.match
+    started = _STARTED.match
+    nan = math.nan
+    while True:
+        nl = find(b"\n", start, stop)
+        if nl < 0:
+            break
+        lineEnd = nl + 1
+        m = match(data, start, lineEnd)
+        offsets.append(offset + start)
+        lengths.append(lineEnd - start)
+        if m is None:
+            # the rare line whose head isn't as netlog writes it
+            kinds.append(SCANNED_OTHER)
+            numbers.append(0)
+            ids.append(0)
+            starts.append(nan)
+            scanned.others.append(bytes(data[start:lineEnd]))
+        else:
+            n, kind, exchangeId = m.groups()
+            numbers.append(int(n))
+            ids.append(int(exchangeId))
+            if kind == b"end":
+                kinds.append(SCANNED_END)
+                starts.append(nan)
+            elif kind == b"open":
+                kinds.append(SCANNED_OPEN)
+                s = started(data, m.end() - 1, min(lineEnd, start + _STARTED_WINDOW))
+                value = float(s.group(1)) if s is not None else LineIndex._startedIn(data, start, lineEnd, m.end() - 1)
+                starts.append(nan if value is None else value)
+            else:
+                kinds.append(SCANNED_NOTE)
+                starts.append(nan)
+        start = lineEnd
+    return scanned, start
 
 
 def _isInt(v: object) -> bool:
