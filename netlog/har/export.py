@@ -100,7 +100,7 @@ class ExportResult:
 
 
 def indexLog(fd: int, size: int, progress: Progress | None = None, start: int = 0,
-             first: int = 0) -> LineIndex:
+             first: int = 0, pool: _Workers | None = None) -> LineIndex:
     """
     The first pass: index the lines in the first C{size} bytes of C{fd}
     (the size when the export began: lines written after it wait for the
@@ -109,7 +109,11 @@ def indexLog(fd: int, size: int, progress: Progress | None = None, start: int = 
     The log is read into the same buffer each time, after the line not yet
     whole at the last one's end: a new megabyte each time would cost a
     page fault per page, and joining the line's start to it a copy.
+
+    With C{pool}, its workers read the lines (L{_indexInWorkers}).
     """
+    if pool is not None:
+        return _indexInWorkers(pool, size, progress, start, first)
     index = LineIndex(first)
     buffer = bytearray(2 * READ_SIZE)
     offset = start  # where the buffer's first byte lies in the log
@@ -303,10 +307,7 @@ def writeHar(
         with _Workers(fd, workers, transform=transform) if workers > 1 else nullcontext() as pool:
             # forked first, so that they start while this process indexes,
             # and hold none of the index
-            if pool is not None:
-                index = _indexInWorkers(pool, max(size, start), progress, start, first)
-            else:
-                index = indexLog(fd, max(size, start), progress, start, first)
+            index = indexLog(fd, max(size, start), progress, start, first, pool)
             total = len(index)
             if pool is not None and total > 1:
                 built = pool.build(index)
