@@ -924,7 +924,7 @@ def _requestCookies(headers: list[dict[str, str]]) -> list[dict[str, Any]]:
     cookies: list[dict[str, Any]] = []
     for h in headers:
         if h["name"].lower() == "cookie":
-            cookies.extend({"name": name, "value": value} for name, value in _cookiePairs(h["value"]))
+            cookies += [{"name": name, "value": value} for name, value in _cookiePairs(h["value"])]
     return cookies
 
 
@@ -1564,13 +1564,15 @@ def _response(answer: dict[str, Any], url: str, ended: dict[str, Any]) -> dict[s
     version = _harVersion(answer.get("version"))
     if version == "HTTP/2.0":
         headers = asPlaywrightShowsH2(headers)
-    times = _times(ended)
-    received = _num(times.get("first_byte")) or _num(ended.get("ended")) or _num(ended.get("time"))
-    cookies = []
+    received: float | None = None
+    cookies: list[dict[str, Any]] = []
     first: dict[str, str] = {}
     for h in headers:
         name = h["name"].lower()
         if name == "set-cookie":
+            if not cookies:
+                # when the cookies came: looked up for the first only
+                received = _num(_times(ended).get("first_byte")) or _num(ended.get("ended")) or _num(ended.get("time"))
             cookie = responseCookie(h["value"], received)
             if cookie is not None:
                 cookies.append(cookie)
