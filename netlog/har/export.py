@@ -64,6 +64,11 @@ SLOT_SIZE = 2 * BATCH_BYTES
 #: The most of the log a worker reads in one go for a stretch: its lines
 #: and those between them (a line further on is read alone).
 SPAN_LIMIT = 2 * BATCH_BYTES
+#: Lines in the log's first L{READ_SIZE} from which the workers read the
+#: lines for the index pass: where lines are long, reading them is most of
+#: the pass, which one process does for less CPU time (measured on the 1
+#: GB log: 0.3 s less) than workers that read each range's last line twice.
+SCAN_MIN_LINES = 256
 #: The most exchanges in one stretch (many small ones add up slowly): about
 #: 1 MB of small exchanges, as many as a stretch of 1 MB held.
 BATCH_ENTRIES = 1024
@@ -110,9 +115,10 @@ def indexLog(fd: int, size: int, progress: Progress | None = None, start: int = 
     whole at the last one's end: a new megabyte each time would cost a
     page fault per page, and joining the line's start to it a copy.
 
-    With C{pool}, its workers read the lines (L{_indexInWorkers}).
+    With C{pool}, its workers read the lines (L{_indexInWorkers}) when they
+    are many (L{SCAN_MIN_LINES}).
     """
-    if pool is not None:
+    if pool is not None and os.pread(fd, READ_SIZE, start).count(b"\n") >= SCAN_MIN_LINES:
         return _indexInWorkers(pool, size, progress, start, first)
     index = LineIndex(first)
     buffer = bytearray(2 * READ_SIZE)
@@ -158,6 +164,10 @@ def _indexInWorkers(pool: _Workers, size: int, progress: Progress | None, start:
     return index
 
 
+#: What a worker reads first of the line that runs past its range's end.
+_FIRST_STEP = 16 * 1024
+
+
 def _scanRange(begin: int, end: int, size: int, first: bool) -> tuple[ScannedLines, tuple[int, bytes] | None, int]:
     """
     In a worker: the heads of the lines that begin in the log's bytes from
@@ -183,12 +193,15 @@ def _scanRange(begin: int, end: int, size: int, first: bool) -> tuple[ScannedLin
     # the last line, begun before end: read through its newline
     line = bytearray(data[taken:got])
     lineAt = begin + taken
+    # a little at first (most lines end soon), twice as much each time
+    step = _FIRST_STEP
     while True:
-        more = os.pread(fd, min(READ_SIZE, size - lineAt - len(line)), lineAt + len(line))
+        more = os.pread(fd, min(step, size - lineAt - len(line)), lineAt + len(line))
         nl = more.find(b"\n")
         line += more if nl < 0 else more[: nl + 1]
         if nl >= 0 or not more:
             break
+        step = min(2 * step, READ_SIZE)
     last, lastTaken = scanLines(lineAt, line)
     for name in ScannedLines.__slots__:
         getattr(scanned, name).extend(getattr(last, name))

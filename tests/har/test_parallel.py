@@ -305,6 +305,6 @@ class IndexInWorkersTests(SynchronousTestCase):
         first = 3 if start else 0
         seen: list[int] = []
         serial = indexState(export.indexLog(self.fd, len(data), None, start, first))
-        inWorkers = export.indexLog(self.fd, len(data), lambda i, *_: seen.append(i), start, first, self.pool)
+        inWorkers = export._indexInWorkers(self.pool, len(data), lambda i, *_: seen.append(i), start, first)
         self.assertEqual(indexState(inWorkers), serial)
         self.assertEqual(seen[-1:], [len(data)] if len(data) > start else [])
