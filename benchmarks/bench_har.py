@@ -24,7 +24,9 @@ in brackets their C{Rss} summed (a page the workers share with the parent
 counted in each). With C{--against REV},
 netlog's export as it was at a git revision runs too (from C{git archive}),
 so that a change is measured against what it changed in the same run, and
-every netlog export's HAR is checked to be the same bytes (SHA-256). The
+every netlog export's HAR is checked to be the same bytes (SHA-256): the
+command as it was there (no flags), and with C{--against-serial} its
+L{writeHar} in one process too. The
 exporters run in interleaved rounds (C{--rounds}; the order turns each
 round), and each line gives the median of the rounds (CPU time is what to
 compare on a busy machine; the best round in brackets). Prints entries/s,
@@ -33,7 +35,7 @@ the goal of issue 16 (C{netlog har} under 3 s, under 100 MB).
 
 Usage: .venv/bin/python benchmarks/bench_har.py [--small N] [--late F]
        [--large-mb M] [--large-entries N] [--rounds R] [--against REV]
-       [--no-baseline] [--no-serial]
+       [--against-serial] [--no-baseline] [--no-serial]
 """
 
 from __future__ import annotations
@@ -374,7 +376,8 @@ def checkout(rev: str, folder: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    parser.add_argument("--small", type=int, default=100_000, help="exchanges in the small log")
+    parser.add_argument("--small", type=int, default=100_000,
+                        help="exchanges in the small log, about 990 bytes each (default 100,000; 0: skip it)")
     parser.add_argument("--late", type=float, default=0.0,
                         help="share of the small log's exchanges logged after a later one started (default 0)")
     parser.add_argument("--large-mb", type=int, default=1024, help="size of the large log in MB (0: skip it)")
@@ -382,7 +385,10 @@ def main() -> None:
     parser.add_argument("--no-baseline", action="store_true", help="skip the naive exporter")
     parser.add_argument("--no-serial", action="store_true", help="skip writeHar in one process")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of each export (default 3)")
-    parser.add_argument("--against", metavar="REV", help="also run netlog's export as it was at this git revision")
+    parser.add_argument("--against", metavar="REV",
+                        help="also run `netlog har` (no flags) as it was at this git revision")
+    parser.add_argument("--against-serial", action="store_true",
+                        help="with --against, also run writeHar in one process as it was there")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="netlog-bench-har-")
     try:
@@ -390,7 +396,10 @@ def main() -> None:
         if not args.no_serial:
             exporters.append(Exporter("writeHar, 1 process", STREAMING))
         if args.against:
-            exporters.append(Exporter(f"netlog at {args.against}", STREAMING, checkout(args.against, folder)))
+            before = checkout(args.against, folder)
+            exporters.append(Exporter(f"netlog har at {args.against}", COMMAND, before, command=True))
+            if args.against_serial:
+                exporters.append(Exporter(f"writeHar at {args.against}", STREAMING, before))
         if not args.no_baseline:
             exporters.append(Exporter("naive (in memory)", NAIVE, netlog=False))
         if args.small:

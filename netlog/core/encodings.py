@@ -773,7 +773,9 @@ def _iso2022JP(data: bytes, final: bool) -> tuple[str, bool]:
     return _finish("".join(out))
 
 
-_UNICODE = {"UTF-8": "utf-8", "UTF-16BE": "utf-16-be", "UTF-16LE": "utf-16-le"}
+#: The Unicode encodings' decoders, as their incremental decoders call them
+#: (C{decoder(data, errors, final)}: the text, and the bytes read).
+_UNICODE = {"UTF-8": codecs.utf_8_decode, "UTF-16BE": codecs.utf_16_be_decode, "UTF-16LE": codecs.utf_16_le_decode}
 
 
 def decode(data: bytes, encoding: str, final: bool = True) -> tuple[str, bool]:
@@ -789,7 +791,8 @@ def decode(data: bytes, encoding: str, final: bool = True) -> tuple[str, bool]:
     if encoding in _MULTIBYTE:
         return _multibyte(data, encoding, final)
     if encoding in _UNICODE:
-        return _finish(codecs.getincrementaldecoder(_UNICODE[encoding])("netlog-whatwg").decode(data, final))
+        # what a new incremental decoder's decode(data, final) gives
+        return _finish(_UNICODE[encoding](data, "netlog-whatwg", final)[0])
     if encoding == "replacement":
         # one error for the whole input: a page labelled so shows nothing
         return (_REPLACEMENT, False) if data else ("", True)

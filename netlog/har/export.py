@@ -36,12 +36,14 @@ from netlog.core.har import (
     ExchangeLines,
     JoinStats,
     LineIndex,
+    ScannedLines,
     encodeEntry,
     exchangeLines,
     harHead,
     harTail,
     joinEntries,
     joinLines,
+    scanLines,
 )
 
 #: Bytes read from the log at a time: the first pass's reads, and at most
@@ -62,6 +64,11 @@ SLOT_SIZE = 2 * BATCH_BYTES
 #: The most of the log a worker reads in one go for a stretch: its lines
 #: and those between them (a line further on is read alone).
 SPAN_LIMIT = 2 * BATCH_BYTES
+#: Lines in the log's first L{READ_SIZE} from which the workers read the
+#: lines for the index pass: where lines are long, reading them is most of
+#: the pass, which one process does for less CPU time (measured on the 1
+#: GB log: 0.3 s less) than workers that read each range's last line twice.
+SCAN_MIN_LINES = 256
 #: The most exchanges in one stretch (many small ones add up slowly): about
 #: 1 MB of small exchanges, as many as a stretch of 1 MB held.
 BATCH_ENTRIES = 1024
@@ -98,7 +105,7 @@ class ExportResult:
 
 
 def indexLog(fd: int, size: int, progress: Progress | None = None, start: int = 0,
-             first: int = 0) -> LineIndex:
+             first: int = 0, pool: _Workers | None = None) -> LineIndex:
     """
     The first pass: index the lines in the first C{size} bytes of C{fd}
     (the size when the export began: lines written after it wait for the
@@ -107,7 +114,12 @@ def indexLog(fd: int, size: int, progress: Progress | None = None, start: int = 
     The log is read into the same buffer each time, after the line not yet
     whole at the last one's end: a new megabyte each time would cost a
     page fault per page, and joining the line's start to it a copy.
+
+    With C{pool}, its workers read the lines (L{_indexInWorkers}) when they
+    are many (L{SCAN_MIN_LINES}).
     """
+    if pool is not None and os.pread(fd, READ_SIZE, start).count(b"\n") >= SCAN_MIN_LINES:
+        return _indexInWorkers(pool, size, progress, start, first)
     index = LineIndex(first)
     buffer = bytearray(2 * READ_SIZE)
     offset = start  # where the buffer's first byte lies in the log
@@ -131,6 +143,69 @@ def indexLog(fd: int, size: int, progress: Progress | None = None, start: int = 
     if held:
         index.add(offset, bytes(buffer[:held]))
     return index
+
+
+def _indexInWorkers(pool: _Workers, size: int, progress: Progress | None, start: int, first: int) -> LineIndex:
+    """
+    L{indexLog}, the log's lines read in the workers a range of
+    L{SPAN_LIMIT} at a time (L{_scanRange}) and taken here in order
+    (L{LineIndex.addScanned}): the index is the same, and this process,
+    which alone can keep it, does only its bookkeeping (a fifth of the
+    pass on small exchanges) while the workers read and match the lines.
+    """
+    index = LineIndex(first)
+    ranges = ((at, min(at + SPAN_LIMIT, size), size, at == start) for at in range(start, size, SPAN_LIMIT))
+    for scanned, tail, end in pool.inOrder(_scanRange, ranges):
+        index.addScanned(scanned)
+        if tail is not None:
+            index.add(*tail)
+        if progress is not None:
+            progress(end, 0, size, 0)
+    return index
+
+
+#: What a worker reads first of the line that runs past its range's end.
+_FIRST_STEP = 16 * 1024
+
+
+def _scanRange(begin: int, end: int, size: int, first: bool) -> tuple[ScannedLines, tuple[int, bytes] | None, int]:
+    """
+    In a worker: the heads of the lines that begin in the log's bytes from
+    C{begin} to C{end} (C{first}: a line begins at C{begin}), the last of
+    them read through its newline wherever it is; that line, if the log's
+    first C{size} bytes end before its newline (where it lies, and its
+    bytes); and C{end}.
+    """
+    assert _worker is not None
+    fd = _worker.fd
+    with memoryview(_worker.buffer) as whole:
+        got = os.preadv(fd, [whole[: end - begin]], begin)
+    data = _worker.buffer
+    at = 0
+    if not first and os.pread(fd, 1, begin - 1) != b"\n":
+        # the line that begins before begin is the range before's
+        at = data.find(b"\n", 0, got) + 1
+        if at == 0:
+            return ScannedLines(), None, end
+    scanned, taken = scanLines(begin, data, at, got)
+    if taken == got:
+        return scanned, None, end
+    # the last line, begun before end: read through its newline
+    line = bytearray(data[taken:got])
+    lineAt = begin + taken
+    # a little at first (most lines end soon), twice as much each time
+    step = _FIRST_STEP
+    while True:
+        more = os.pread(fd, min(step, size - lineAt - len(line)), lineAt + len(line))
+        nl = more.find(b"\n")
+        line += more if nl < 0 else more[: nl + 1]
+        if nl >= 0 or not more:
+            break
+        step = min(2 * step, READ_SIZE)
+    last, lastTaken = scanLines(lineAt, line)
+    for name in ScannedLines.__slots__:
+        getattr(scanned, name).extend(getattr(last, name))
+    return scanned, (None if lastTaken == len(line) else (lineAt, bytes(line))), end
 
 
 class _Reader:
@@ -245,7 +320,7 @@ def writeHar(
         with _Workers(fd, workers, transform=transform) if workers > 1 else nullcontext() as pool:
             # forked first, so that they start while this process indexes,
             # and hold none of the index
-            index = indexLog(fd, max(size, start), progress, start, first)
+            index = indexLog(fd, max(size, start), progress, start, first, pool)
             total = len(index)
             if pool is not None and total > 1:
                 built = pool.build(index)
@@ -355,7 +430,12 @@ def _batches(index: LineIndex) -> Iterator[_Batch]:
     size = 0
     for exchange in exchangeLines(index):
         batch.append(exchange)
-        size += exchange[1] + sum(length for _, length in exchange[2]) + sum(length for _, length in exchange[3])
+        _, length, ends, notes = exchange
+        size += length
+        for _, length in ends:
+            size += length
+        for _, length in notes:
+            size += length
         if size >= BATCH_BYTES or len(batch) >= BATCH_ENTRIES:
             yield _batch(batch)
             batch = []
@@ -365,13 +445,18 @@ def _batches(index: LineIndex) -> Iterator[_Batch]:
 
 
 def _batch(exchanges: list[ExchangeLines]) -> _Batch:
-    start = min(offset for offset, _, _, _ in exchanges)
+    start = min([offset for offset, _, _, _ in exchanges])
     end = start
+    limit = start + SPAN_LIMIT
     for offset, length, ends, notes in exchanges:
-        for lineOffset, lineLength in ((offset, length), *notes, *ends):
-            lineEnd = lineOffset + lineLength
-            if lineOffset >= start and lineEnd - start <= SPAN_LIMIT and lineEnd > end:
-                end = lineEnd
+        lineEnd = offset + length
+        if lineEnd <= limit and lineEnd > end:
+            end = lineEnd
+        for lines in (notes, ends) if notes else (ends,):
+            for lineOffset, lineLength in lines:
+                lineEnd = lineOffset + lineLength
+                if lineOffset >= start and lineEnd <= limit and lineEnd > end:
+                    end = lineEnd
     return _Batch(exchanges, start, end)
 
 
@@ -541,3 +626,18 @@ class _Workers:
                     yield stretch, *told
             for batch in islice(batches, 1):
                 inFlight.append((slot, pool.submit(buildBatch, batch, slot)))
+
+
+    def inOrder(self, task: Callable[..., Any], arguments: Iterator[tuple[Any, ...]]) -> Iterator[Any]:
+        """
+        C{task(*each)} for each of C{arguments}, run in the workers, what
+        each gives in order; at most L{BATCHES_AHEAD} tasks per worker in
+        flight.
+        """
+        pool = self._pool
+        inFlight: deque[Future[Any]] = deque(pool.submit(task, *each) for each in islice(arguments, self._limit))
+        while inFlight:
+            done = inFlight.popleft().result()
+            for each in islice(arguments, 1):
+                inFlight.append(pool.submit(task, *each))
+            yield done

@@ -169,7 +169,7 @@ def writeWarc(logPath: str, out: BinaryIO, upTo: Callable[[int, int], int] | Non
         size, start = exportSpan(fd, upTo, fromLine, wholeIfMissing)
         build = partial(_buildBatch, gzip=gzip, pages=pages is not None)
         with _Workers(fd, workers, buildBatch=build) if workers > 1 else nullcontext() as pool:
-            index = indexLog(fd, max(size, start), None, start, fromLine if start else 0)
+            index = indexLog(fd, max(size, start), None, start, fromLine if start else 0, pool)
 
             def readAt(offset: int, length: int) -> bytes:
                 return os.pread(fd, length, offset)

@@ -7,6 +7,8 @@ every byte pair against Chromium's own decoder.)
 
 from __future__ import annotations
 
+import codecs
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
@@ -292,3 +294,21 @@ class DecodeTests(SynchronousTestCase):
                 if encodings._multibyte(s, name, True) != encodings._stepwise(s, table.step, True)
             ]
             self.assertEqual(bad[:5], [], name)
+
+
+class UnicodeDecoderTests(SynchronousTestCase):
+    """
+    UTF-8 and UTF-16 are read by Python's decoders called directly.
+    """
+
+    @given(st.binary(max_size=40), st.sampled_from(["UTF-8", "UTF-16BE", "UTF-16LE"]), st.booleans())
+    @settings(max_examples=500, deadline=None)
+    def test_asIncremental(self, data: bytes, name: str, final: bool) -> None:
+        """
+        Any bytes, whole or cut, read as a new incremental decoder reads
+        them: each error U+FFFD and the text not lossless, a character cut
+        at the end of a cut body left out.
+        """
+        codec = {"UTF-8": "utf-8", "UTF-16BE": "utf-16-be", "UTF-16LE": "utf-16-le"}[name]
+        text = codecs.getincrementaldecoder(codec)("netlog-whatwg").decode(data, final)
+        self.assertEqual(decode(data, name, final), (text.replace("\udfff", "\ufffd"), "\udfff" not in text))

@@ -209,3 +209,71 @@ class OrderPropertyTests(SynchronousTestCase):
         self.assertEqual(result.unreadable, 0)
         started = [e["startedDateTime"] for e in har["log"]["entries"]]
         self.assertEqual(started, sorted(started))
+
+
+#: A log's lines as (kind, line number's step from the last, exchange's
+#: step back from the last open): steps large enough to put ids past the
+#: index's dense arrays, ends and notes of exchanges never opened, ended
+#: twice, or not yet opened.
+LINES = st.lists(
+    st.tuples(
+        st.sampled_from(["open", "open", "end", "end", "head", "message"]),
+        st.sampled_from([1, 1, 1, 2, 5000, 70_000, 10**6]),
+        st.integers(-2, 4),
+    ),
+    max_size=80,
+)
+
+
+class EndLineTests(SynchronousTestCase):
+    """
+    The first pass finds each exchange's end lines and notes where they lie.
+    """
+
+    @given(LINES, st.integers(1, 1000))
+    @settings(max_examples=400, deadline=None)
+    def test_asAModel(self, lines: list[tuple[str, int, int]], first: int) -> None:
+        """
+        Whatever the lines and their ids, the index (line by line, and in a
+        block) finds the first end line of each exchange opened before it,
+        later ones as extra, notes of an exchange opened and not ended, and
+        counts the rest: as a plain model of the rules does.
+        """
+        opens: list[int] = []
+        ends: dict[int, tuple[int, int]] = {}
+        extra: dict[int, list[tuple[int, int]]] = {}
+        notes: dict[int, list[int]] = {}
+        unreadable = 0
+        data = b""
+        n = first
+        named: set[int] = set()
+        for kind, step, back in lines:
+            n += step
+            exchangeId = n if kind == "open" else (opens[-1 - back] if 0 <= back < len(opens) else n + back)
+            named.add(exchangeId)
+            line = encodeLine(n, kind, exchangeId, 1, T0, {"started": T0} if kind == "open" else {})
+            where = (len(data), len(line))
+            data += line
+            if kind == "open":
+                opens.append(exchangeId)
+            elif exchangeId not in opens or (kind != "end" and exchangeId in ends):
+                unreadable += 1
+            elif kind != "end":
+                notes.setdefault(exchangeId, []).extend(where)
+            elif exchangeId in ends:
+                extra.setdefault(exchangeId, []).append(where)
+            else:
+                ends[exchangeId] = where
+        byLine, byBlock = LineIndex(), LineIndex()
+        offset = 0
+        for line in data.splitlines(keepends=True):
+            byLine.add(offset, line)
+            offset += len(line)
+        self.assertEqual(byBlock.addLines(0, data), len(data))
+        for index in (byLine, byBlock):
+            self.assertEqual(list(index.openIds), opens)
+            found = {i: index.endOf(i) for i in named}
+            self.assertEqual({i: where for i, where in found.items() if where is not None}, ends)
+            self.assertEqual(index.extraEnds, extra)
+            self.assertEqual({i: list(v) for i, v in index.notes.items()}, notes)
+            self.assertEqual(index.unreadable, unreadable)

@@ -14,10 +14,12 @@ import subprocess
 import tempfile
 from concurrent.futures.process import BrokenProcessPool
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
 from netlog.core import har as core
-from netlog.core.har import encodeEntry, entriesFromLines
+from netlog.core.har import LineIndex, encodeEntry, entriesFromLines
 from netlog.core.logline import encodeLine
 from netlog.core.records import headRecord, messageRecord
 from netlog.har import export
@@ -226,3 +228,83 @@ class FastPathTests(SynchronousTestCase):
                 expected = core._entryEncoder.encode(entry).encode("utf-8", "replace")
                 self.assertEqual(encodeEntry(entry), expected)
 
+
+
+#: Where a line lies: offset and length.
+SPOTS = st.tuples(st.integers(0, 3 * 2**20), st.integers(1, 2**20))
+
+
+class SpanTests(SynchronousTestCase):
+    """
+    The span of the log a worker reads for a stretch.
+    """
+
+    @given(st.lists(st.tuples(SPOTS, st.lists(SPOTS, max_size=2), st.lists(SPOTS, max_size=3)), min_size=1, max_size=8))
+    @settings(max_examples=300, deadline=None)
+    def test_span(self, exchanges: list) -> None:
+        """
+        A stretch's span runs from its first open line through the end of
+        the last of its lines (open, end, head or message) that begins in
+        it and ends within L{export.SPAN_LIMIT} of its start.
+        """
+        lines = [(offset, length, tuple(ends), tuple(notes)) for (offset, length), ends, notes in exchanges]
+        batch = export._batch(lines)
+        start = min(offset for offset, _, _, _ in lines)
+        ending = [offset + length for o, l, ends, notes in lines for offset, length in ((o, l), *ends, *notes)
+                  if offset >= start and offset + length - start <= export.SPAN_LIMIT]
+        self.assertEqual((batch.start, batch.end), (start, max([start, *ending])))
+
+
+def indexState(index: LineIndex) -> dict:
+    """
+    Everything an index holds that the export reads.
+    """
+    ids = list(index.openIds)
+    return {
+        "opens": (ids, list(index.openOffsets), list(index.openLengths), list(index.openStarts)),
+        "ends": [index.endOf(i) for i in ids],
+        "extra": index.extraEnds,
+        "notes": {i: list(v) for i, v in index.notes.items()},
+        "counts": (index.unreadable, index.lines, len(index)),
+        "order": list(index.startOrder()),
+    }
+
+
+class IndexInWorkersTests(SynchronousTestCase):
+    """
+    The index made from lines the workers read, range by range, is the one
+    made in one pass.
+    """
+
+    def setUp(self) -> None:
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(lambda: __import__("shutil").rmtree(self.dir, ignore_errors=True))
+        path = os.path.join(self.dir, "network.jsonl")
+        open(path, "wb").close()
+        self.fd = os.open(path, os.O_RDWR)
+        self.addCleanup(os.close, self.fd)
+        # ranges of a few lines, shorter than many lines; forked after
+        self.patch(export, "SPAN_LIMIT", 3000)
+        self.patch(export, "READ_SIZE", 1000)
+        self.pool = export._Workers(self.fd, 2).__enter__()
+        self.addCleanup(self.pool.__exit__, None, None, None)
+
+    @given(st.integers(0, 10_000), st.integers(1, 120), st.floats(0, 1), st.floats(0, 1))
+    @settings(max_examples=40, deadline=None)
+    def test_sameIndex(self, seed: int, exchanges: int, cut: float, begin: float) -> None:
+        """
+        Varied logs, cut anywhere (a last line without its newline), indexed
+        from their start or from a line further on: the same index, and the
+        same progress reported at the end.
+        """
+        data = variedLog(seed, exchanges)
+        data = data[: int(len(data) * (0.5 + cut / 2))]
+        start = data.find(b"\n", int(len(data) * begin / 2)) + 1
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, data, 0)
+        first = 3 if start else 0
+        seen: list[int] = []
+        serial = indexState(export.indexLog(self.fd, len(data), None, start, first))
+        inWorkers = export._indexInWorkers(self.pool, len(data), lambda i, *_: seen.append(i), start, first)
+        self.assertEqual(indexState(inWorkers), serial)
+        self.assertEqual(seen[-1:], [len(data)] if len(data) > start else [])
