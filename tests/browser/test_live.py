@@ -14,10 +14,10 @@ C{--resolve} alone, every body kept (C{--keep-bodies all}).
  - C{wrong.test} (decrypted) has a certificate for another name: netlog
    answers the browser 502, and the origin sees no request.
 
-Both decrypted origins speak HTTP/1.1 only, and netlog speaks HTTP/1.1 to
-them; the variant with C{nghttpx} in front of C{cdn.test} speaking h2 to
-netlog (L{LiveWebTests.cdnPort}, C{.ci/setup} installs it) comes with the
-HTTP/2 upstream (issue 34's fourth item).
+C{page.test} speaks HTTP/1.1 only, so netlog speaks HTTP/1.1 to it;
+C{cdn.test} is C{nghttpx} (L{tests.support.nghttpx}, C{.ci/setup} installs
+it) in front of a plain HTTP/1.1 origin, and picks h2 from what netlog's
+ALPN offers, so netlog speaks HTTP/2 to it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ from twisted.trial.unittest import SynchronousTestCase
 
 from tests.browser import browser, procs
 from tests.har.support import validate
+from tests.support import freePort
 from tests.support.liveorigin import Answer, Origin, makeCA, makeLeaf
+from tests.support.nghttpx import startNghttpx
 
 #: The decrypted live hosts, the blind one, and the one whose certificate
 #: names another host.
@@ -165,9 +167,11 @@ class LiveWebTests(SynchronousTestCase):
         self.origins: dict[str, Origin] = {}
         for host, names in ((PAGE_HOST, [PAGE_HOST]), (CDN_HOST, [CDN_HOST]), (BLIND_HOST, [BLIND_HOST]),
                             (WRONG_HOST, ["other.test"])):
-            origin = Origin(self.tmp, host, *makeLeaf(ca, names), answers={})
+            origin = Origin(self.tmp, host, *makeLeaf(ca, names), answers={}, plain=host == CDN_HOST)
             self.addCleanup(origin.stop)
             self.origins[host] = origin
+        cdn = self.origins[CDN_HOST]
+        self.cdnFront = startNghttpx(self.addCleanup, self.tmp, cdn.certPath, cdn.keyPath, cdn.port, freePort())
         self.bases = {host: f"https://{host}:{self.portOf(host)}" for host in self.origins}
         self.pageOrigin = self.bases[PAGE_HOST]
         self.origins[PAGE_HOST].answers = {
@@ -198,16 +202,10 @@ class LiveWebTests(SynchronousTestCase):
 
     def portOf(self, host: str) -> int:
         """
-        The port the browser and netlog reach C{host} on.
+        The port the browser and netlog reach C{host} on: C{cdn.test}'s
+        C{nghttpx}, the others' origins.
         """
-        return self.cdnPort() if host == CDN_HOST else self.origins[host].port
-
-    def cdnPort(self) -> int:
-        """
-        Where C{cdn.test} is reached: its origin itself, HTTP/1.1 only. The
-        h2 variant puts C{nghttpx} here, in front of the origin.
-        """
-        return self.origins[CDN_HOST].port
+        return self.cdnFront.port if host == CDN_HOST else self.origins[host].port
 
     def visit(self) -> tuple[dict[str, Any], dict[str, int]]:
         """
@@ -243,9 +241,11 @@ class LiveWebTests(SynchronousTestCase):
         The page works; every request Chromium made to the decrypted hosts
         and every answer they gave is in the log and the HAR, with the bodies
         the origins got and served, marked C{_liveDecrypted}, HTTP/2 on the
-        browser's side and HTTP/1.1 on the origins'; C{blind.test} is a
-        tunnel entry and nothing more; C{wrong.test}'s request got 502
-        naming the wrong host, and no request reached it.
+        browser's side, and on the origins' HTTP/1.1 toward C{page.test} and
+        HTTP/2 toward C{cdn.test}'s C{nghttpx} (which says so in its access
+        log); C{blind.test} is a tunnel entry and nothing more;
+        C{wrong.test}'s request got 502 naming the wrong host, and no request
+        reached it.
         """
         report, statuses = self.visit()
         self.assertEqual(report, EXPECTED_REPORT, "what the page showed")
@@ -271,28 +271,53 @@ class LiveWebTests(SynchronousTestCase):
                 self.assertEqual(spare["request"]["url"], self.bases[host] + "/")
                 self.assertIs(spare.get("_liveDecrypted"), True)
                 self.assertIn(spare["_failed"]["reason"], SPARE_CLOSED)
+        # netlog's side: HTTP/1.1 toward page.test, whose origin read each
+        # request; HTTP/2 toward cdn.test's nghttpx, whose access log says
+        # each request came over h2 (its origin behind reads HTTP/1.1 from
+        # nghttpx).
+        self.assertEqual({line.rsplit(" ", 1)[1] for line, _ in self.origins[PAGE_HOST].requests}, {"HTTP/1.1"},
+                         f"netlog's side toward {PAGE_HOST}")
+        access = self.cdnFront.access(3)
+        self.assertEqual(sorted((alpn, method, path, version, status)
+                                for alpn, _, method, path, version, status in access),
+                         sorted(("h2", method, path, "HTTP/2", "200")
+                                for method, path, _, _ in self.origins[CDN_HOST].served),
+                         f"netlog's side toward {CDN_HOST}'s nghttpx")
+        # What the log's end line (server_version) and the HAR's response
+        # (_serverHttpVersion) say of the protocol netlog spoke to each
+        # host: nothing for HTTP/1.1, the field left out (docs/log-format.rst,
+        # docs/har.rst); HTTP/2 for h2.
+        serverVersions = {PAGE_HOST: ({}, {}),
+                          CDN_HOST: ({"server_version": "HTTP/2"}, {"_serverHttpVersion": "HTTP/2.0"})}
         for host in (PAGE_HOST, CDN_HOST):
             origin = self.origins[host]
-            self.assertEqual({line.rsplit(" ", 1)[1] for line, _ in origin.requests}, {"HTTP/1.1"},
-                             f"netlog's side toward {host}")
             served = sorted((method, path, sha256(asked), sha256(answer))
                             for method, path, asked, answer in origin.served)
             inHAR = sorted((e["request"]["method"], urlsplit(e["request"]["url"]).path,
                             harDigest(e["request"].get("postData", {})), harDigest(e["response"]["content"]))
                            for e in byHost[host])
             self.assertEqual(inHAR, served, f"{host}: the HAR against what the origin got and served")
+            logged = [(opened, end) for opened, end in ends.values()
+                      if opened["kind"] == "exchange" and opened["server"]["host"] == host]
             inLog = sorted((opened["request"]["method"], urlsplit(opened["request"]["url"]).path,
                             logDigest(end.get("request_body")), logDigest(end["response"].get("body")))
-                           for opened, end in ends.values()
-                           if opened["kind"] == "exchange" and opened["server"]["host"] == host)
+                           for opened, end in logged)
             self.assertEqual(inLog, served, f"{host}: the log against what the origin got and served")
+            logVersion, harVersion = serverVersions[host]
+            for openLine, endLine in logged:
+                self.assertEqual((openLine["request"]["version"], endLine["response"]["version"]),
+                                 ("HTTP/2", "HTTP/2"), f"the log: Chromium's side toward {host}")
+                self.assertEqual({k: v for k, v in endLine["response"].items() if k == "server_version"}, logVersion,
+                                 f"the log: netlog's side toward {host}")
             for entry in byHost[host]:
                 self.assertIs(entry.get("_liveDecrypted"), True, entry["request"]["url"])
                 self.assertNotIn("_failed", entry)
                 self.assertEqual(entry["response"]["status"], 200, entry["request"]["url"])
                 self.assertEqual((entry["request"]["httpVersion"], entry["response"]["httpVersion"]),
                                  ("HTTP/2.0", "HTTP/2.0"), f"Chromium's side toward {host}")
-                self.assertNotIn("_serverHttpVersion", entry, "netlog spoke HTTP/1.1 to the origin")
+                self.assertEqual({k: v for k, v in entry["response"].items() if k == "_serverHttpVersion"},
+                                 harVersion,
+                                 f"the HAR: netlog's side toward {host}")
         self.assertEqual(len(byHost[PAGE_HOST]), 2)
         self.assertEqual(len(byHost[CDN_HOST]), 3)
         (form,) = [e for e in byHost[PAGE_HOST] if e["request"]["method"] == "POST"]

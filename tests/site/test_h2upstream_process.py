@@ -16,7 +16,6 @@ import socket
 import socketserver
 import ssl
 import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -29,7 +28,9 @@ from netlog.core.har import entriesFromLines
 from netlog.site.ca import CertificateAuthority
 from tests.site.support import readAll
 from tests.site.test_process import WAIT, readHead
-from tests.support import freePort, sourceEnv, startTwistd, stopProcess
+from tests.support import freePort, startTwistd
+from tests.support.h2origin import H2OriginProcess
+from tests.support.nghttpx import startNghttpx
 
 NGHTTP = shutil.which("nghttp")
 
@@ -111,17 +112,8 @@ class H2BackendProcessTests(_ThroughProxy, SynchronousTestCase):
             raise AssertionError("nghttp is missing: apt-get install nghttp2-client")
         self.folder = os.path.abspath(self.mktemp())
         os.makedirs(self.folder)
-        caFolder = os.path.join(self.folder, "backend-ca")
-        self.status = os.path.join(self.folder, "origin.json")
-        origin = subprocess.Popen([sys.executable, "-m", "tests.support.h2origin", caFolder, self.status, "100"],
-                                  env=sourceEnv(), cwd=self.folder)
-        self.addCleanup(stopProcess, origin, WAIT)
-        deadline = time.monotonic() + WAIT
-        while not os.path.exists(self.status):
-            if origin.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError("the backend didn't start")
-            time.sleep(0.05)
-        self.originPort = self.origin()["port"]
+        self.h2origin = H2OriginProcess(self.addCleanup, self.folder, 100, WAIT)
+        self.originPort = self.h2origin.port
         self.sites = os.path.join(self.folder, "sites.toml")
         with open(self.sites, "w") as f:
             f.write(f"""
@@ -129,14 +121,10 @@ class H2BackendProcessTests(_ThroughProxy, SynchronousTestCase):
 name = "vault"
 origins = ["https://vault.test"]
 backend = "https://backend.test:{self.originPort}"
-ca_file = "{os.path.join(caFolder, 'ca.pem')}"
+ca_file = "{os.path.join(self.h2origin.caFolder, 'ca.pem')}"
 """)
         self.logPath = os.path.join(self.folder, "network.jsonl")
         self.state = os.path.join(self.folder, "state")
-
-    def origin(self) -> dict[str, Any]:
-        with open(self.status) as f:
-            return json.load(f)  # type: ignore[no-any-return]
 
     def test_eachSide(self) -> None:
         """
@@ -151,7 +139,7 @@ ca_file = "{os.path.join(caFolder, 'ca.pem')}"
         out = self.nghttp("/trailers")
         self.assertIn("recv (stream_id=13) :status: 200", out)
         self.assertIn("recv (stream_id=13) x-checksum: c0ffee", out)
-        origin = self.origin()
+        origin = self.h2origin.status()
         self.assertEqual(origin["connections"], ["h2"])
         self.assertEqual(origin["requests"], [["HTTP/2", "/hello"], ["HTTP/2", "/trailers"]])
         (opened1, ended1), (opened2, ended2) = self.ends(2)
@@ -175,7 +163,7 @@ ca_file = "{os.path.join(caFolder, 'ca.pem')}"
         self.startProxy()
         out = self.nghttp("/gather", "-m", "100")
         self.assertEqual(out.count(":status: 200"), 100, out[-2000:])
-        self.assertEqual(self.origin()["connections"], ["h2"])
+        self.assertEqual(self.h2origin.status()["connections"], ["h2"])
         self.assertEqual(len(self.ends(100)), 100)
 
     def test_refusedAndReset(self) -> None:
@@ -195,7 +183,7 @@ ca_file = "{os.path.join(caFolder, 'ca.pem')}"
         self.assertNotIn("_failed", refused)
         self.assertEqual(reset["_failed"]["reason"],
                          f"backend.test:{self.originPort} reset the stream (INTERNAL_ERROR) in the middle of the answer")
-        self.assertEqual([r[1] for r in self.origin()["requests"]], ["/refuse-once", "/refuse-once", "/reset-mid"])
+        self.assertEqual([r[1] for r in self.h2origin.status()["requests"]], ["/refuse-once", "/refuse-once", "/reset-mid"])
 
     def test_noH2Upstream(self) -> None:
         """
@@ -205,7 +193,7 @@ ca_file = "{os.path.join(caFolder, 'ca.pem')}"
         self.startProxy("--no-h2-upstream")
         self.assertTrue(self.http11("/hello").endswith(b"\r\n\r\nhello over http/1.1"))
         self.assertIn(":status: 200", self.nghttp("/hello"))
-        origin = self.origin()
+        origin = self.h2origin.status()
         self.assertEqual(set(origin["connections"]), {"http/1.1"})
         self.assertEqual([r[0] for r in origin["requests"]], ["HTTP/1.1", "HTTP/1.1"])
         for _, ended in self.ends(2):
@@ -249,17 +237,13 @@ class _OriginServer(socketserver.ThreadingTCPServer):
 @pytest.mark.slow
 class NghttpxBackendTests(_ThroughProxy, SynchronousTestCase):
     """
-    The same, with C{nghttpx} (Debian's nghttp2-proxy: an HTTP/2
-    implementation other than the C{h2} library netlog speaks with) as the
-    backend, in front of a plain HTTP/1.1 origin; its access log says which
-    protocol each request came in and on which connection (the client's
-    port).
+    The same, with C{nghttpx} (L{tests.support.nghttpx}) as the backend,
+    in front of a plain HTTP/1.1 origin.
     """
 
     def setUp(self) -> None:
-        nghttpx = shutil.which("nghttpx")
-        if nghttpx is None or NGHTTP is None:
-            raise AssertionError("nghttpx or nghttp is missing: apt-get install nghttp2-proxy nghttp2-client")
+        if NGHTTP is None:
+            raise AssertionError("nghttp is missing: apt-get install nghttp2-client")
         self.folder = os.path.abspath(self.mktemp())
         os.makedirs(self.folder)
         plain = _OriginServer(("127.0.0.1", 0), _Origin)
@@ -272,25 +256,9 @@ class NghttpxBackendTests(_ThroughProxy, SynchronousTestCase):
             f.write(ca.mint("backend.test").public_bytes(serialization.Encoding.PEM))
         with open(key, "wb") as f:
             f.write(ca.leafKeyPEM())
-        self.originPort = freePort()
-        self.accessLog = os.path.join(self.folder, "nghttpx-access.log")
-        process = subprocess.Popen(
-            [nghttpx, f"--frontend=127.0.0.1,{self.originPort}", f"--backend=127.0.0.1,{plain.server_address[1]}",
-             "--workers=1", "--no-ocsp", "--no-via", "--accesslog-file", self.accessLog,
-             "--accesslog-format", "$alpn $remote_port $request $status",
-             f"--errorlog-file={os.path.join(self.folder, 'nghttpx.log')}",
-             f"--pid-file={os.path.join(self.folder, 'nghttpx.pid')}", key, cert],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.addCleanup(stopProcess, process, WAIT)
-        deadline = time.monotonic() + WAIT
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.originPort), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError("nghttpx didn't start")
-                time.sleep(0.05)
+        self.nghttpx = startNghttpx(self.addCleanup, self.folder, cert, key, plain.server_address[1], freePort(),
+                                    WAIT)
+        self.originPort = self.nghttpx.port
         self.sites = os.path.join(self.folder, "sites.toml")
         with open(self.sites, "w") as f:
             f.write(f"""
@@ -303,21 +271,6 @@ ca_file = "{os.path.join(self.folder, 'backend-ca', 'ca.pem')}"
         self.logPath = os.path.join(self.folder, "network.jsonl")
         self.state = os.path.join(self.folder, "state")
 
-    def access(self, count: int) -> list[list[str]]:
-        """
-        C{nghttpx}'s access log once it has C{count} lines (the probe of its
-        start has none): C{[alpn, port, method, path, version, status]}.
-        """
-        deadline = time.monotonic() + WAIT
-        while True:
-            lines: list[list[str]] = []
-            if os.path.exists(self.accessLog):
-                with open(self.accessLog) as f:
-                    lines = [line.split() for line in f if line.strip()]
-            if len(lines) >= count or time.monotonic() > deadline:
-                return lines
-            time.sleep(0.05)
-
     def test_eachSide(self) -> None:
         """
         An HTTP/1.1 browser's request and an HTTP/2 browser's both reach
@@ -328,7 +281,7 @@ ca_file = "{os.path.join(self.folder, 'backend-ca', 'ca.pem')}"
         self.assertTrue(self.http11("/hello").endswith(b"\r\n\r\nhello through nghttpx"))
         out = self.nghttp("/trailers")
         self.assertIn("recv (stream_id=13) x-checksum: c0ffee", out)
-        lines = self.access(2)
+        lines = self.nghttpx.access(2)
         self.assertEqual([(line[0], line[3], line[5]) for line in lines],
                          [("h2", "/hello", "200"), ("h2", "/trailers", "200")])
         self.assertEqual(len({line[1] for line in lines}), 1, "one connection")
@@ -346,7 +299,7 @@ ca_file = "{os.path.join(self.folder, 'backend-ca', 'ca.pem')}"
         self.startProxy()
         out = self.nghttp("/hello", "-m", "100")
         self.assertEqual(out.count(":status: 200"), 100, out[-2000:])
-        lines = self.access(100)
+        lines = self.nghttpx.access(100)
         self.assertEqual(len(lines), 100)
         self.assertEqual({line[0] for line in lines}, {"h2"})
         self.assertEqual(len({line[1] for line in lines}), 1, "one backend connection")
@@ -358,4 +311,4 @@ ca_file = "{os.path.join(self.folder, 'backend-ca', 'ca.pem')}"
         self.startProxy("--no-h2-upstream")
         self.assertTrue(self.http11("/hello").endswith(b"\r\n\r\nhello through nghttpx"))
         self.assertIn(":status: 200", self.nghttp("/hello"))
-        self.assertEqual([line[0] for line in self.access(2)], ["http/1.1", "http/1.1"])
+        self.assertEqual([line[0] for line in self.nghttpx.access(2)], ["http/1.1", "http/1.1"])

@@ -26,6 +26,7 @@ from twisted.trial.unittest import SynchronousTestCase
 from tests.browser.procs import runNetlog
 from tests.har.support import validate
 from tests.site.support import connectTunnel, request
+from tests.support.h2origin import H2OriginProcess
 from tests.support.liveorigin import PAGE, Origin, makeCA, makeLeaf
 from tests.supervise.running import Twistd, waitFor
 
@@ -36,18 +37,20 @@ class LiveWorld:
     certificate from the private CA), C{blind.test} (the same origin, a live
     host not in C{decrypt}), C{wrong.test} (a certificate for
     C{other.test}), C{expired.test} (expired) and C{unknown.test} (signed by
-    a CA no one trusts).
+    a CA no one trusts). With an L{H2OriginProcess}, C{backend.test} (its
+    certificate's name) and C{misnamed.test} (a name it isn't for) are
+    served by it, its CA trusted too.
     """
 
-    def __init__(self, case: SynchronousTestCase, folder: str, more: str = "") -> None:
+    def __init__(self, case: SynchronousTestCase, folder: str, more: str = "",
+                 h2: H2OriginProcess | None = None) -> None:
         """
         @param more: more lines of the C{[live]} table.
         """
         ca = makeCA("live test CA")
         stranger = makeCA("a CA no one trusts")
         self.caPath = os.path.join(folder, "live-ca.pem")
-        with open(self.caPath, "wb") as f:
-            f.write(ca[1].public_bytes(serialization.Encoding.PEM))
+        trusted = ca[1].public_bytes(serialization.Encoding.PEM)
         self.origins = {
             "good.test": Origin(folder, "good", *makeLeaf(ca, ["good.test", "blind.test"])),
             "wrong.test": Origin(folder, "wrong", *makeLeaf(ca, ["other.test"])),
@@ -57,19 +60,27 @@ class LiveWorld:
         self.origins["blind.test"] = self.origins["good.test"]
         for origin in set(self.origins.values()):
             case.addCleanup(origin.stop)
+        self.ports = {host: origin.port for host, origin in self.origins.items()}
+        decrypt = ["good.test", "wrong.test", "expired.test", "unknown.test"]
+        if h2 is not None:
+            with open(os.path.join(h2.caFolder, "ca.pem"), "rb") as f:
+                trusted += f.read()
+            for host in ("backend.test", "misnamed.test"):
+                self.ports[host] = h2.port
+                decrypt.append(host)
+        with open(self.caPath, "wb") as f:
+            f.write(trusted)
         self.sites = os.path.join(folder, "sites.toml")
-        ports = sorted({o.port for o in self.origins.values()})
         with open(self.sites, "w") as f:
-            f.write(f'[live]\nhosts = ["blind.test"]\n'
-                    f'decrypt = ["good.test", "wrong.test", "expired.test", "unknown.test"]\n'
-                    f'ca_file = "live-ca.pem"\nconnect_ports = {ports}\n{more}')
+            f.write(f'[live]\nhosts = ["blind.test"]\ndecrypt = {json.dumps(decrypt)}\n'
+                    f'ca_file = "live-ca.pem"\nconnect_ports = {sorted(set(self.ports.values()))}\n{more}')
 
     def authority(self, host: str) -> str:
-        return f"{host}:{self.origins[host].port}"
+        return f"{host}:{self.ports[host]}"
 
     def resolveArgs(self) -> list[str]:
         args = []
-        for host in sorted(self.origins):
+        for host in sorted(self.ports):
             args += ["--resolve", f"{host}=127.0.0.1"]
         return args + ["--resolve-only"]
 
@@ -101,11 +112,15 @@ class LiveProxyCase(SynchronousTestCase):
     extra: tuple[str, ...] = ("--no-supervise",)
     #: More lines of the C{[live]} table.
     live = ""
+    #: Whether the world has live hosts served by an L{H2OriginProcess}
+    #: (C{self.h2origin}).
+    h2 = False
 
     def setUp(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="netlog-live-")
         self.addCleanup(shutil.rmtree, self.folder, True)
-        self.world = LiveWorld(self, self.folder, self.live)
+        self.h2origin = H2OriginProcess(self.addCleanup, self.folder) if self.h2 else None
+        self.world = LiveWorld(self, self.folder, self.live, self.h2origin)
         self.state = os.path.join(self.folder, "state")
         self.log = os.path.join(self.folder, "network.jsonl")
         run = os.path.join(self.folder, "run")
@@ -123,7 +138,7 @@ class LiveProxyCase(SynchronousTestCase):
         """
         return ssl.create_default_context(cafile=os.path.join(self.state, "ca.pem"))
 
-    def get(self, host: str, method: str = "GET", body: bytes = b"") -> tuple[int, bytes]:
+    def get(self, host: str, method: str = "GET", body: bytes = b"", path: str = "/page?q=1") -> tuple[int, bytes]:
         authority = self.world.authority(host)
         sock = connectTunnel(self.port, authority, self.netlogContext(), serverName=host)
         with sock:
@@ -131,7 +146,7 @@ class LiveProxyCase(SynchronousTestCase):
             if body:
                 headers.append(("Content-Type", "application/x-www-form-urlencoded"))
                 headers.append(("Content-Length", str(len(body))))
-            status, _, answer, _ = request(sock, method, "/page?q=1", headers, body)
+            status, _, answer, _ = request(sock, method, path, headers, body)
         return status, answer
 
     def waitForEntries(self, count: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -267,6 +282,50 @@ class UnverifiedLiveHostTests(LiveProxyCase):
             self.assertEqual(self.get(host), (200, PAGE), host)
         entries = self.waitForEntries(3)
         self.assertEqual([end.get("_failed") for _, end in entries], [None] * 3)
+
+
+@pytest.mark.slow
+class H2LiveHostTests(LiveProxyCase):
+    """
+    Live hosts whose server speaks HTTP/2 when netlog's ALPN offers it
+    (L{tests.support.h2origin}).
+    """
+
+    h2 = True
+
+    def test_http2AndWrongName(self) -> None:
+        """
+        An HTTP/1.1 client's request to a decrypted live host whose server
+        picks C{h2} reaches it over HTTP/2, and the log and the HAR say so
+        (C{server_version}, C{_serverHttpVersion}). The same server reached
+        by a name its certificate isn't for gets the client a 502 whose
+        C{_failed} names the wrong host: the verification fails inside the
+        handshake, before ALPN's choice is known, and the server sees no
+        connection past its handshake and no request.
+        """
+        self.assertEqual(self.get("backend.test", path="/hello"), (200, b"hello over h2"))
+        status, body = self.get("misnamed.test", path="/hello")
+        self.assertEqual(status, 502, body)
+        assert self.h2origin is not None
+        origin = self.h2origin.status()
+        self.assertEqual(origin["connections"], ["h2"])
+        self.assertEqual(origin["requests"], [["HTTP/2", "/hello"]])
+        (opened, end), (wrongOpened, wrongEnd) = self.waitForEntries(2)
+        self.assertEqual((opened["server"]["host"], opened["_liveDecrypted"], opened["request"]["version"]),
+                         ("backend.test", True, "HTTP/1.1"))
+        self.assertEqual((end["response"]["status"], end["response"]["version"], end["response"]["server_version"]),
+                         (200, "HTTP/1.1", "HTTP/2"))
+        self.assertEqual((wrongOpened["server"]["host"], wrongOpened["_liveDecrypted"]), ("misnamed.test", True))
+        self.assertEqual(wrongEnd["_failed"]["status"], 502)
+        self.assertEqual(wrongEnd["_failed"]["reason"],
+                         f"TLS with {self.world.authority('misnamed.test')} failed: certificate verify failed: "
+                         f"wrong host (the certificate is not for misnamed.test; it names backend.test)")
+        entry, wrong = self.har()["log"]["entries"]
+        self.assertEqual((entry["response"]["httpVersion"], entry["response"]["_serverHttpVersion"]),
+                         ("HTTP/1.1", "HTTP/2.0"))
+        self.assertEqual(entry["response"]["content"]["text"], "hello over h2")
+        self.assertIn("wrong host", wrong["_failed"]["reason"])
+        self.assertNotIn("_serverHttpVersion", wrong["response"])
 
 
 @pytest.mark.slow

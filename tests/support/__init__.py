@@ -83,12 +83,23 @@ def startTwistd(cleanup: Callable[..., Any], folder: str, args: list[str], ports
     cleanup(stopProcess, process, wait)
     deadline = time.monotonic() + wait
     for port in ports:
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(open(logPath).read() if os.path.exists(logPath) else "no twistd log")
-                time.sleep(0.05)
+        waitForPort(process, port, deadline,
+                    lambda: open(logPath).read() if os.path.exists(logPath) else "no twistd log")
     return process
+
+
+def waitForPort(process: subprocess.Popen[bytes], port: int, deadline: float, why: Callable[[], str]) -> None:
+    """
+    Return once C{port} on loopback takes connections.
+
+    @raise AssertionError: (with C{why()}) C{process}, which should listen
+        there, stopped, or the clock passed C{deadline} (C{time.monotonic}).
+    """
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(why())
+            time.sleep(0.05)

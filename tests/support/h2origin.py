@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import time
 from typing import Any, Callable
 
 from h2.config import H2Configuration
@@ -48,6 +50,8 @@ from twisted.internet.protocol import Factory, Protocol
 from twisted.trial.unittest import TestCase
 from twisted.web import resource, server
 from zope.interface import implementer
+
+from tests.support import sourceEnv, stopProcess
 
 
 #: The size of C{/big}.
@@ -241,6 +245,43 @@ class H2Origin:
         if case is not None:
             case.addCleanup(listening.stopListening)
         self.port: int = listening.getHost().port
+
+
+class H2OriginProcess:
+    """
+    The origin run as a process (see the module's docstring), in C{folder}
+    for the test's length: its CA in C{caFolder} (C{ca.pem} there is the
+    certificate to trust), its status in C{statusFile}.
+
+    @ivar port: its port.
+    """
+
+    def __init__(self, cleanup: Callable[..., Any], folder: str, gather: int = 1, wait: float = 30.0) -> None:
+        """
+        Start it, stopped at the test's C{cleanup}; return once it listens.
+
+        @raise AssertionError: it stopped, or took longer than C{wait}
+            seconds to start.
+        """
+        self.caFolder = os.path.join(folder, "backend-ca")
+        self.statusFile = os.path.join(folder, "origin.json")
+        process = subprocess.Popen([sys.executable, "-m", "tests.support.h2origin", self.caFolder, self.statusFile,
+                                    str(gather)], env=sourceEnv(), cwd=folder)
+        cleanup(stopProcess, process, wait)
+        deadline = time.monotonic() + wait
+        while not os.path.exists(self.statusFile):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("the h2 origin didn't start")
+            time.sleep(0.05)
+        self.port: int = self.status()["port"]
+
+    def status(self) -> dict[str, Any]:
+        """
+        Its status now: C{port}, C{connections} (the protocol of each),
+        C{requests} (C{[version, path]} each).
+        """
+        with open(self.statusFile) as f:
+            return json.load(f)  # type: ignore[no-any-return]
 
 
 def main(caFolder: str, statusFile: str, gather: int = 1) -> None:

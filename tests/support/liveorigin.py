@@ -88,7 +88,9 @@ class Origin:
     """
     A local HTTPS origin (HTTP/1.1 only) on 127.0.0.1, a port of its own, in
     threads: each connection's handshake in its own thread, so one that
-    stalls stalls nothing else.
+    stalls stalls nothing else. With C{plain}, it speaks HTTP/1.1 without
+    TLS, for a TLS server in front of it (L{tests.support.nghttpx}) that
+    presents its certificate.
 
     @ivar answers: what it answers, by path (without the query); None:
         L{PAGE} for every path.
@@ -97,12 +99,13 @@ class Origin:
         answer it sent.
     @ivar connections: how many TCP connections it accepted.
     @ivar handshakes: how many TLS handshakes with it succeeded.
+    @ivar certPath: the file of its certificate (PEM); C{keyPath} its key's.
     """
 
     def __init__(self, folder: str, name: str, certPEM: bytes, keyPEM: bytes,
-                 answers: dict[str, Answer] | None = None) -> None:
-        certPath = os.path.join(folder, f"{name}.pem")
-        keyPath = os.path.join(folder, f"{name}.key")
+                 answers: dict[str, Answer] | None = None, plain: bool = False) -> None:
+        certPath = self.certPath = os.path.join(folder, f"{name}.pem")
+        keyPath = self.keyPath = os.path.join(folder, f"{name}.key")
         with open(certPath, "wb") as f:
             f.write(certPEM)
         with open(keyPath, "wb") as f:
@@ -143,6 +146,9 @@ class Origin:
 
         class Server(http.server.ThreadingHTTPServer):
             daemon_threads = True
+            #: (The default backlog of 5 would leave some connections of a
+            #: burst in the kernel's retries.)
+            request_queue_size = 128
 
             def get_request(self) -> tuple[socket.socket, Any]:
                 sock, address = self.socket.accept()
@@ -151,15 +157,18 @@ class Origin:
 
             def finish_request(self, request: Any, client_address: Any) -> None:
                 request.settimeout(30)
+                if plain:
+                    connection = request
+                else:
+                    try:
+                        connection = context.wrap_socket(request, server_side=True)
+                    except OSError:
+                        return
+                    origin.handshakes += 1
                 try:
-                    tls = context.wrap_socket(request, server_side=True)
-                except OSError:
-                    return
-                origin.handshakes += 1
-                try:
-                    Handler(tls, client_address, self)
+                    Handler(connection, client_address, self)
                 finally:
-                    tls.close()
+                    connection.close()
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
