@@ -5,23 +5,23 @@ checked and normalised them) and read by the wiring and the engine's
 builders instead of the options' dictionary.
 
 L{ProxyConfig} holds what every proxy shares (the log, the API, the
-supervision); its C{plugin} field holds what only one proxy has
-(L{StandinConfig}, L{SiteProxyConfig}). An option added later is one field
-here and one line where its C{Options} builds the config.
+supervision); its C{plugin} field holds what only one proxy has, defined
+beside the service that builds that proxy
+(L{netlog.standin.service.StandinConfig},
+L{netlog.site.service.SiteProxyConfig}), each with the
+L{netlog.net.options.Destinations} it may go to. An option added later is
+one field in one of them and one line where its C{Options} builds the
+config.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, Mapping, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
     from netlog.core.rules import Rules
     from netlog.core.segments import Rotation
-    from netlog.core.upstreamproxy import UpstreamProxy
-    from netlog.net.policy import IPNetwork
-    from netlog.site.config import SitesConfig
-    from netlog.site.replay import Replay
 
 #: What only one plugin's proxy has: its C{ProxyConfig.plugin}.
 PluginConfig = TypeVar("PluginConfig", covariant=True)
@@ -124,76 +124,3 @@ class ProxyConfig(Generic[PluginConfig]):
     supervised: bool
     standby: bool
     plugin: PluginConfig
-
-
-@dataclass(frozen=True, kw_only=True)
-class Destinations:
-    """
-    Where a proxy may go (L{netlog.net.options.DestinationOptions}).
-
-    @ivar resolve: names resolved to fixed addresses (C{--resolve}).
-    @ivar resolveOnly: no other name is looked up (C{--resolve-only}).
-    @ivar allow: refused networks let through (C{--allow}).
-    @ivar refusePrivate: the private ranges are refused too.
-    @ivar connectTimeout: seconds to wait for an upstream connection.
-    @ivar idleTimeout: seconds a tunnel or connection may be silent.
-    @ivar upstreamConnections: connections open at once to one upstream.
-    @ivar upstreamProxy: the proxy every connection to a live host goes
-        through (C{--upstream-proxy}, with its credentials), or L{None}.
-    @ivar upstreamProxyAuthFile: where those credentials were read from.
-    """
-
-    resolve: Mapping[str, str]
-    resolveOnly: bool
-    allow: tuple[IPNetwork, ...]
-    refusePrivate: bool
-    connectTimeout: float
-    idleTimeout: float
-    upstreamConnections: int
-    upstreamProxy: UpstreamProxy | None = None
-    upstreamProxyAuthFile: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class StandinConfig:
-    """
-    What only the stand-in has (C{twistd netlog-standin}).
-
-    @ivar destinations: where it may go.
-    @ivar headerTimeout: seconds a browser has to send a whole request head.
-    @ivar connectPorts: the ports a CONNECT may reach.
-    """
-
-    destinations: Destinations
-    headerTimeout: float
-    connectPorts: frozenset[int]
-
-
-@dataclass(frozen=True, kw_only=True)
-class SiteProxyConfig:
-    """
-    What only the site proxy has (C{twistd netlog-proxy}).
-
-    @ivar destinations: where it may go.
-    @ivar headerTimeout: seconds a browser has to send a whole request head.
-    @ivar sites: the sites and live hosts (C{--sites}).
-    @ivar httpsRoute: the HTTPS route's endpoint description, if any.
-    @ivar httpRoute: the plain HTTP route's endpoint description, if any.
-    @ivar keepBodies: what of answers' bodies the log keeps (C{text} or
-        C{all}).
-    @ivar replays: the recording each replayed site is answered from, by
-        site name.
-    @ivar h2: ALPN offers the browser h2 (no C{--no-h2}).
-    @ivar h2Upstream: ALPN offers C{https://} backends h2 (no
-        C{--no-h2-upstream}).
-    """
-
-    destinations: Destinations
-    headerTimeout: float
-    sites: SitesConfig
-    httpsRoute: str | None
-    httpRoute: str | None
-    keepBodies: str
-    replays: Mapping[str, Replay]
-    h2: bool
-    h2Upstream: bool = True

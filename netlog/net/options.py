@@ -7,13 +7,13 @@ L{buildDestinations}.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any, Mapping, cast
 
 from twisted.python import usage
 
-from netlog.config import Destinations
 from netlog.core.upstreamproxy import UpstreamProxy, parseCredentials, parseUpstreamProxy
-from netlog.net.policy import DestinationPolicy, parseAllowOption
+from netlog.net.policy import DestinationPolicy, IPNetwork, parseAllowOption
 from netlog.net.reactors import IProxyReactor
 from netlog.net.resolve import Resolver, parseResolveOption
 from netlog.net.timeouts import DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, MAX_CONNECTIONS_PER_UPSTREAM
@@ -93,6 +93,34 @@ def withBacklog(description: str) -> str:
     if any(part.strip().lower().startswith("backlog=") for part in description.split(":")[1:]):
         return description
     return f"{description}:backlog={LISTEN_BACKLOG}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Destinations:
+    """
+    Where a proxy may go (L{netlog.net.options.DestinationOptions}).
+
+    @ivar resolve: names resolved to fixed addresses (C{--resolve}).
+    @ivar resolveOnly: no other name is looked up (C{--resolve-only}).
+    @ivar allow: refused networks let through (C{--allow}).
+    @ivar refusePrivate: the private ranges are refused too.
+    @ivar connectTimeout: seconds to wait for an upstream connection.
+    @ivar idleTimeout: seconds a tunnel or connection may be silent.
+    @ivar upstreamConnections: connections open at once to one upstream.
+    @ivar upstreamProxy: the proxy every connection to a live host goes
+        through (C{--upstream-proxy}, with its credentials), or L{None}.
+    @ivar upstreamProxyAuthFile: where those credentials were read from.
+    """
+
+    resolve: Mapping[str, str]
+    resolveOnly: bool
+    allow: tuple[IPNetwork, ...]
+    refusePrivate: bool
+    connectTimeout: float
+    idleTimeout: float
+    upstreamConnections: int
+    upstreamProxy: UpstreamProxy | None = None
+    upstreamProxyAuthFile: str | None = None
 
 
 class DestinationOptions:
@@ -198,7 +226,7 @@ def readUpstreamProxy(config: Any) -> UpstreamProxy | None:
         raise usage.UsageError(str(e)) from None
     if path is None:
         return UpstreamProxy(host, port)
-    from netlog.supervise.privileged import openPrivileged
+    from netlog.privileged import openPrivileged
 
     try:
         with open(openPrivileged(path), "rb", closefd=True) as f:

@@ -27,7 +27,7 @@ from netlog.site.livetls import LiveHostTLS, LiveTLS
 from netlog.site.minter import MinterClient, adoptMinter, startMinter
 from netlog.site.rewrite import rewriteLocation, rewriteSetCookie
 from netlog.site.tls import SNITLS, HostTLS, backendTLS
-from netlog.supervise.privileged import inherited, openPrivileged
+from netlog.privileged import inherited, openPrivileged
 
 #: Routes kept for reuse (one per site and public origin; cleared when full).
 MAX_CACHED_ROUTES = 1024
@@ -81,7 +81,7 @@ class SiteMode:
         self.ca: CertificateAuthority | HandedLeaves | None = ca
         self.keepKey = keepKey
         #: What the supervisor hands its workers: the path they open it by
-        #: (see L{netlog.supervise.privileged.openPrivileged}) -> its bytes.
+        #: (see L{netlog.privileged.openPrivileged}) -> its bytes.
         self.handedData: dict[str, bytes] = {}
         self._routes: dict[tuple[Any, ...], Route] = {}
         self._liveTLS: LiveTLS | None = None

@@ -5,9 +5,11 @@ L{StandinMode}, as L{netlog.tap.common.makeProxyService} wires it.
 
 from __future__ import annotations
 
-from netlog.config import ProxyConfig, StandinConfig
+from dataclasses import dataclass
+
+from netlog.config import ProxyConfig
 from netlog.log.interfaces import ILogWriter
-from netlog.net.options import DEFAULT_LISTEN, buildDestinations, splitDescription, upstreamProxyArguments
+from netlog.net.options import DEFAULT_LISTEN, Destinations, buildDestinations, splitDescription, upstreamProxyArguments
 from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService
 from netlog.standin.mode import StandinMode
@@ -35,6 +37,21 @@ def listenerAddress(description: str) -> tuple[str, int] | None:
     if port is None:
         return None
     return host, port
+
+
+@dataclass(frozen=True, kw_only=True)
+class StandinConfig:
+    """
+    What only the stand-in has (C{twistd netlog-standin}).
+
+    @ivar destinations: where it may go.
+    @ivar headerTimeout: seconds a browser has to send a whole request head.
+    @ivar connectPorts: the ports a CONNECT may reach.
+    """
+
+    destinations: Destinations
+    headerTimeout: float
+    connectPorts: frozenset[int]
 
 
 def buildProxy(config: ProxyConfig[StandinConfig], writer: ILogWriter, reactor: IProxyReactor) -> ProxyService:

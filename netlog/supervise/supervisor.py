@@ -322,7 +322,7 @@ class Supervisor(MultiService):
         root, say), run here once, in twistd's privileged step.
     @param privilegedFiles: after it, the files only root may read that the
         worker needs; they are opened here and handed over (see
-        L{netlog.supervise.privileged.openPrivileged}).
+        L{netlog.privileged.openPrivileged}).
     @param handedData: after it, what the proxy made there for its workers
         (by the path they open it by): written to anonymous files, handed
         over the same way.

@@ -436,7 +436,7 @@ def main(argv: list[str], forked: bool = False) -> int:
 
     from netlog.log.writer import LogWriter
     from netlog.supervise.adopt import AdoptedListeners
-    from netlog.supervise.privileged import inheritPrivilegedFiles
+    from netlog.privileged import inheritPrivilegedFiles
 
     reactor = theReactor()
     log = Logger(namespace="netlog.worker")

@@ -20,7 +20,7 @@ worker never runs it). Files only root may read that the worker needs are
 listed in the proxy's C{privilegedFiles}, and what the supervisor's copy made
 in that step for the workers (the site proxy's certificates, never its CA
 key) is its C{handedData}; the worker opens either with
-L{netlog.supervise.privileged.openPrivileged}.
+L{netlog.privileged.openPrivileged}.
 
 With C{--no-supervise} it wires everything in this process: the LogWriter
 first, so the file is open before privileges drop, then the proxy, then a

@@ -8,7 +8,7 @@ from __future__ import annotations
 from twisted.application.service import MultiService
 from twisted.python import usage
 
-from netlog.config import SiteProxyConfig
+from netlog.site.service import SiteProxyConfig
 from netlog.core.capture import KEEP_CHOICES, KEEP_TEXT
 from netlog.core.replay import MatchRules
 from netlog.net.options import DestinationOptions, _seconds

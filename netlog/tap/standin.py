@@ -8,7 +8,7 @@ from typing import Any
 
 from twisted.application.service import MultiService
 
-from netlog.config import StandinConfig
+from netlog.standin.service import StandinConfig
 from netlog.net.options import DestinationOptions, _seconds
 from netlog.net.reactors import IProxyReactor
 from netlog.net.timeouts import DEFAULT_HEADER_TIMEOUT

@@ -20,7 +20,7 @@ from twisted.internet.protocol import Factory
 from twisted.protocols.basic import LineOnlyReceiver
 
 from netlog.config import ProxyConfig
-from netlog.supervise.privileged import openPrivileged
+from netlog.privileged import openPrivileged
 from netlog.tap.common import LogOptions, makeProxyService
 
 #: The folder to put on C{PYTHONPATH} for twistd to find C{netlog-dummy}.
