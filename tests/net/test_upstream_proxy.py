@@ -1,7 +1,8 @@
 """
 C{--upstream-proxy} end to end, with a real squid on loopback as the
 upstream proxy (L{tests.support.squid}): the stand-in's tunnels and plain
-requests and the site proxy's live hosts reach their origins through squid
+requests and the site proxy's live hosts (blind tunnels, and the requests
+inside a decrypted live host's tunnel) reach their origins through squid
 only (squid's access log shows each; the origin's connections are held by
 squid's process, never netlog's), squid's refusals (407, 403) reach the
 browser and the entry says so, and netlog's credentials are sent but never
@@ -14,11 +15,16 @@ can.
 
 from __future__ import annotations
 
+import base64
 import http.client
 import os
+import ssl
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.x509.oid import NameOID
 from twisted.internet import defer, reactor, threads
 from twisted.trial import unittest
 
@@ -46,6 +52,7 @@ from tests.standin.support import (
     tempDirectory,
     tlsClientContext,
 )
+from tests.support.liveorigin import PAGE, Origin, makeCA, makeLeaf
 from tests.support.squid import PASSWORD, USER, Squid, holders, sharedSquid
 
 #: The origins' name: squid's hosts file has it, netlog is told nothing.
@@ -398,6 +405,129 @@ class SiteProxyThroughSquidTests(_SquidCase):
         self.assertEqual(ended["_upstreamProxy"]["status"], 407)
 
 
+@pytest.mark.slow
+class DecryptedLiveThroughSquidTests(_SquidCase):
+    """
+    A live host C{[live] decrypt} names, through squid: netlog decrypts the
+    browser's CONNECT with a certificate it mints, and relays each request
+    inside over a tunnel squid opens to the live host (TLS verified against
+    C{[live] ca_file}).
+    """
+
+    squidHosts = [LIVE]
+
+    def setUp(self) -> None:
+        _SquidCase.setUp(self)
+        folder = os.path.abspath(self.mktemp())
+        os.makedirs(folder)
+        ca = makeCA("live test CA")
+        self.caFile = os.path.join(folder, "live-ca.pem")
+        with open(self.caFile, "wb") as f:
+            f.write(ca[1].public_bytes(serialization.Encoding.PEM))
+        self.origin = Origin(folder, "live", *makeLeaf(ca, [LIVE]))
+        self.addCleanup(self.origin.stop)
+        #: Per connection the origin accepted, the processes holding its
+        #: other end.
+        self.held: list[set[int]] = []
+        self.origin.onAccept = lambda peer: self.held.append(holders(peer[1], self.origin.port))
+
+    def _proxy(self, via: str) -> RunningProxy:
+        running = RunningProxy(self, sites(1, connectPorts=(self.origin.port,))
+                               + f'decrypt = ["{LIVE}"]\nca_file = "{self.caFile}"\n')
+        running.proxy.upstreamProxy = UpstreamProxy("127.0.0.1", self.squid.ports[via])
+        return running
+
+    def _post(self, running: RunningProxy) -> tuple[tuple[int, dict[str, str], bytes, bytes], Any]:
+        """
+        CONNECT to the live host, TLS trusting netlog's CA alone, and a
+        POST inside: its answer, and the certificate the client was shown.
+        """
+        authority = f"{LIVE}:{self.origin.port}"
+        context = ssl.create_default_context(cafile=running.caFile)
+        with siteTunnel(running.ports["forward"], authority, context, serverName=LIVE) as sock:
+            answer = request(sock, "POST", "/page?q=1", [
+                ("Host", authority), ("Connection", "close"),
+                ("Content-Type", "application/x-www-form-urlencoded"), ("Content-Length", "18")],
+                b"user=alice&q=shoes")
+            assert isinstance(sock, ssl.SSLSocket)
+            return answer, sock.getpeercert()
+
+    @defer.inlineCallbacks
+    def test_decrypted(self) -> Any:
+        """
+        The request inside a decrypted live host's tunnel goes through
+        squid (its access log has the CONNECT; the origin's connection is
+        squid's, never netlog's) and reaches the origin with its body; the
+        client gets the origin's answer under a certificate netlog minted;
+        the log keeps the request and the answer with their bodies, marked
+        C{_liveDecrypted}, and no address (squid resolved the name).
+        """
+        running = self._proxy("open")
+        (status, _, body, _), shown = yield threads.deferToThread(self._post, running)
+        self.assertEqual((status, body), (200, PAGE))
+        with open(running.caFile, "rb") as f:
+            netlogCA = x509.load_pem_x509_certificate(f.read()).subject
+        issuer = dict(pair for ((pair),) in shown["issuer"])
+        self.assertEqual(issuer["commonName"], netlogCA.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value)
+        self.assertIn(("DNS", LIVE), shown["subjectAltName"])
+        self.assertEqual(self.origin.requests, [("POST /page?q=1 HTTP/1.1", b"user=alice&q=shoes")])
+        [(opened, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(opened["kind"], "exchange")
+        self.assertIs(opened["_liveDecrypted"], True)
+        self.assertEqual(opened["request"]["url"], f"https://{LIVE}:{self.origin.port}/page?q=1")
+        self.assertIsNone(opened["server"]["address"])
+        self.assertEqual(ended["response"]["status"], 200)
+        self.assertEqual(base64.b64decode(ended["request_body"]["data"]), b"user=alice&q=shoes")
+        self.assertEqual(base64.b64decode(ended["response"]["body"]["data"]), PAGE)
+        self.assertNotIn("_failed", ended)
+        self.assertNotIn("_upstreamProxy", ended)
+        # squid logs a tunnel once it ends: the kept-alive connection goes.
+        running.proxy.pool.closeAll()
+        logged = yield threads.deferToThread(self.squid.waitLogged, f"CONNECT {LIVE}:{self.origin.port}")
+        self.assertEqual(len(logged), 1, logged)
+        assert self.squid.process is not None
+        self.assertEqual(len(self.held), 1)
+        self.assertIn(self.squid.process.pid, self.held[0])
+        self.assertNotIn(os.getpid(), self.held[0])
+
+    @defer.inlineCallbacks
+    def test_authRequired(self) -> Any:
+        """
+        squid answering 407 to the tunnel netlog asks for a decrypted live
+        host's request gives the client 407 to that request, inside the
+        tunnel netlog decrypted (its CONNECT was answered before any
+        request was relayed): netlog's answer saying the upstream proxy
+        refused, without C{Proxy-Authenticate} (the client can't answer
+        it); the entry says so in C{_failed} and C{_upstreamProxy}, and
+        nothing reached the origin.
+        """
+        running = self._proxy("auth")
+        (status, headers, body, _), _ = yield threads.deferToThread(self._post, running)
+        self.assertEqual(status, 407)
+        self.assertNotIn("proxy-authenticate", headers)
+        label = f"127.0.0.1:{self.squid.ports['auth']}"
+        self.assertIn(f"the upstream proxy {label} refused the tunnel: 407".encode(), body)
+        [(opened, ended)] = yield running.waitForEnds(1)
+        self.assertIs(opened["_liveDecrypted"], True)
+        self.assertEqual(ended["response"]["status"], 407)
+        self.assertEqual(ended["_failed"]["status"], 407)
+        self.assertEqual(ended["_upstreamProxy"], {"proxy": label, "status": 407})
+        self.assertEqual((self.held, self.origin.requests), ([], []))
+
+    @defer.inlineCallbacks
+    def test_denied(self) -> Any:
+        """
+        squid refusing with 403 gives the client 403 to its request inside
+        the decrypted tunnel, the entry's C{_upstreamProxy} naming the
+        status.
+        """
+        running = self._proxy("deny")
+        (status, _, _, _), _ = yield threads.deferToThread(self._post, running)
+        self.assertEqual(status, 403)
+        [(_, ended)] = yield running.waitForEnds(1)
+        self.assertEqual(ended["_failed"]["status"], 403)
+        self.assertEqual(ended["_upstreamProxy"]["status"], 403)
+        self.assertEqual((self.held, self.origin.requests), ([], []))
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ import socket
 import ssl
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -100,6 +100,8 @@ class Origin:
     @ivar connections: how many TCP connections it accepted.
     @ivar handshakes: how many TLS handshakes with it succeeded.
     @ivar certPath: the file of its certificate (PEM); C{keyPath} its key's.
+    @ivar onAccept: when set, called with each connection's peer address
+        as it is accepted (in the accepting thread).
     """
 
     def __init__(self, folder: str, name: str, certPEM: bytes, keyPEM: bytes,
@@ -116,6 +118,7 @@ class Origin:
         self.served: list[tuple[str, str, bytes, bytes]] = []
         self.connections = 0
         self.handshakes = 0
+        self.onAccept: Callable[[tuple[str, int]], None] | None = None
         origin = self
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(certPath, keyPath)
@@ -153,6 +156,8 @@ class Origin:
             def get_request(self) -> tuple[socket.socket, Any]:
                 sock, address = self.socket.accept()
                 origin.connections += 1
+                if origin.onAccept is not None:
+                    origin.onAccept(address)
                 return sock, address
 
             def finish_request(self, request: Any, client_address: Any) -> None:
