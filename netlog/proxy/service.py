@@ -37,10 +37,15 @@ from netlog.proxy.browser import FORWARD, HTTP_ROUTE, HTTPS_ROUTE, BrowserFactor
 from netlog.proxy.contracts import IBrowserConnection, IWaiter, Taken
 from netlog.proxy.mode import DestinationRefused, IMode, Route
 from netlog.net.viaproxy import connectVia, proxyUnreached
+from netlog.core.bounded import BoundedCache
 from netlog.proxy.h2upstream import H2Upstream, HTTP11Only, connectNegotiated
 from netlog.proxy.upstream import Pool, ProxiedUpstreamProtocol, UpstreamProtocol, connectUpstream
 
 _log = Logger()
+
+#: Upstreams whose TLS client side is kept to be used again (one a site's
+#: backend or a live host and port), the least recently used dropped first.
+MAX_UPSTREAM_TLS = 4096
 
 #: A plain connection's protocol (L{ProxyService.connectRaw}).
 _P = TypeVar("_P", bound=IProtocol)
@@ -131,7 +136,7 @@ class ProxyService(Service):
         #: of the worker it runs in (see
         #: L{netlog.supervise.worker.connectionPrefix}).
         self.connectionPrefix = ""
-        self._upstreamTLS: dict[Any, Any] = {}
+        self._upstreamTLS: BoundedCache[Any, Any] = BoundedCache(MAX_UPSTREAM_TLS)
         self.listeners: list[tuple[str, str, Any]] = []
         for description in listen:
             self.listeners.append(("forward", description, BrowserFactory(self, FORWARD)))
@@ -354,9 +359,10 @@ class ProxyService(Service):
         key = route.key
         tls = None
         if route.scheme == "https":
-            if key not in self._upstreamTLS:
-                self._upstreamTLS[key] = self.mode.upstreamTLS(route)
-            tls = self._upstreamTLS[key]
+            tls = self._upstreamTLS.get(key)
+            if tls is None:
+                tls = self.mode.upstreamTLS(route)
+                self._upstreamTLS.put(key, tls)
         # HTTP/2 is offered on a TLS connection made straight to the
         # upstream, for a request that may share one (not an upgrade).
         offerH2 = tls is not None and self.h2Upstream and not route.http1Only
