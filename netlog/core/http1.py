@@ -665,6 +665,11 @@ class _Reader:
         if rest and _CHUNK_EXT.match(rest) is None:
             if self._strict or b"\r" in rest:
                 raise self._bad(400, "malformed chunk extension")
+        elif rest[:1] in (b" ", b"\t") and self._strict:
+            # Whitespace between the size and the extension: the grammar's
+            # BWS, which a sender must not send; h11 (and servers behind
+            # us) refuse it, so a request's is refused.
+            raise self._bad(400, "whitespace after a chunk size (send the extension's ';' right after it)")
         size = int(digits, 16)
         if size > MAX_LENGTH:
             raise self._bad(400, "chunk size too large")

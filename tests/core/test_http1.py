@@ -149,6 +149,18 @@ FORWARD_REFUSED: list[tuple[str, bytes, int]] = [
         b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: chunked\r\n\r\n5;\r\nhello\r\n0\r\n\r\n",
         400,
     ),
+    # Whitespace between the size and an extension: the grammar's BWS, which
+    # a recipient may read and a sender must not send; h11 refuses it.
+    (
+        "chunk ext after a space",
+        b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: chunked\r\n\r\n5 ;a\r\nhello\r\n0\r\n\r\n",
+        400,
+    ),
+    (
+        "chunk ext after a tab",
+        b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: chunked\r\n\r\n0\t;a=b\r\n\r\n",
+        400,
+    ),
     (
         "chunk ext with a bare CR",
         b"POST http://a.test/ HTTP/1.1\r\n" + HOST + b"Transfer-Encoding: chunked\r\n\r\n5;a\rb\r\nhello\r\n0\r\n\r\n",
@@ -517,7 +529,7 @@ class AcceptedRequestTests(SynchronousTestCase):
         body = (
             b"5\r\nhello\r\n"
             b"6;name\r\n world\r\n"
-            b"1 ; a = b ;c=\"q \\\" d\"\r\n!\r\n"
+            b"1; a = b ;c=\"q \\\" d\"\r\n!\r\n"
             b"00A\r\n0123456789\r\n"
             b"0;last=1\r\nExpires: never\r\nX-Sum:  abc \r\n\r\n"
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import h11
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
@@ -52,8 +52,10 @@ methods = st.one_of(st.sampled_from([b"GET", b"POST", b"PUT", b"DELETE", b"PATCH
     lambda m: m != b"CONNECT"
 )
 #: Chunk extensions h11 reads too (it refuses the blanks RFC 9112 allows before ";").
-h11ChunkExts = [b"", b";a", b";a=b", b"; a = b", b';q="x \\" y"', b";a;b=c"]
-chunkExts = st.sampled_from(h11ChunkExts + [b" ; a = b", b"\t;a"])
+#: Chunk extensions a request may carry: the semicolon straight after the
+#: size (whitespace before it is refused, as h11 refuses it; a server's
+#: answer may have it, see test_http1's test_chunkExtensionWhitespace).
+chunkExts = st.sampled_from([b"", b";a", b";a=b", b"; a = b", b';q="x \\" y"', b";a;b=c"])
 
 
 @dataclass
@@ -70,7 +72,7 @@ class Message:
 
 
 @st.composite
-def bodies(draw: st.DrawFn, forH11: bool = False) -> tuple[list[tuple[bytes, bytes]], bytes, list[tuple[bytes, bytes]], bytes]:
+def bodies(draw: st.DrawFn) -> tuple[list[tuple[bytes, bytes]], bytes, list[tuple[bytes, bytes]], bytes]:
     """
     A body and its framing: (framing headers, body, trailers, wire bytes).
     """
@@ -91,19 +93,18 @@ def bodies(draw: st.DrawFn, forH11: bool = False) -> tuple[list[tuple[bytes, byt
         size = b"%x" % (len(piece),)
         if draw(st.booleans()):
             size = size.upper()
-        wire.append(size + draw(st.sampled_from(h11ChunkExts) if forH11 else chunkExts) + b"\r\n" + piece + b"\r\n")
-    exts = st.sampled_from(h11ChunkExts) if forH11 else chunkExts
+        wire.append(size + draw(chunkExts) + b"\r\n" + piece + b"\r\n")
     trailers = draw(fields)
-    wire.append(b"0" + draw(exts) + b"\r\n" + b"".join(n + b": " + v + b"\r\n" for n, v in trailers) + b"\r\n")
+    wire.append(b"0" + draw(chunkExts) + b"\r\n" + b"".join(n + b": " + v + b"\r\n" for n, v in trailers) + b"\r\n")
     return [(b"Transfer-Encoding", b"chunked")], body, trailers, b"".join(wire)
 
 
 @st.composite
-def requests(draw: st.DrawFn, forwardProxy: bool, forH11: bool = False) -> Message:
+def requests(draw: st.DrawFn, forwardProxy: bool) -> Message:
     method = draw(methods)
     path = draw(paths)
     target = b"http://a.test" + path if forwardProxy else path
-    framing, body, trailers, wireBody = draw(bodies(forH11))
+    framing, body, trailers, wireBody = draw(bodies())
     headers = draw(fields)
     at = draw(st.integers(0, len(headers)))
     headers[at:at] = [(b"Host", b"a.test")]
@@ -191,12 +192,25 @@ class RequestPropertyTests(SynchronousTestCase):
         h11 reads each generated request (origin-form, or absolute-form for
         a forward proxy) as the reader does.
         """
-        message = data.draw(requests(forwardProxy=forwardProxy, forH11=True))
+        message = data.draw(requests(forwardProxy=forwardProxy))
         events = RequestReader(forwardProxy=forwardProxy).feed(message.wire)
         self.assertEqual(summary(events), h11Request(message.wire))
 
     @settings(max_examples=300, deadline=None)
-    @given(requests(forwardProxy=False, forH11=True), st.integers(0, 10_000), st.sampled_from([b"", b" ", b"\t", b"\r", b"\n", b"\x00", b":", b"\r\n", b"0", b"a", b";", b",", b"\x7f"]), st.integers(0, 2))
+    @given(requests(forwardProxy=False), st.integers(0, 10_000), st.sampled_from([b"", b" ", b"\t", b"\r", b"\n", b"\x00", b":", b"\r\n", b"0", b"a", b";", b",", b"\x7f"]), st.integers(0, 2))
+    # Found by a CI run: a space before a chunk extension's semicolon.
+    @example(
+        Message(
+            (b"GET", b"/"),
+            [(b"Host", b"a.test"), (b"Transfer-Encoding", b"chunked")],
+            b"\x00",
+            [],
+            b"GET / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n1;a\r\n\x00\r\n0\r\n\r\n",
+        ),
+        61,
+        b" ",
+        0,
+    )
     def test_mutationsNeverLooser(self, message: Message, at: int, byte: bytes, how: int) -> None:
         """
         A valid request with one byte inserted, replaced or deleted is
@@ -236,7 +250,7 @@ def responses(draw: st.DrawFn) -> tuple[bytes, Message]:
     method = draw(st.sampled_from([b"GET", b"POST", b"HEAD"]))
     status = draw(st.sampled_from([200, 201, 204, 301, 304, 404, 500]))
     reason = draw(st.sampled_from([b"OK", b"", b"Some Reason", b"x"]))
-    framing, body, trailers, wireBody = draw(bodies(True))
+    framing, body, trailers, wireBody = draw(bodies())
     if method == b"HEAD" or status in (204, 304):
         # No body, whatever the framing fields say.
         framing = [(b"Content-Length", b"%d" % (len(body),))] if framing else []
