@@ -34,9 +34,14 @@ from .test_writer import publicTempDir, readLines
 WAIT = 30.0
 
 
-def seriesLines(path: str) -> list[dict[str, Any]]:
+def seriesLines(path: str, killed: bool = False) -> list[dict[str, Any]]:
     """
     Every line of the log at C{path}, its closed segments first.
+
+    @param killed: whether writers of the log were killed (SIGKILL): a
+        line a kill cut short is then kept, ended with a newline by the
+        next start, which gives its number again (see L{LogWriter}); such
+        lines are checked to be just that, and left out.
     """
     for _ in range(5):
         data = b""
@@ -51,9 +56,19 @@ def seriesLines(path: str) -> list[dict[str, Any]]:
         break
     with open(path, "rb") as f:
         data += f.read()
-    records = [decodeLine(line) for line in data.splitlines()]
-    assert all(r is not None for r in records)
-    return cast(list[dict[str, Any]], records)
+    lines = data.splitlines()
+    records = [decodeLine(line) for line in lines]
+    for i, record in enumerate(records):
+        if record is None:
+            assert killed, f"an undecodable line in a log no kill cut: {lines[i][:200]!r}"
+            after = next((r for r in records[i + 1 :] if r is not None), None)
+            assert after is not None, f"a cut line with no line after it: {lines[i][:200]!r}"
+            again = b'{"n":%d,' % (after["n"],)
+            assert (again.startswith(lines[i]) or lines[i].startswith(again)) and not lines[i].endswith(b"}"), (
+                f"an undecodable line that is not a cut line whose number {after['n']} was given again: "
+                f"{lines[i][:200]!r}"
+            )
+    return [r for r in records if r is not None]
 
 
 def readAll(reader: LogReader, after: int = 0, limit: int = 1000) -> tuple[list[int], list[Any]]:

@@ -27,7 +27,7 @@ from tests.supervise.running import Twistd, alive, waitFor
 from tests.support import netlogArgv, sourceEnv
 
 from .test_processes import STREAM, readLine, startChild
-from .test_rotation import WAIT, seriesLines
+from .test_rotation import WAIT, readAll, seriesLines
 from .test_writer import publicTempDir
 
 #: Requests sent in all; the kill comes after two thirds of them.
@@ -262,7 +262,7 @@ class RotatingProxyTests(_ProxyLog):
                 self.rotateOverApi(poller.port, supervised)
             answer = ask(port, self.origin.port, index)
             self.assertTrue(answer.startswith(b"HTTP/1.1 200 "), answer[:200])
-        lines = seriesLines(self.log)
+        lines = seriesLines(self.log, killed=True)
         last = lines[-1]["n"]
         self.assertEqual([r["n"] for r in lines], list(range(1, last + 1)))
         self.assertGreaterEqual(sum(1 for r in lines if r["type"] == "open"), REQUESTS)
@@ -483,8 +483,9 @@ class KilledWhileRotatingTests(SynchronousTestCase):
         A writer closing a segment every 16 KiB and compressing them,
         killed with SIGKILL again and again at whatever point it is (in a
         write, a rename, a compression) and started again: the series holds
-        every number from 1 once, in order; each segment is named after its
-        first line; a last start finishes every compression.
+        every number from 1 once, in order (a line a kill cut short stays,
+        ended, and its number is given again); each segment is named after
+        its first line; a last start finishes every compression.
         """
         path = os.path.join(publicTempDir(self), "network.jsonl")
         starts = []
@@ -501,9 +502,10 @@ class KilledWhileRotatingTests(SynchronousTestCase):
         os.kill(final.pid, signal.SIGTERM)
         final.wait(WAIT)
         tidy(path, None, None, 0.0)
-        lines = seriesLines(path)
+        lines = seriesLines(path, killed=True)
         numbers = [r["n"] for r in lines]
         self.assertEqual(numbers, list(range(1, len(numbers) + 1)))
+        self.assertEqual(readAll(LogReader(path), 0, 1 << 20)[0], numbers)
         self.assertEqual(starts, sorted(starts))
         found = listing(path)
         self.assertGreater(len(found.segments), 20)
