@@ -37,6 +37,7 @@ from twisted.internet.defer import Deferred, fail
 from twisted.python.failure import Failure
 
 from netlog.core.bounded import BoundedCache
+from netlog.net.coalesce import Coalesced
 from netlog.proxy.mode import MintError
 
 KEY_FILE = "ca.key"
@@ -372,7 +373,7 @@ class HandedLeaves:
         #: to the supervisor, see L{netlog.site.minter}): host -> PEM.
         self.ask: Callable[[str], Deferred[str]] | None = None
         self._live: BoundedCache[str, LiveLeaf] = BoundedCache(MAX_MINTED)
-        self._minting: dict[str, list[Deferred[LiveLeaf]]] = {}
+        self._minting: Coalesced[str, LiveLeaf] = Coalesced()
         self._liveContext: SSL.Context | None = None
         data = json.loads(bundle)
         self.cert = x509.load_pem_x509_certificate(data["ca"].encode("ascii"))
@@ -410,19 +411,14 @@ class HandedLeaves:
         leaf = self._live.get(host)
         if leaf is not None:
             return leaf
-        d: Deferred[LiveLeaf] = Deferred()
-        waiting = self._minting.get(host)
-        if waiting is not None:
-            waiting.append(d)
-            return d
         if self.ask is None:
             return fail(MintError("this worker has no way to ask for a certificate"))
-        self._minting[host] = [d]
-        self.ask(host).addCallbacks(self._minted, self._unminted, callbackArgs=(host,), errbackArgs=(host,))
+        d, first = self._minting.join(host)
+        if first:
+            self.ask(host).addCallbacks(self._minted, self._unminted, callbackArgs=(host,), errbackArgs=(host,))
         return d
 
     def _minted(self, pem: str, host: str) -> None:
-        waiting = self._minting.pop(host, [])
         try:
             certificate = x509.load_pem_x509_certificate(pem.encode("ascii"))
             leafKey: Any = self._leafKey
@@ -435,16 +431,13 @@ class HandedLeaves:
             # each handshake.
             leaf.connection().use_privatekey(leafKey)
         except Exception as e:
-            for d in waiting:
-                d.errback(MintError(f"the certificate minted for {host} can't be used: {e}"))
+            self._minting.refuse(host, MintError(f"the certificate minted for {host} can't be used: {e}"))
             return
         self._live.put(host, leaf)
-        for d in waiting:
-            d.callback(leaf)
+        self._minting.answer(host, leaf)
 
     def _unminted(self, failure: Failure, host: str) -> None:
-        for d in self._minting.pop(host, []):
-            d.errback(failure)
+        self._minting.refuse(host, failure)
 
 
 def _selectALPN(protocols: tuple[bytes, ...], connection: SSL.Connection, offered: list[bytes]) -> Any:

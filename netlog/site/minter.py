@@ -40,6 +40,7 @@ from twisted.internet.protocol import Protocol
 from twisted.logger import Logger
 
 from netlog.core.bounded import BoundedCache
+from netlog.net.coalesce import Coalesced
 from netlog.proxy.mode import MintError
 from netlog.site.ca import MAX_MINTED, CAError, CertificateAuthority, leafBundle
 
@@ -172,7 +173,7 @@ class MinterClient(Protocol):
         self.pid = pid
         self.minted: BoundedCache[str, str] = BoundedCache(MAX_MINTED)
         self._asked: deque[str] = deque()
-        self._waiting: dict[str, list[Deferred[str]]] = {}
+        self._waiting: Coalesced[str, str] = Coalesced()
         self._buffer = b""
         self.gone = False
 
@@ -185,14 +186,10 @@ class MinterClient(Protocol):
             return succeed(pem)
         if self.gone or self.transport is None:
             return fail(MintError("the certificate minter is gone"))
-        d: Deferred[str] = Deferred()
-        waiting = self._waiting.get(host)
-        if waiting is not None:
-            waiting.append(d)
-            return d
-        self._waiting[host] = [d]
-        self._asked.append(host)
-        self.transport.write(json.dumps({"host": host}).encode("ascii") + b"\n")
+        d, first = self._waiting.join(host)
+        if first:
+            self._asked.append(host)
+            self.transport.write(json.dumps({"host": host}).encode("ascii") + b"\n")
         return d
 
     def dataReceived(self, data: bytes) -> None:
@@ -207,14 +204,11 @@ class MinterClient(Protocol):
                 answer = json.loads(line)
             except ValueError:
                 answer = {"error": "the minter's answer is not JSON"}
-            waiting = self._waiting.pop(host, [])
             if isinstance(answer.get("cert"), str):
                 self.minted.put(host, answer["cert"])
-                for d in waiting:
-                    d.callback(answer["cert"])
+                self._waiting.answer(host, answer["cert"])
             else:
-                for d in waiting:
-                    d.errback(MintError(str(answer.get("error", "the minter gave no certificate"))))
+                self._waiting.refuse(host, MintError(str(answer.get("error", "the minter gave no certificate"))))
         if len(self._buffer) > MAX_MINT_LINE:
             self.transport.loseConnection()  # type: ignore[union-attr]
 
@@ -222,11 +216,8 @@ class MinterClient(Protocol):
         self.gone = True
         _log.error("the certificate minter {pid} is gone: live hosts not yet minted get no certificate",
                    pid=self.pid)
-        waiting, self._waiting = self._waiting, {}
         self._asked.clear()
-        for ds in waiting.values():
-            for d in ds:
-                d.errback(MintError("the certificate minter is gone"))
+        self._waiting.refuseAll(MintError("the certificate minter is gone"))
         try:
             os.waitpid(self.pid, os.WNOHANG)
         except ChildProcessError:

@@ -31,12 +31,13 @@ import socket
 from collections import deque
 from typing import Any, Callable
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, fail
 from twisted.internet.interfaces import IAddress, IFileDescriptorReceiver
 from twisted.internet.protocol import Protocol, ServerFactory
 from twisted.logger import Logger
 from zope.interface import implementer
 
+from netlog.net.coalesce import Coalesced
 from netlog.net.reactors import IProxyReactor
 from netlog.proxy.mode import MintError
 
@@ -224,30 +225,22 @@ class WorkerSide(_Lines):
         self._onRules = onRules
         self._fds: deque[int] = deque()
         #: Mints asked and not yet answered, by host.
-        self._minting: dict[str, list[Deferred[str]]] = {}
+        self._minting: Coalesced[str, str] = Coalesced()
 
     def mint(self, host: str) -> Deferred[str]:
         """
         Ask the supervisor for the certificate (PEM) of the live host
         C{host}; many asking at once for one host ask once.
         """
-        d: Deferred[str] = Deferred()
-        waiting = self._minting.get(host)
-        if waiting is not None:
-            waiting.append(d)
-            return d
         if self.transport is None:
-            d.errback(MintError("the control channel to the supervisor is closed"))
-            return d
-        self._minting[host] = [d]
-        self.send({"op": "mint", "host": host})
+            return fail(MintError("the control channel to the supervisor is closed"))
+        d, first = self._minting.join(host)
+        if first:
+            self.send({"op": "mint", "host": host})
         return d
 
     def connectionLost(self, reason: Any = None) -> None:
-        minting, self._minting = self._minting, {}
-        for waiting in minting.values():
-            for d in waiting:
-                d.errback(MintError("the control channel to the supervisor is closed"))
+        self._minting.refuseAll(MintError("the control channel to the supervisor is closed"))
 
     def fileDescriptorReceived(self, descriptor: int) -> None:
         self._fds.append(descriptor)
@@ -273,11 +266,11 @@ class WorkerSide(_Lines):
             self.send({"op": "ruled", "name": message.get("name")})
         elif op == "minted":
             host = str(message.get("host"))
-            for d in self._minting.pop(host, []):
-                if isinstance(message.get("cert"), str):
-                    d.callback(message["cert"])
-                else:
-                    d.errback(MintError(f"no certificate for {host}: {message.get('error', 'no reason given')}"))
+            if isinstance(message.get("cert"), str):
+                self._minting.answer(host, message["cert"])
+            else:
+                self._minting.refuse(host, MintError(f"no certificate for {host}: "
+                                                     f"{message.get('error', 'no reason given')}"))
         elif op == "delete":
             name = message.get("name")
             d = self._onDelete(message)
