@@ -68,7 +68,9 @@ def startNghttpx(directory: str, originPort: int, cert: str, key: str) -> tuple[
         raise SystemExit("nghttpx is missing: apt-get install nghttp2-proxy")
     port = freePort()
     process = subprocess.Popen(
-        [nghttpx, f"--frontend=127.0.0.1,{port}", f"--backend=127.0.0.1,{originPort}", "--workers=1",
+        # --conf: Debian's /etc/nghttpx/nghttpx.conf adds a frontend on
+        # 127.0.0.1:3000, which a second nghttpx at once fails to bind.
+        [nghttpx, "--conf=/dev/null", f"--frontend=127.0.0.1,{port}", f"--backend=127.0.0.1,{originPort}", "--workers=1",
          "--no-ocsp", "--no-via", f"--errorlog-file={os.path.join(directory, 'nghttpx.log')}",
          f"--pid-file={os.path.join(directory, 'nghttpx.pid')}", key, cert],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
