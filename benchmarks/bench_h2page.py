@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,8 +95,26 @@ def pageHTML() -> bytes:
 # -- the origin ---------------------------------------------------------------------
 
 
+@dataclass
+class OriginStats:
+    """
+    What the origin saw since it was last asked (C{/stats}): connections
+    accepted, and the most image requests it held at once.
+    """
+
+    connections: int = 0
+    inFlight: int = 0
+    peak: int = 0
+
+    def take(self) -> bytes:
+        out = json.dumps({"connections": self.connections, "peak": self.peak}).encode()
+        self.connections, self.peak = 0, self.inFlight
+        return out
+
+
 async def _serveConnection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                           page: bytes, image: bytes) -> None:
+                           page: bytes, image: bytes, stats: OriginStats) -> None:
+    stats.connections += 1
     try:
         while True:
             try:
@@ -111,8 +131,15 @@ async def _serveConnection(reader: asyncio.StreamReader, writer: asyncio.StreamW
             if path == "/page":
                 status, kind, body = "200 OK", "text/html; charset=utf-8", page
             elif path.startswith("/img/") and path.endswith(".png"):
-                await asyncio.sleep(DELAY)
+                stats.inFlight += 1
+                stats.peak = max(stats.peak, stats.inFlight)
+                try:
+                    await asyncio.sleep(DELAY)
+                finally:
+                    stats.inFlight -= 1
                 status, kind, body = "200 OK", "image/png", image
+            elif path == "/stats":
+                status, kind, body = "200 OK", "application/json", stats.take()
             else:
                 status, kind, body = "404 Not Found", "text/plain", b"not found\n"
             close = fields.get("connection", "").lower() == "close"
@@ -133,10 +160,10 @@ def serveOrigin(port: int) -> None:
     The origin's process: HTTP/1.1 keep-alive on C{127.0.0.1:port}, as
     many connections at once as come.
     """
-    page, image = pageHTML(), png()
+    page, image, stats = pageHTML(), png(), OriginStats()
 
     async def main() -> None:
-        server = await asyncio.start_server(lambda r, w: _serveConnection(r, w, page, image), "127.0.0.1", port,
+        server = await asyncio.start_server(lambda r, w: _serveConnection(r, w, page, image, stats), "127.0.0.1", port,
                                             backlog=1024)
         async with server:
             await server.serve_forever()
@@ -155,7 +182,8 @@ def startOrigin() -> tuple[subprocess.Popen[bytes], int]:
 # -- the targets --------------------------------------------------------------------
 
 
-def startSiteProxy(directory: str, originPort: int) -> tuple[subprocess.Popen[bytes], int, int, str]:
+def startSiteProxy(directory: str, originPort: int,
+                   extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[bytes], int, int, str]:
     """
     C{twistd netlog-proxy} (one process, as C{bench_h2} runs it) with
     C{https://bench.test} a site on the origin: its forward port, its HTTPS
@@ -171,7 +199,7 @@ def startSiteProxy(directory: str, originPort: int) -> tuple[subprocess.Popen[by
          f"--logfile={os.path.join(directory, 'netlog-twistd.log')}", "netlog-proxy", "--no-supervise",
          "--listen", f"tcp:{port}:interface=127.0.0.1", "--https-route", f"tcp:{route}:interface=127.0.0.1",
          "--sites", sites, "--state", state, "--log", os.path.join(directory, "site.jsonl"),
-         "--resolve-only", "--resolve", f"{HOST}=127.0.0.1"],
+         "--resolve-only", "--resolve", f"{HOST}=127.0.0.1", *extra],
         env=sourceEnv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     waitListening(port, process, "the site proxy")
@@ -193,6 +221,10 @@ class Target:
     browser: Any = None
     times: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
+    #: the most image requests the origin held at once in each load, and
+    #: the connections it accepted
+    peaks: list[int] = field(default_factory=list)
+    connections: list[int] = field(default_factory=list)
 
 
 def launch(playwright: Any, target: Target, spkis: list[str]) -> None:
@@ -225,6 +257,16 @@ def loadOnce(target: Target) -> float:
     return float(seen["load"])
 
 
+def originStats(port: int) -> dict[str, int]:
+    """
+    What the origin saw since last asked (straight to it, no proxy).
+    """
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(f"http://127.0.0.1:{port}/stats", timeout=10) as answer:
+        stats: dict[str, int] = json.loads(answer.read())
+        return stats
+
+
 def busyJob() -> subprocess.Popen[bytes]:
     """
     A CPU-bound job beside the run: one process spinning on a core.
@@ -248,12 +290,14 @@ def report(targets: list[Target], rounds: int, busy: bool, loads: tuple[str, str
         f"\n{IMAGES} images, each answered after {DELAY * 1000:.0f} ms; {rounds} interleaved rounds, "
         f"a fresh context per load; mode {mode}; load average {loads[0]} at the start, {loads[1]} at the end; "
         f"{os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n",
-        "| target | load event, median [min–max] | / nghttpx | server process CPU per load, median |",
-        "|---|---|---|---|",
+        "| target | load event, median [min–max] | / nghttpx | server process CPU per load | "
+        "images at the origin at once | origin connections opened |",
+        "|---|---|---|---|---|---|",
     ]
     for t in targets:
         cpu = f"{statistics.median(t.cpu) * 1000:.0f} ms" if t.cpu else "–"
-        lines.append(f"| {t.name} | {cell(t.times)} | {statistics.median(t.times) / reference:.2f}× | {cpu} |")
+        lines.append(f"| {t.name} | {cell(t.times)} | {statistics.median(t.times) / reference:.2f}× | {cpu} "
+                     f"| {statistics.median(t.peaks):g} | {statistics.median(t.connections):g} |")
     return "\n".join(lines) + "\n"
 
 
@@ -262,6 +306,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--busy", action="store_true", help="run a CPU-bound job beside the benchmark")
     parser.add_argument("--no-direct", action="store_true", help="leave out direct HTTP/1.1 to the origin")
+    parser.add_argument("--upstream-connections", type=int, metavar="N",
+                        help="netlog's cap on connections to the origin (its --upstream-connections; default 32)")
+    parser.add_argument("--nghttpx-backend-connections", type=int, metavar="N",
+                        help="nghttpx's cap (--backend-connections-per-frontend; default 0, no cap)")
     parser.add_argument("--origin", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.origin is not None:
@@ -276,9 +324,14 @@ def main(argv: list[str]) -> None:
         origin, originPort = startOrigin()
         processes.append(origin)
         cert, key = makeCertificate(directory)
-        nghttpx, front = startNghttpx(directory, originPort, cert, key)
+        nghttpx, front = startNghttpx(
+            directory, originPort, cert, key,
+            () if args.nghttpx_backend_connections is None
+            else (f"--backend-connections-per-frontend={args.nghttpx_backend_connections}",))
         processes.append(nghttpx)
-        netlog, forward, route, netlogSPKI = startSiteProxy(directory, originPort)
+        netlog, forward, route, netlogSPKI = startSiteProxy(
+            directory, originPort,
+            () if args.upstream_connections is None else ("--upstream-connections", str(args.upstream_connections)))
         processes.append(netlog)
         with open(cert, "rb") as f:
             spkis = [spkiHash(f.read()), netlogSPKI]
@@ -304,11 +357,15 @@ def main(argv: list[str]) -> None:
             for r in range(args.rounds):
                 order = targets[r % len(targets):] + targets[:r % len(targets)]
                 for t in order:
+                    originStats(originPort)
                     before = cpuSeconds(t.process.pid if t.process else None)
                     t.times.append(loadOnce(t))
                     after = cpuSeconds(t.process.pid if t.process else None)
                     if before is not None and after is not None:
                         t.cpu.append(after - before)
+                    seen = originStats(originPort)
+                    t.peaks.append(seen["peak"])
+                    t.connections.append(seen["connections"] - 1)  # less the one asking
                 print(f"round {r + 1}: " + ", ".join(f"{t.name} {t.times[-1]:.0f} ms" for t in targets), flush=True)
             loads.append(loadAverage())
             for t in targets:
