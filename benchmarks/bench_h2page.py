@@ -63,8 +63,12 @@ LOAD_TIMEOUT_MS = 60_000
 MEASURE = """() => {
   const nav = performance.getEntriesByType('navigation')[0];
   const images = Array.from(document.images);
+  const fetched = performance.getEntriesByType('resource').filter(e => e.initiatorType === 'img');
   return {
     load: nav.loadEventEnd - nav.startTime,
+    pageIn: nav.responseEnd - nav.startTime,
+    firstAsked: Math.min(...fetched.map(e => e.requestStart || e.startTime)) - nav.startTime,
+    lastIn: Math.max(...fetched.map(e => e.responseEnd)) - nav.startTime,
     images: images.length,
     loaded: images.filter(i => i.complete && i.naturalWidth > 0).length,
     protocols: [nav.nextHopProtocol].concat(
@@ -105,9 +109,15 @@ class OriginStats:
     connections: int = 0
     inFlight: int = 0
     peak: int = 0
+    #: when C{/page} was asked for, and the last image asked for and answered
+    pageAt: float = 0.0
+    lastAsked: float = 0.0
+    lastAnswered: float = 0.0
 
     def take(self) -> bytes:
-        out = json.dumps({"connections": self.connections, "peak": self.peak}).encode()
+        out = json.dumps({"connections": self.connections, "peak": self.peak,
+                          "lastAsked": (self.lastAsked - self.pageAt) * 1000,
+                          "lastAnswered": (self.lastAnswered - self.pageAt) * 1000}).encode()
         self.connections, self.peak = 0, self.inFlight
         return out
 
@@ -129,9 +139,11 @@ async def _serveConnection(reader: asyncio.StreamReader, writer: asyncio.StreamW
                 await reader.readexactly(length)
             path = target.split("?", 1)[0]
             if path == "/page":
+                stats.pageAt = time.monotonic()
                 status, kind, body = "200 OK", "text/html; charset=utf-8", page
             elif path.startswith("/img/") and path.endswith(".png"):
                 stats.inFlight += 1
+                stats.lastAsked = time.monotonic()
                 stats.peak = max(stats.peak, stats.inFlight)
                 try:
                     await asyncio.sleep(DELAY)
@@ -149,6 +161,8 @@ async def _serveConnection(reader: asyncio.StreamReader, writer: asyncio.StreamW
                 .encode() + (body if method != "HEAD" else b"")
             )
             await writer.drain()
+            if path.startswith("/img/"):
+                stats.lastAnswered = time.monotonic()
             if close:
                 return
     finally:
@@ -182,8 +196,8 @@ def startOrigin() -> tuple[subprocess.Popen[bytes], int]:
 # -- the targets --------------------------------------------------------------------
 
 
-def startSiteProxy(directory: str, originPort: int,
-                   extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[bytes], int, int, str]:
+def startSiteProxy(directory: str, originPort: int, extra: tuple[str, ...] = (),
+                   profile: str | None = None) -> tuple[subprocess.Popen[bytes], int, int, str]:
     """
     C{twistd netlog-proxy} (one process, as C{bench_h2} runs it) with
     C{https://bench.test} a site on the origin: its forward port, its HTTPS
@@ -194,9 +208,10 @@ def startSiteProxy(directory: str, originPort: int,
         f.write(f'[[site]]\nname = "bench"\norigins = ["https://{HOST}"]\nbackend = "http://127.0.0.1:{originPort}"\n')
     state = os.path.join(directory, "state")
     port, route = freePort(), freePort()
+    profiling = ["--profile", profile, "--profiler", "cprofile", "--savestats"] if profile else []
     process = subprocess.Popen(
         [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=",
-         f"--logfile={os.path.join(directory, 'netlog-twistd.log')}", "netlog-proxy", "--no-supervise",
+         f"--logfile={os.path.join(directory, 'netlog-twistd.log')}", *profiling, "netlog-proxy", "--no-supervise",
          "--listen", f"tcp:{port}:interface=127.0.0.1", "--https-route", f"tcp:{route}:interface=127.0.0.1",
          "--sites", sites, "--state", state, "--log", os.path.join(directory, "site.jsonl"),
          "--resolve-only", "--resolve", f"{HOST}=127.0.0.1", *extra],
@@ -225,6 +240,8 @@ class Target:
     #: the connections it accepted
     peaks: list[int] = field(default_factory=list)
     connections: list[int] = field(default_factory=list)
+    #: each load's milestones (ms), by name, for where the time goes
+    milestones: dict[str, list[float]] = field(default_factory=dict)
 
 
 def launch(playwright: Any, target: Target, spkis: list[str]) -> None:
@@ -235,10 +252,11 @@ def launch(playwright: Any, target: Target, spkis: list[str]) -> None:
     target.browser = playwright.chromium.launch(**options)
 
 
-def loadOnce(target: Target) -> float:
+def loadOnce(target: Target) -> dict[str, Any]:
     """
-    Load the page once in a fresh context; its load event in ms. Raises
-    if an image did not load or came over another protocol.
+    Load the page once in a fresh context; its timings (ms from the
+    navigation's start). Raises if an image did not load or came over
+    another protocol.
     """
     context = target.browser.new_context()
     try:
@@ -254,7 +272,7 @@ def loadOnce(target: Target) -> float:
     protocols = set(seen["protocols"])
     if protocols != {target.protocol}:
         raise SystemExit(f"{target.name}: resources came over {sorted(protocols)}, expected {target.protocol}")
-    return float(seen["load"])
+    return {k: float(seen[k]) for k in ("load", "pageIn", "firstAsked", "lastIn")}
 
 
 def originStats(port: int) -> dict[str, int]:
@@ -298,6 +316,17 @@ def report(targets: list[Target], rounds: int, busy: bool, loads: tuple[str, str
         cpu = f"{statistics.median(t.cpu) * 1000:.0f} ms" if t.cpu else "–"
         lines.append(f"| {t.name} | {cell(t.times)} | {statistics.median(t.times) / reference:.2f}× | {cpu} "
                      f"| {statistics.median(t.peaks):g} | {statistics.median(t.connections):g} |")
+    lines += [
+        "\nWhere the time goes (medians, ms; the browser's from the navigation's start, the origin's from "
+        "/page asked for):\n",
+        "| target | page in | first image asked | last image in | load event | origin: last image asked "
+        "| origin: last image answered |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t in targets:
+        m = {k: statistics.median(v) for k, v in t.milestones.items()}
+        lines.append(f"| {t.name} | {m['pageIn']:.0f} | {m['firstAsked']:.0f} | {m['lastIn']:.0f} | {m['load']:.0f} "
+                     f"| {m['originLastAsked']:.0f} | {m['originLastAnswered']:.0f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -308,8 +337,13 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--no-direct", action="store_true", help="leave out direct HTTP/1.1 to the origin")
     parser.add_argument("--upstream-connections", type=int, metavar="N",
                         help="netlog's cap on connections to the origin (its --upstream-connections; default 32)")
+    parser.add_argument("--also-upstream-connections", type=int, metavar="N",
+                        help="also, in the same rounds, the HTTPS route of a second site proxy with "
+                             "--upstream-connections N")
     parser.add_argument("--nghttpx-backend-connections", type=int, metavar="N",
                         help="nghttpx's cap (--backend-connections-per-frontend; default 0, no cap)")
+    parser.add_argument("--profile", metavar="OUT",
+                        help="run netlog under cProfile (twistd --profile), its stats written to OUT at the end")
     parser.add_argument("--origin", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.origin is not None:
@@ -331,7 +365,8 @@ def main(argv: list[str]) -> None:
         processes.append(nghttpx)
         netlog, forward, route, netlogSPKI = startSiteProxy(
             directory, originPort,
-            () if args.upstream_connections is None else ("--upstream-connections", str(args.upstream_connections)))
+            () if args.upstream_connections is None else ("--upstream-connections", str(args.upstream_connections)),
+            os.path.abspath(args.profile) if args.profile else None)
         processes.append(netlog)
         with open(cert, "rb") as f:
             spkis = [spkiHash(f.read()), netlogSPKI]
@@ -341,6 +376,15 @@ def main(argv: list[str]) -> None:
             Target("netlog HTTPS route, HTTP/2", page, "h2", maps={HOST: f"127.0.0.1:{route}"}, process=netlog),
             Target("netlog forward port, HTTP/2", page, "h2", proxy=f"http://127.0.0.1:{forward}", process=netlog),
         ]
+        if args.also_upstream_connections is not None:
+            n = args.also_upstream_connections
+            second = os.path.join(directory, f"cap{n}")
+            os.mkdir(second)
+            other, _, otherRoute, otherSPKI = startSiteProxy(second, originPort, ("--upstream-connections", str(n)))
+            processes.append(other)
+            spkis.append(otherSPKI)
+            targets.append(Target(f"netlog HTTPS route, HTTP/2, --upstream-connections {n}", page, "h2",
+                                  maps={HOST: f"127.0.0.1:{otherRoute}"}, process=other))
         if not args.no_direct:
             targets.append(Target("direct, HTTP/1.1", f"http://{HOST}/page", "http/1.1",
                                   maps={HOST: f"127.0.0.1:{originPort}"}, process=origin))
@@ -359,13 +403,17 @@ def main(argv: list[str]) -> None:
                 for t in order:
                     originStats(originPort)
                     before = cpuSeconds(t.process.pid if t.process else None)
-                    t.times.append(loadOnce(t))
+                    timings = loadOnce(t)
+                    t.times.append(timings["load"])
                     after = cpuSeconds(t.process.pid if t.process else None)
                     if before is not None and after is not None:
                         t.cpu.append(after - before)
                     seen = originStats(originPort)
                     t.peaks.append(seen["peak"])
                     t.connections.append(seen["connections"] - 1)  # less the one asking
+                    timings.update(originLastAsked=seen["lastAsked"], originLastAnswered=seen["lastAnswered"])
+                    for k, v in timings.items():
+                        t.milestones.setdefault(k, []).append(v)
                 print(f"round {r + 1}: " + ", ".join(f"{t.name} {t.times[-1]:.0f} ms" for t in targets), flush=True)
             loads.append(loadAverage())
             for t in targets:
