@@ -258,6 +258,8 @@ def loadOnce(target: Target) -> dict[str, Any]:
     navigation's start). Raises if an image did not load or came over
     another protocol.
     """
+    if target.browser is None:
+        return nghttpLoad(target)
     context = target.browser.new_context()
     try:
         context.set_default_timeout(LOAD_TIMEOUT_MS)
@@ -273,6 +275,27 @@ def loadOnce(target: Target) -> dict[str, Any]:
     if protocols != {target.protocol}:
         raise SystemExit(f"{target.name}: resources came over {sorted(protocols)}, expected {target.protocol}")
     return {k: float(seen[k]) for k in ("load", "pageIn", "firstAsked", "lastIn")}
+
+
+def nghttpLoad(target: Target) -> dict[str, Any]:
+    """
+    Fetch the page and its images with C{nghttp -a} (C, one HTTP/2
+    connection, every image asked for at once up to the server's stream
+    limit), to the port C{bench.test} is mapped to: the proxy's time with
+    next to no client CPU. Its wall time in ms, as C{load}.
+    """
+    nghttp = shutil.which("nghttp")
+    if nghttp is None:
+        raise SystemExit("nghttp is missing: apt-get install nghttp2-client")
+    begin = time.perf_counter()
+    out = subprocess.run([nghttp, "-a", "-n", "-s", "-H", f":authority: {HOST}",
+                          f"https://{target.maps[HOST]}/page"], capture_output=True, timeout=LOAD_TIMEOUT_MS / 1000)
+    elapsed = (time.perf_counter() - begin) * 1000
+    images = [line for line in out.stdout.decode().splitlines() if "/img/" in line]
+    if out.returncode != 0 or len(images) != IMAGES:
+        raise SystemExit(f"{target.name}: nghttp exited {out.returncode} with {len(images)} of {IMAGES} images: "
+                         f"{(out.stdout + out.stderr).decode()[-400:]}")
+    return {"load": elapsed}
 
 
 def originStats(port: int) -> dict[str, int]:
@@ -301,14 +324,15 @@ def cell(values: list[float]) -> str:
     return f"{statistics.median(values):.0f} ms [{min(values):.0f}–{max(values):.0f}]"
 
 
-def report(targets: list[Target], rounds: int, busy: bool, loads: tuple[str, str]) -> str:
+def report(targets: list[Target], rounds: int, busy: bool, loads: tuple[str, str], nghttp: bool) -> str:
     reference = statistics.median(targets[0].times)
     mode = "busy: one CPU-bound process spinning beside the run" if busy else "quiet: nothing started beside it"
     lines = [
         f"\n{IMAGES} images, each answered after {DELAY * 1000:.0f} ms; {rounds} interleaved rounds, "
-        f"a fresh context per load; mode {mode}; load average {loads[0]} at the start, {loads[1]} at the end; "
+        f"{'nghttp -a, a new connection per load' if nghttp else 'Chromium, a fresh context per load'}; "
+        f"mode {mode}; load average {loads[0]} at the start, {loads[1]} at the end; "
         f"{os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n",
-        "| target | load event, median [min–max] | / nghttpx | server process CPU per load | "
+        f"| target | {'page and images fetched' if nghttp else 'load event'}, median [min–max] | / nghttpx | server process CPU per load | "
         "images at the origin at once | origin connections opened |",
         "|---|---|---|---|---|---|",
     ]
@@ -316,6 +340,8 @@ def report(targets: list[Target], rounds: int, busy: bool, loads: tuple[str, str
         cpu = f"{statistics.median(t.cpu) * 1000:.0f} ms" if t.cpu else "–"
         lines.append(f"| {t.name} | {cell(t.times)} | {statistics.median(t.times) / reference:.2f}× | {cpu} "
                      f"| {statistics.median(t.peaks):g} | {statistics.median(t.connections):g} |")
+    if nghttp:
+        return "\n".join(lines) + "\n"
     lines += [
         "\nWhere the time goes (medians, ms; the browser's from the navigation's start, the origin's from "
         "/page asked for):\n",
@@ -342,6 +368,8 @@ def main(argv: list[str]) -> None:
                              "--upstream-connections N")
     parser.add_argument("--nghttpx-backend-connections", type=int, metavar="N",
                         help="nghttpx's cap (--backend-connections-per-frontend; default 0, no cap)")
+    parser.add_argument("--nghttp", action="store_true",
+                        help="fetch with nghttp -a instead of Chromium (no forward port, no direct)")
     parser.add_argument("--profile", metavar="OUT",
                         help="run netlog under cProfile (twistd --profile), its stats written to OUT at the end")
     parser.add_argument("--origin", type=int, metavar="PORT", help=argparse.SUPPRESS)
@@ -385,12 +413,15 @@ def main(argv: list[str]) -> None:
             spkis.append(otherSPKI)
             targets.append(Target(f"netlog HTTPS route, HTTP/2, --upstream-connections {n}", page, "h2",
                                   maps={HOST: f"127.0.0.1:{otherRoute}"}, process=other))
-        if not args.no_direct:
+        if args.nghttp:
+            targets = [t for t in targets if t.proxy is None]
+        elif not args.no_direct:
             targets.append(Target("direct, HTTP/1.1", f"http://{HOST}/page", "http/1.1",
                                   maps={HOST: f"127.0.0.1:{originPort}"}, process=origin))
         with sync_playwright() as playwright:
             for t in targets:
-                launch(playwright, t, spkis)
+                if not args.nghttp:
+                    launch(playwright, t, spkis)
             for t in targets:
                 loadOnce(t)  # warm-up: the browser's first page, the proxy's first connections
             if args.busy:
@@ -417,14 +448,15 @@ def main(argv: list[str]) -> None:
                 print(f"round {r + 1}: " + ", ".join(f"{t.name} {t.times[-1]:.0f} ms" for t in targets), flush=True)
             loads.append(loadAverage())
             for t in targets:
-                t.browser.close()
+                if t.browser is not None:
+                    t.browser.close()
     finally:
         if busy is not None:
             stopProcess(busy)
         for process in reversed(processes):
             stopProcess(process)
         shutil.rmtree(directory, ignore_errors=True)
-    sys.stdout.write(report(targets, args.rounds, args.busy, (loads[0], loads[1])))
+    sys.stdout.write(report(targets, args.rounds, args.busy, (loads[0], loads[1]), args.nghttp))
 
 
 if __name__ == "__main__":
