@@ -7,6 +7,7 @@ and HTTP/2 in front of the same plain origin, in interleaved rounds.
     .venv/bin/python -m benchmarks.bench_h2page                  # 5 rounds, quiet
     .venv/bin/python -m benchmarks.bench_h2page --busy           # a CPU-bound job beside it
     .venv/bin/python -m benchmarks.bench_h2page --rounds 9 --no-direct
+    .venv/bin/python -m benchmarks.bench_h2page --nghttp --also-upstream-connections 100
 
 The origin (a process of its own, asyncio, HTTP/1.1 on loopback) serves
 C{/page}, HTML with 200 C{<img>} of distinct URLs, and answers each image
@@ -16,6 +17,15 @@ its own C{--host-resolver-rules}), nothing leaving loopback. A load's time is
 the page's load event (C{loadEventEnd} of its navigation entry); every
 image must have loaded (C{naturalWidth > 0}) over the target's protocol
 (C{nextHopProtocol}), or the run stops.
+
+The origin counts the images it holds at once and the connections it
+accepts, per load; a second table says where each load's time went. To
+look into netlog's share: C{--nghttp} fetches with C{nghttp -a} instead of
+Chromium (next to no client CPU; the targets without a CONNECT),
+C{--upstream-connections N} and C{--also-upstream-connections N} set
+netlog's cap on connections to the origin (a second site proxy in the same
+rounds for the latter), C{--nghttpx-backend-connections N} caps nghttpx's,
+and C{--profile OUT} runs netlog under cProfile.
 
 The goal (issue 38, item 4): both netlog targets within 1.05x of nghttpx's
 median, measured in one run, quiet and with C{--busy}.
@@ -58,8 +68,9 @@ DELAY = 0.05
 #: How long one load may take (ms) before the run stops.
 LOAD_TIMEOUT_MS = 60_000
 
-#: What a load reports: its load event, how many images loaded, and the
-#: protocols its resources came over.
+#: What a load reports: its load event and milestones (ms from the
+#: navigation's start), how many images loaded, and the protocols its
+#: resources came over.
 MEASURE = """() => {
   const nav = performance.getEntriesByType('navigation')[0];
   const images = Array.from(document.images);
@@ -332,8 +343,8 @@ def report(targets: list[Target], rounds: int, busy: bool, loads: tuple[str, str
         f"{'nghttp -a, a new connection per load' if nghttp else 'Chromium, a fresh context per load'}; "
         f"mode {mode}; load average {loads[0]} at the start, {loads[1]} at the end; "
         f"{os.cpu_count()} CPUs; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n",
-        f"| target | {'page and images fetched' if nghttp else 'load event'}, median [min–max] | / nghttpx | server process CPU per load | "
-        "images at the origin at once | origin connections opened |",
+        f"| target | {'page and images fetched' if nghttp else 'load event'}, median [min–max] | / nghttpx "
+        "| server process CPU per load | images at the origin at once | origin connections opened |",
         "|---|---|---|---|---|---|",
     ]
     for t in targets:
