@@ -62,7 +62,8 @@ def startNetlog(directory: str, originPort: int) -> tuple[subprocess.Popen[bytes
     return process, route
 
 
-def startNghttpx(directory: str, originPort: int, cert: str, key: str) -> tuple[subprocess.Popen[bytes], int]:
+def startNghttpx(directory: str, originPort: int, cert: str, key: str,
+                 extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[bytes], int]:
     nghttpx = shutil.which("nghttpx")
     if nghttpx is None:
         raise SystemExit("nghttpx is missing: apt-get install nghttp2-proxy")
@@ -72,7 +73,7 @@ def startNghttpx(directory: str, originPort: int, cert: str, key: str) -> tuple[
         # 127.0.0.1:3000, which a second nghttpx at once fails to bind.
         [nghttpx, "--conf=/dev/null", f"--frontend=127.0.0.1,{port}", f"--backend=127.0.0.1,{originPort}", "--workers=1",
          "--no-ocsp", "--no-via", f"--errorlog-file={os.path.join(directory, 'nghttpx.log')}",
-         f"--pid-file={os.path.join(directory, 'nghttpx.pid')}", key, cert],
+         f"--pid-file={os.path.join(directory, 'nghttpx.pid')}", *extra, key, cert],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     waitListening(port, process, "nghttpx")

@@ -16,8 +16,9 @@ from typing import Callable
 
 #: The modules compiled when the install can: the HTTP/1.1 reader, the log
 #: line format, the record builder, the body capture, the WebSocket frame
-#: counter and message assembler, the HTTP/2 head checks. None of them is
-#: subclassed or patched from outside (mypyc's native classes allow neither).
+#: counter and message assembler, the HTTP/2 head checks, the HAR entry
+#: builder and its index, the replay matcher. None of them is subclassed or
+#: patched from outside (mypyc's native classes allow neither).
 COMPILED_MODULES: tuple[str, ...] = (
     "netlog.core.http1",
     "netlog.core.logline",
@@ -26,6 +27,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "netlog.core.websocket",
     "netlog.core.wsmessages",
     "netlog.core.h2head",
+    "netlog.core.har",
+    "netlog.core.replay",
 )
 
 

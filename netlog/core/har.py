@@ -224,8 +224,9 @@ class LineIndex:
         """
         takeOpen, takeEnd, addNote = self._takeOpen, self._takeEnd, self._addNote
         others = iter(scanned.others)
+        # (iter: mypyc can't zip a bytearray as it is)
         for kind, offset, length, n, exchangeId, started in zip(
-            scanned.kinds, scanned.offsets, scanned.lengths, scanned.numbers, scanned.ids, scanned.starts
+            iter(scanned.kinds), scanned.offsets, scanned.lengths, scanned.numbers, scanned.ids, scanned.starts
         ):
             if kind == SCANNED_END:
                 takeEnd(offset, length, exchangeId)
@@ -417,6 +418,18 @@ class ScannedLines:
         self.ids = array("q")
         self.starts = array("d")
         self.others: list[bytes] = []
+
+    def extend(self, more: ScannedLines) -> None:
+        """
+        Add the lines C{more} holds, read after these.
+        """
+        self.kinds.extend(more.kinds)
+        self.offsets.extend(more.offsets)
+        self.lengths.extend(more.lengths)
+        self.numbers.extend(more.numbers)
+        self.ids.extend(more.ids)
+        self.starts.extend(more.starts)
+        self.others.extend(more.others)
 
 
 def scanLines(offset: int, data: bytes | bytearray, start: int = 0,
@@ -1146,7 +1159,7 @@ def _times(ended: dict[str, Any]) -> dict[str, Any]:
     return times if isinstance(times, dict) else {}
 
 
-def _timings(opened: dict[str, Any], ended: dict[str, Any] | None) -> tuple[dict[str, float], float]:
+def _timings(opened: dict[str, Any], ended: dict[str, Any] | None) -> tuple[dict[str, float], float | int]:
     """
     HAR's timings in milliseconds from the log's times, and their sum. Each
     phase runs from the previous time that happened to its own; a phase whose
@@ -1158,7 +1171,9 @@ def _timings(opened: dict[str, Any], ended: dict[str, Any] | None) -> tuple[dict
     times = ended.get("times")
     if not isinstance(times, dict):
         times = {}
-    connect: float = -1
+    # an int until a time says otherwise (and the sum of none the int 0):
+    # compiled, a float annotation would write them -1.0 and 0.0
+    connect: float | int = -1
     connected = _num(times.get("connected"))
     if connected is not None:
         connect = round(max(0.0, connected - last) * 1000, 3)

@@ -203,8 +203,7 @@ def _scanRange(begin: int, end: int, size: int, first: bool) -> tuple[ScannedLin
             break
         step = min(2 * step, READ_SIZE)
     last, lastTaken = scanLines(lineAt, line)
-    for name in ScannedLines.__slots__:
-        getattr(scanned, name).extend(getattr(last, name))
+    scanned.extend(last)
     return scanned, (None if lastTaken == len(line) else (lineAt, bytes(line))), end
 
 

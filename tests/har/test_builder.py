@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.core.har import buildEntry, entriesFromLines
+from netlog.core.har import buildEntry, encodeEntry, entriesFromLines
 from netlog.core.logline import encodeLine
 from tests.har.support import T0
 
@@ -171,3 +171,21 @@ class BodyDataTests(SynchronousTestCase):
             self.assertEqual((entries, unreadable), ([buildEntry(json.loads(opened), None, [])], 1))
         else:
             self.assertEqual((entries, unreadable), ([buildEntry(json.loads(opened), ended, [])], 0))
+
+
+class NumbersTests(SynchronousTestCase):
+    def test_stillOpenWritten(self) -> None:
+        """
+        An exchange the log never ended is written with the integers it
+        always had (C{"time":0}, timings of C{-1} and C{0}), in the compiled
+        build as in the pure one: a compiled module must not turn them into
+        floats (C{0.0}), or the two builds' HARs would differ.
+        """
+        opened = encodeLine(1, "open", 1, 1, T0, {"method": "GET", "url": "http://a.test/"})
+        entry = buildEntry(json.loads(opened), None, [])
+        written = encodeEntry(entry)
+        self.assertIn(b'"time":0,', written)
+        self.assertIn(
+            b'"timings":{"blocked":-1,"dns":-1,"connect":-1,"send":0,"wait":0,"receive":0,"ssl":-1}', written
+        )
+        self.assertIs(type(entry["time"]), int)
