@@ -14,13 +14,14 @@ import urllib.request
 import pytest
 from twisted.trial.unittest import SynchronousTestCase
 
+from netlog.compiled import COMPILED_MODULES
 from tests.support.build import compiledExpected
 from tests.supervise.running import Twistd, waitFor
 from tests.tap.test_mistakes import SITES
 
 #: Why a pure build runs uncompiled, as it says so: none of the modules
 #: compiled by a build with a C compiler is.
-UNCOMPILED = ("the 7 modules of the hot path are plain Python (installed where no C compiler "
+UNCOMPILED = (f"the {len(COMPILED_MODULES)} modules of the hot path are plain Python (installed where no C compiler "
               "or Python headers were found, or run from a source checkout; see README.rst, Start here)")
 #: Seconds an API call may take.
 API_TIMEOUT = 20.0
