@@ -51,7 +51,6 @@ paths = st.lists(pathChars, max_size=30).map(lambda cs: b"/" + b"".join(cs))
 methods = st.one_of(st.sampled_from([b"GET", b"POST", b"PUT", b"DELETE", b"PATCH", b"OPTIONS", b"HEAD"]), tokens).filter(
     lambda m: m != b"CONNECT"
 )
-#: Chunk extensions h11 reads too (it refuses the blanks RFC 9112 allows before ";").
 #: Chunk extensions a request may carry: the semicolon straight after the
 #: size (whitespace before it is refused, as h11 refuses it; a server's
 #: answer may have it, see test_http1's test_chunkExtensionWhitespace).
