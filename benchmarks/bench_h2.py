@@ -45,21 +45,31 @@ from benchmarks.harness import (
 STREAMS = 10
 
 
-def startNetlog(directory: str, originPort: int) -> tuple[subprocess.Popen[bytes], int]:
+def startNetlog(directory: str, originPort: int, extra: tuple[str, ...] = (),
+                profile: str | None = None) -> tuple[subprocess.Popen[bytes], int, int]:
+    """
+    C{twistd netlog-proxy --no-supervise} with C{https://bench.test} a site
+    whose backend is the plain origin: the process, its forward port and its
+    HTTPS route. C{extra} options go to the plugin; with C{profile}, twistd
+    runs it under cProfile and saves the stats there.
+    """
     sites = os.path.join(directory, "sites.toml")
     with open(sites, "w") as f:
         f.write(f'[[site]]\nname = "bench"\norigins = ["https://{HOST}"]\nbackend = "http://127.0.0.1:{originPort}"\n')
     port, route = freePort(), freePort()
+    profiling = ["--profile", profile, "--profiler", "cprofile", "--savestats"] if profile else []
     process = subprocess.Popen(
         [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=",
-         f"--logfile={os.path.join(directory, 'netlog-twistd.log')}", "netlog-proxy", "--no-supervise",
+         f"--logfile={os.path.join(directory, 'netlog-twistd.log')}", *profiling, "netlog-proxy", "--no-supervise",
          "--listen", f"tcp:{port}:interface=127.0.0.1", "--https-route", f"tcp:{route}:interface=127.0.0.1",
          "--sites", sites, "--state", os.path.join(directory, "state"),
-         "--log", os.path.join(directory, "site.jsonl"), "--resolve-only", "--resolve", f"{HOST}=127.0.0.1"],
+         "--log", os.path.join(directory, "site.jsonl"), "--resolve-only", "--resolve", f"{HOST}=127.0.0.1",
+         *extra],
         env=sourceEnv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    waitListening(route, process, "the site proxy")
-    return process, route
+    waitListening(port, process, "the site proxy")
+    waitListening(route, process, "the site proxy's HTTPS route")
+    return process, port, route
 
 
 def startNghttpx(directory: str, originPort: int, cert: str, key: str,
@@ -128,7 +138,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     directory = tempfile.mkdtemp(prefix="netlog-bench-h2-")
     env, origin = startOrigin(directory)
-    netlog, route = startNetlog(directory, env.port)
+    netlog, _, route = startNetlog(directory, env.port)
     if args.memory:
         try:
             memory(netlog, route)

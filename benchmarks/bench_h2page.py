@@ -49,7 +49,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.bench_h2 import startNghttpx
+from benchmarks.bench_h2 import startNetlog, startNghttpx
 from benchmarks.harness import (
     HOST,
     cpuSeconds,
@@ -214,24 +214,9 @@ def startSiteProxy(directory: str, originPort: int, extra: tuple[str, ...] = (),
     C{https://bench.test} a site on the origin: its forward port, its HTTPS
     route, and its CA's SPKI hash.
     """
-    sites = os.path.join(directory, "sites.toml")
-    with open(sites, "w") as f:
-        f.write(f'[[site]]\nname = "bench"\norigins = ["https://{HOST}"]\nbackend = "http://127.0.0.1:{originPort}"\n')
-    state = os.path.join(directory, "state")
-    port, route = freePort(), freePort()
-    profiling = ["--profile", profile, "--profiler", "cprofile", "--savestats"] if profile else []
-    process = subprocess.Popen(
-        [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=",
-         f"--logfile={os.path.join(directory, 'netlog-twistd.log')}", *profiling, "netlog-proxy", "--no-supervise",
-         "--listen", f"tcp:{port}:interface=127.0.0.1", "--https-route", f"tcp:{route}:interface=127.0.0.1",
-         "--sites", sites, "--state", state, "--log", os.path.join(directory, "site.jsonl"),
-         "--resolve-only", "--resolve", f"{HOST}=127.0.0.1", *extra],
-        env=sourceEnv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    waitListening(port, process, "the site proxy")
-    waitListening(route, process, "the site proxy's HTTPS route")
-    spki = subprocess.run(netlogArgv() + ["ca", "--state", state, "--spki-only"], env=sourceEnv(),
-                          capture_output=True, check=True, timeout=60).stdout.decode().strip()
+    process, port, route = startNetlog(directory, originPort, extra, profile)
+    spki = subprocess.run(netlogArgv() + ["ca", "--state", os.path.join(directory, "state"), "--spki-only"],
+                          env=sourceEnv(), capture_output=True, check=True, timeout=60).stdout.decode().strip()
     return process, port, route, spki
 
 
