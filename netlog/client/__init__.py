@@ -45,6 +45,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from netlog.state import API_ENV, TOKEN_ENV, TOKEN_FILE, defaultState
 from netlog.token import defaultTokenPath, findToken
+from netlog.wholefile import writeWhole
 
 #: Where a 401 says the Python client's token comes from (L{read_token}).
 PYTHON_TOKEN_HINT = f"token=..., ${TOKEN_ENV}, or a readable {TOKEN_FILE} in the state folder (token_file=...)"
@@ -391,18 +392,8 @@ class Netlog:
         Stream a GET's answer into the file C{to}, whole or not at all (a
         failed download leaves no file behind).
         """
-        part = f"{to}.part"
-        try:
-            with open(part, "wb") as out:
-                written = self._copy(path, out, timeout)
-            os.replace(part, to)
-        except BaseException:
-            try:
-                os.unlink(part)
-            except FileNotFoundError:
-                pass
-            raise
-        return written
+        with writeWhole(to, ".part") as out:
+            return self._copy(path, out, timeout)
 
     @property
     def _har_timeout(self) -> float:

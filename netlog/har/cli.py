@@ -14,6 +14,7 @@ from netlog.har.export import writeHar
 from netlog.har.range import exportRange
 from netlog.har.redact import PolicyError, redactorFor
 from netlog.log.sniff import notALog
+from netlog.wholefile import writeWhole
 
 #: A log at least this large gets a progress bar (when stderr is a terminal).
 PROGRESS_MIN_BYTES = 32 * 1024 * 1024
@@ -142,10 +143,8 @@ def run(args: argparse.Namespace) -> int:
     out: BinaryIO
     try:
         if args.output:
-            tmp = args.output + ".partial"
-            with open(tmp, "wb") as out:
+            with writeWhole(args.output) as out:
                 result = writeHar(args.log, out, bar, workers, transform=redactor, lines=lines)
-            os.replace(tmp, args.output)
         else:
             result = writeHar(args.log, sys.stdout.buffer, bar, workers, transform=redactor, lines=lines)
             sys.stdout.buffer.flush()

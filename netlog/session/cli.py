@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import sys
 from typing import Any
 
@@ -25,6 +24,7 @@ from netlog.client import API_ENV, CALL_TIMEOUT, TOKEN_ENV, TOKEN_FILE, Netlog, 
 from netlog.har.cli import redaction
 from netlog.har.redact import BUILTIN, PolicyError, Redactor, redactorFor
 from netlog.core.rules import BadRules, isTomlName, readRulesDocument
+from netlog.wholefile import writeWhole
 from netlog.net.options import _seconds
 from netlog.session.rulesfile import readRulesText
 
@@ -198,7 +198,5 @@ def _har(session: Session, args: argparse.Namespace, redactor: Redactor | None) 
     if not args.output:
         sys.stdout.buffer.write(redacted)
         return
-    part = f"{args.output}.part"
-    with open(part, "wb") as out:
+    with writeWhole(args.output, ".part") as out:
         out.write(redacted)
-    os.replace(part, args.output)

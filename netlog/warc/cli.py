@@ -5,12 +5,12 @@ C{netlog warc LOG -o out.warc.gz}: export the log as WARC 1.1.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import BinaryIO, Callable
 
 from netlog.har.cli import PARALLEL_MIN_BYTES, _cpus, logSize
 from netlog.warc.export import WarcResult, writeWarc
+from netlog.wholefile import writeWhole
 
 
 def addArguments(parser: argparse.ArgumentParser, what: str = "the WARC (.warc.gz: a gzip member per record; "
@@ -38,11 +38,9 @@ def exportTo(command: str, args: argparse.Namespace, write: Callable[[BinaryIO, 
     if size is None:
         return 1
     workers = args.jobs if args.jobs is not None else (_cpus() if size >= PARALLEL_MIN_BYTES else 1)
-    tmp = args.output + ".partial"
     try:
-        with open(tmp, "wb") as out:
+        with writeWhole(args.output) as out:
             result = write(out, max(1, workers))
-        os.replace(tmp, args.output)
     except OSError as e:
         print(f"netlog {command}: {e.filename or args.output}: {e.strerror}", file=sys.stderr)
         return 1
