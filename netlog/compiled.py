@@ -17,8 +17,10 @@ from typing import Callable
 #: The modules compiled when the install can: the HTTP/1.1 reader, the log
 #: line format, the record builder, the body capture, the WebSocket frame
 #: counter and message assembler, the HTTP/2 head checks, the HAR entry
-#: builder and its index, the replay matcher. None of them is subclassed or
-#: patched from outside (mypyc's native classes allow neither).
+#: builder and its index, the replay matcher, and the HAR builder's
+#: decoding of bodies (content codings, charsets). None of them is
+#: subclassed or patched from outside (mypyc's native classes allow
+#: neither).
 COMPILED_MODULES: tuple[str, ...] = (
     "netlog.core.http1",
     "netlog.core.logline",
@@ -29,6 +31,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "netlog.core.h2head",
     "netlog.core.har",
     "netlog.core.replay",
+    "netlog.core.decoding",
+    "netlog.core.encodings",
 )
 
 

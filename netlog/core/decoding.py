@@ -29,7 +29,7 @@ import io
 import re
 import zlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import brotli
 import zstandard
@@ -311,13 +311,29 @@ def decodeContent(body: bytes, codings: list[str], limit: int, cut: bool = False
 _PARAM = re.compile(r';\s*([!#$%&\'*+.^_`|~0-9A-Za-z-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^;]*)')
 
 
-def parseContentType(value: str | None) -> tuple[str, dict[str, str]]:
+#: The Content-Type values last read, and what they gave (a log holds few
+#: distinct ones); emptied when it reaches L{_CONTENT_TYPES_KEPT}.
+_CONTENT_TYPES: dict[str, tuple[str, Mapping[str, str]]] = {}
+_CONTENT_TYPES_KEPT = 256
+
+
+def parseContentType(value: str | None) -> tuple[str, Mapping[str, str]]:
     """
     C{("type/subtype", {param: value})} from a C{Content-Type} value, the
-    type and parameter names lowercased; C{("", {})} for none.
+    type and parameter names lowercased; C{("", {})} for none. The same
+    value gives the same mapping, which is not to be changed.
     """
     if not value:
         return "", {}
+    parsed = _CONTENT_TYPES.get(value)
+    if parsed is None:
+        if len(_CONTENT_TYPES) >= _CONTENT_TYPES_KEPT:
+            _CONTENT_TYPES.clear()
+        parsed = _CONTENT_TYPES[value] = _parseContentType(value)
+    return parsed
+
+
+def _parseContentType(value: str) -> tuple[str, Mapping[str, str]]:
     semi = value.find(";")
     mediaType = (value if semi < 0 else value[:semi]).strip().lower()
     params: dict[str, str] = {}
@@ -515,7 +531,7 @@ _XML_ENCODING = re.compile(rb"""<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)
 _CSS_CHARSET = re.compile(rb'@charset "([^"]*)";')
 
 
-def textEncoding(mediaType: str, params: dict[str, str], data: bytes) -> tuple[str | None, int]:
+def textEncoding(mediaType: str, params: Mapping[str, str], data: bytes) -> tuple[str | None, int]:
     """
     C{(encoding, BOM length)}: which encoding text is read in, as a browser
     picks it. A byte order mark first, then the C{charset} parameter when it
@@ -544,7 +560,7 @@ def textEncoding(mediaType: str, params: dict[str, str], data: bytes) -> tuple[s
     return None, 0
 
 
-def decodeText(data: bytes, mediaType: str, params: dict[str, str], cut: bool) -> tuple[str, bool]:
+def decodeText(data: bytes, mediaType: str, params: Mapping[str, str], cut: bool) -> tuple[str, bool]:
     """
     Text from a decoded body: C{(text, lossless)}.
 

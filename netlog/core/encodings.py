@@ -136,7 +136,7 @@ _REPLACEMENT = "\ufffd"
 #: What an error handler here puts where the standard's decoder gives
 #: U+FFFD: a lone surrogate, which no decoder here gives otherwise, so that an
 #: error is told from a U+FFFD the text itself holds.
-_ERROR = "\udfff"
+_ERROR = chr(0xDFFF)
 
 
 def _markError(error: UnicodeError) -> tuple[str, int]:
