@@ -72,20 +72,29 @@ def startNetlog(directory: str, originPort: int, extra: tuple[str, ...] = (),
     return process, port, route
 
 
+def nghttpxArgv(nghttpx: str, directory: str, port: int, originPort: int, cert: str, key: str,
+                extra: tuple[str, ...] = ()) -> list[str]:
+    """
+    The command of C{nghttpx} (at C{nghttpx}) terminating TLS on
+    127.0.0.1:C{port}, HTTP/2 by ALPN, in front of the plain HTTP/1.1 origin
+    on 127.0.0.1:C{originPort}, its error log and pid file in C{directory}:
+    as the benchmarks and the tests run it.
+    """
+    # --conf: Debian's /etc/nghttpx/nghttpx.conf adds a frontend on
+    # 127.0.0.1:3000, which a second nghttpx at once fails to bind.
+    return [nghttpx, "--conf=/dev/null", f"--frontend=127.0.0.1,{port}", f"--backend=127.0.0.1,{originPort}",
+            "--workers=1", "--no-ocsp", "--no-via", f"--errorlog-file={os.path.join(directory, 'nghttpx.log')}",
+            f"--pid-file={os.path.join(directory, 'nghttpx.pid')}", *extra, key, cert]
+
+
 def startNghttpx(directory: str, originPort: int, cert: str, key: str,
                  extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[bytes], int]:
     nghttpx = shutil.which("nghttpx")
     if nghttpx is None:
         raise SystemExit("nghttpx is missing: apt-get install nghttp2-proxy")
     port = freePort()
-    process = subprocess.Popen(
-        # --conf: Debian's /etc/nghttpx/nghttpx.conf adds a frontend on
-        # 127.0.0.1:3000, which a second nghttpx at once fails to bind.
-        [nghttpx, "--conf=/dev/null", f"--frontend=127.0.0.1,{port}", f"--backend=127.0.0.1,{originPort}", "--workers=1",
-         "--no-ocsp", "--no-via", f"--errorlog-file={os.path.join(directory, 'nghttpx.log')}",
-         f"--pid-file={os.path.join(directory, 'nghttpx.pid')}", *extra, key, cert],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    process = subprocess.Popen(nghttpxArgv(nghttpx, directory, port, originPort, cert, key, extra),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     waitListening(port, process, "nghttpx")
     return process, port
 

@@ -13,6 +13,7 @@ import subprocess
 import time
 from typing import Any, Callable
 
+from benchmarks.bench_h2 import nghttpxArgv
 from tests.support import stopProcess, waitForPort
 
 
@@ -62,13 +63,8 @@ def startNghttpx(cleanup: Callable[..., Any], folder: str, certPath: str, keyPat
         raise AssertionError("nghttpx is missing: apt-get install nghttp2-proxy")
     accessLog = os.path.join(folder, "nghttpx-access.log")
     process = subprocess.Popen(
-        # --conf: Debian's /etc/nghttpx/nghttpx.conf adds a frontend on
-        # 127.0.0.1:3000, which a second nghttpx at once fails to bind.
-        [nghttpx, "--conf=/dev/null", f"--frontend=127.0.0.1,{port}", f"--backend=127.0.0.1,{backendPort}",
-         "--workers=1", "--no-ocsp", "--no-via", "--accesslog-file", accessLog,
-         "--accesslog-format", "$alpn $remote_port $request $status",
-         f"--errorlog-file={os.path.join(folder, 'nghttpx.log')}",
-         f"--pid-file={os.path.join(folder, 'nghttpx.pid')}", keyPath, certPath],
+        nghttpxArgv(nghttpx, folder, port, backendPort, certPath, keyPath,
+                    ("--accesslog-file", accessLog, "--accesslog-format", "$alpn $remote_port $request $status")),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cleanup(stopProcess, process, wait)
     waitForPort(process, port, time.monotonic() + wait, lambda: "nghttpx didn't start")
