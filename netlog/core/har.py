@@ -1211,11 +1211,11 @@ def _timings(opened: dict[str, Any], ended: dict[str, Any] | None) -> tuple[dict
 
 def _thousandths(value: float) -> float:
     """
-    C{value} rounded to three decimals (milliseconds to the microsecond):
-    C{round(value, 3)}, but for a value within a thousandth's float error
-    of half a thousandth, which may go the other way. C{round} with digits
-    converts to decimal and back, at ten times the cost: five times an
-    entry, on a log of small exchanges 4% of the export.
+    C{value} rounded to three decimals (milliseconds to the microsecond),
+    as C{round(value, 3)} rounds it but for a value within a float's error
+    of a tie (half a thousandth), which may round the other way. C{round}
+    with digits converts to decimal and back, at ten times the cost: five
+    times an entry, 4% of the export of a log of small exchanges.
     """
     scaled = value * 1000
     if -1e15 < scaled < 1e15:
