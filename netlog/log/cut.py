@@ -18,6 +18,12 @@ import stat
 from netlog.core.cut import lineNumber
 from netlog.core.segments import COMPRESSED_SUFFIX
 
+#: Seconds between two looks at an idle log for a cut, by its writer.
+CUT_CHECK_INTERVAL = 1.0
+#: Seconds a reader waits for lines a cut left in neither file to be
+#: written again (the writer does so at its next line, or within
+#: L{CUT_CHECK_INTERVAL} when idle) before it takes them for lost.
+WRITTEN_AGAIN_WITHIN = 3 * CUT_CHECK_INTERVAL
 #: The bytes read from a copy's end to find its last whole line.
 TAIL_BYTES = 1 << 20
 #: How many of the newest files beside the log are read.

@@ -21,6 +21,7 @@ from typing import Callable, Iterator
 from netlog.core.logline import decodeLine
 from netlog.core.paging import DEFAULT_LIMIT, Page, page
 from netlog.core.segments import Segment, locate
+from netlog.log.cut import WRITTEN_AGAIN_WITHIN, copiedUpTo
 from netlog.log.series import listing, readSegment, segmentPath
 
 __all__ = ["DEFAULT_LIMIT", "FOLLOW_INTERVAL", "LogReader", "LogUnreadable", "Page", "follow", "read"]
@@ -77,14 +78,26 @@ class LogReader:
     outside rotation, as logrotate's C{copytruncate} does). With closed
     segments, the numbers alone decide: the live file is replaced at each
     rotation.
+
+    A file cut in place that still holds the last line read, byte for byte,
+    goes on from it (its writer wrote the lines after the copy again). One that
+    begins past the cursor with lines between that no copy beside it holds
+    is waited for, up to L{WRITTEN_AGAIN_WITHIN} seconds: logrotate's cut
+    landed between the writer's look and its write, and the writer is about
+    to write those lines again. Only then is the reader told they are gone.
+
+    @param clock: the time now, in seconds (for that wait).
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.path = path
+        self._clock = clock
         self._identity: tuple[int, int] | None = None
         self._cursor: int | None = None
         self._offset = 0
         self._fileFirst: int | None = None
+        self._lastLine: bytes | None = None
+        self._gap: tuple[tuple[int, int], int, float] | None = None
         self._unpacked: tuple[str, bytes] | None = None
 
     def read(self, after: int = 0, limit: int = DEFAULT_LIMIT) -> Page:
@@ -211,10 +224,14 @@ class LogReader:
                     if not final:
                         # A file renamed away may be a segment by now.
                         raise _ListAgain()
+                    if first > after + 1 and self._toBeWrittenAgain(identity, first):
+                        return Page(next=after)
                     result = page(readAt, st.st_size, 0, limit)
                     if first > after + 1:
                         result.removedUpTo = first - 1
-                elif self._fileFirst is not None and first > self._fileFirst:
+                elif (self._fileFirst is not None and first > self._fileFirst) or (
+                    shrunk and self._holdsLastLine(readAt, st.st_size, after)
+                ):
                     # Cut under us after we read past its copy's end, and
                     # the lines since written again by the writer: the
                     # numbers go on from the file we read, so we do too.
@@ -229,9 +246,39 @@ class LogReader:
             os.close(fd)
         self._identity = identity
         self._fileFirst = fileFirst
+        if result.lines:
+            self._lastLine = result.lines[-1]
+        elif result.next != after:
+            self._lastLine = None
         self._cursor = result.next
         self._offset = result.offset
+        self._gap = None
         return result
+
+    def _toBeWrittenAgain(self, identity: tuple[int, int], first: int) -> bool:
+        """
+        Whether the lines before C{first}, the first line of the live file
+        cut under the reader, are still to be written again: no copy beside
+        it ends just before C{first}, and the cut is younger than
+        L{WRITTEN_AGAIN_WITHIN} seconds (as first seen).
+        """
+        copy = copiedUpTo(self.path, first - 1)
+        if copy is not None and copy[1] == first - 1:
+            return False
+        now = self._clock()
+        if self._gap is None or self._gap[:2] != (identity, first):
+            self._gap = (identity, first, now)
+        return now - self._gap[2] < WRITTEN_AGAIN_WITHIN
+
+    def _holdsLastLine(self, readAt: Callable[[int, int], bytes], size: int, after: int) -> bool:
+        """
+        Whether the file's line C{after} is the last line read, byte for
+        byte: the same log, going on.
+        """
+        if self._lastLine is None:
+            return False
+        found = page(readAt, size, after - 1, 1)
+        return not found.begunAgain and found.lines[:1] == [self._lastLine]
 
 
 def _firstLineNumber(readAt: Callable[[int, int], bytes], size: int) -> int | None:

@@ -37,7 +37,7 @@ from netlog.core.paging import page
 from netlog.core.recovery import recover
 from netlog.core.segments import Rotation, closingSize, segmentName
 from netlog.log.logfile import UnsafeLogPath, openLogFile
-from netlog.log.cut import copiedUpTo
+from netlog.log.cut import CUT_CHECK_INTERVAL, copiedUpTo
 from netlog.log.series import Housekeeper, SeriesBytes, followRotation, listing
 from netlog.net.reactors import IProxyReactor
 
@@ -53,8 +53,6 @@ RETRY_INTERVAL = 1.0
 #: older dropped as the newer fills), to write them again when its file is
 #: cut under it (see L{netlog.core.cut}).
 RECENT_BYTES = 512 * 1024
-#: Seconds between two looks at an idle log for a cut.
-CUT_CHECK_INTERVAL = 1.0
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 16, 1024) or 16
 _NEWLINE = b"\n"
 

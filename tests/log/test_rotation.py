@@ -24,7 +24,8 @@ from netlog.log.reader import LogReader
 from netlog.log.series import compressSegment, listing, segmentPath, tidy
 from netlog.log import series as seriesModule
 from netlog.log import writer as writerModule
-from netlog.log.writer import CUT_CHECK_INTERVAL, LogWriter
+from netlog.log.cut import CUT_CHECK_INTERVAL, WRITTEN_AGAIN_WITHIN
+from netlog.log.writer import LogWriter
 
 from tests.support import netlogArgv, sourceEnv
 
@@ -331,6 +332,17 @@ class OutsideRotationTests(_Logs):
         os.truncate(self.path, 0)
         return copy
 
+    def tenLinesRead(self, clock: Clock | None = None) -> tuple[LogWriter, LogReader]:
+        """
+        A writer that wrote ten lines, and a reader that read them.
+        """
+        writer = self.writer(Rotation())
+        for i in range(5):
+            writer.refuse({"i": i}, {})
+        reader = LogReader(self.path) if clock is None else LogReader(self.path, clock.seconds)
+        self.assertEqual(reader.read(0).next, 10)
+        return writer, reader
+
     def test_copytruncate(self) -> None:
         """
         The live file copied, then cut to nothing under the writer
@@ -341,11 +353,7 @@ class OutsideRotationTests(_Logs):
         missed and nothing begun again.
         """
         path = self.path
-        writer = self.writer(Rotation())
-        for i in range(5):
-            writer.refuse({"i": i}, {})
-        reader = LogReader(path)
-        self.assertEqual(reader.read(0).next, 10)
+        writer, reader = self.tenLinesRead()
         copy = self.copyThenTruncate(lambda: writer.refuse({"i": 5}, {}))
         writer.refuse({"i": 6}, {})
         self.assertEqual([r["n"] for r in readLines(copy)], list(range(1, 11)))
@@ -378,11 +386,7 @@ class OutsideRotationTests(_Logs):
         begun again.
         """
         path = self.path
-        writer = self.writer(Rotation())
-        for i in range(5):
-            writer.refuse({"i": i}, {})
-        reader = LogReader(path)
-        self.assertEqual(reader.read(0).next, 10)
+        writer, reader = self.tenLinesRead()
         seen: list[Any] = []
 
         def between() -> None:
@@ -397,6 +401,72 @@ class OutsideRotationTests(_Logs):
         page = reader.read(12)
         self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo),
                          ([13, 14], False, None))
+
+    def cutAfterTheWritersLook(self) -> None:
+        """
+        Make logrotate's cut land between the writer's look at its file's
+        size and its next write: that line is then the first of the cut
+        file, before the writer sees the cut at the line after.
+        """
+        look = os.lseek
+
+        def lookThenCut(fd: int, offset: int, how: int) -> int:
+            self.patch(os, "lseek", look)
+            where = look(fd, offset, how)
+            os.truncate(self.path, 0)
+            return where
+
+        self.patch(os, "lseek", lookThenCut)
+
+    def test_cutBetweenLookAndWrite(self) -> None:
+        """
+        logrotate's cut lands between the writer's look and its write, so
+        the cut file begins with the line after those written between the
+        copy and the cut: a reader behind the copy's end waits for them
+        (neither file holds them) rather than skipping them, and reads on
+        once the writer has written them again; nothing is begun again and
+        nothing is said removed.
+        """
+        path = self.path
+        clock = Clock()
+        writer, reader = self.tenLinesRead(clock)
+        shutil.copyfile(path, path + ".1")
+        writer.refuse({"i": 5}, {})
+        self.cutAfterTheWritersLook()
+        exchangeId = writer.open({"i": 6})
+        self.assertEqual([r["n"] for r in readLines(path)], [13])
+        for waited in (0.0, WRITTEN_AGAIN_WITHIN / 2):
+            clock.advance(waited)
+            page = reader.read(10)
+            self.assertEqual((page.lines, page.next, page.begunAgain, page.removedUpTo), ([], 10, False, None))
+        writer.end(exchangeId, {})
+        self.assertEqual(writer.restoredCuts, 1)
+        self.assertEqual([r["n"] for r in readLines(path)], [11, 12, 13, 14])
+        page = reader.read(10)
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo),
+                         ([11, 12, 13, 14], False, None))
+
+    def test_cutBetweenLookAndWriteReadInTheGap(self) -> None:
+        """
+        The same cut, with a reader that had read the lines written between
+        the copy and the cut: it reads the line that begins the cut file as
+        the next, and reads on from it when the writer writes the file
+        again from the copy's end (the file still holds the line it read
+        last): nothing twice, nothing begun again.
+        """
+        path = self.path
+        writer, reader = self.tenLinesRead()
+        shutil.copyfile(path, path + ".1")
+        writer.refuse({"i": 5}, {})
+        self.assertEqual([r["n"] for r in reader.read(10).records()], [11, 12])
+        self.cutAfterTheWritersLook()
+        exchangeId = writer.open({"i": 6})
+        page = reader.read(12)
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo), ([13], False, None))
+        writer.end(exchangeId, {})
+        self.assertEqual([r["n"] for r in readLines(path)], [11, 12, 13, 14])
+        page = reader.read(13)
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo), ([14], False, None))
 
     def test_cutWhileIdle(self) -> None:
         """
@@ -448,18 +518,25 @@ class OutsideRotationTests(_Logs):
     def test_olderThanKept(self) -> None:
         """
         Lines of the gap older than the writer's most recent bytes can't go
-        back: the rest does, and a reader is told where the file begins.
+        back: the rest does, and a reader is told where the file begins
+        once it has waited L{WRITTEN_AGAIN_WITHIN} seconds for them.
         """
         self.patch(writerModule, "RECENT_BYTES", 600)
         writer = self.writer(Rotation())
         self.fill(writer, 2)
-        reader = LogReader(self.path)
+        clock = Clock()
+        reader = LogReader(self.path, clock.seconds)
         self.assertEqual(reader.read(0).next, 4)
         self.copyThenTruncate(lambda: self.fill(writer, 10))
         writer.refuse({"i": 0}, {})
         numbers = [r["n"] for r in readLines(self.path)]
         self.assertEqual(numbers, list(range(numbers[0], 27)))
         self.assertGreater(numbers[0], 5)
+        # Lines no file holds may be about to be written again: the
+        # reader waits a while before it takes them for lost.
+        page = reader.read(4)
+        self.assertEqual((page.lines, page.begunAgain, page.removedUpTo), ([], False, None))
+        clock.advance(WRITTEN_AGAIN_WITHIN)
         page = reader.read(4)
         self.assertEqual((page.begunAgain, page.removedUpTo, page.records()[0]["n"]),
                          (False, numbers[0] - 1, numbers[0]))

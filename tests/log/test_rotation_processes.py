@@ -410,7 +410,8 @@ class LogrotateTests(_ProxyLog):
         self.assertGreaterEqual(len(listing(self.log).segments), 1)
         waitFor(lambda: reader.numbers[-1:] == series[-1:], "the reader to reach the end")
         reader.stop()
-        self.assertFalse(any(page["begun_again"] for page in reader.pages))
+        self.assertEqual([(i, [r["n"] for r in page["lines"]][:3], page.get("removed_up_to"))
+                          for i, page in enumerate(reader.pages) if page["begun_again"]], [])
         self.assertEqual([n for n in reader.numbers if n >= series[0]], series)
         self.assertEqual(reader.numbers, sorted(set(reader.numbers)))
         # A line the reader had not read when the copy was cut away is in
