@@ -227,6 +227,13 @@ def _lastRecordBefore(readAt: ReadAt, end: int) -> int | None:
     return None
 
 
+def lastNumber(readAt: ReadAt, size: int) -> int | None:
+    """
+    The C{n} of the file's last whole netlog line; L{None} when it has none.
+    """
+    return _lastRecordBefore(readAt, _wholeSize(readAt, size))
+
+
 def page(
     readAt: ReadAt,
     size: int,

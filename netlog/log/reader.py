@@ -19,7 +19,7 @@ import time
 from typing import Callable, Iterator
 
 from netlog.core.logline import decodeLine
-from netlog.core.paging import DEFAULT_LIMIT, Page, page
+from netlog.core.paging import DEFAULT_LIMIT, Page, ReadAt, lastNumber, page
 from netlog.core.segments import Segment, locate
 from netlog.log.cut import WRITTEN_AGAIN_WITHIN, copiedUpTo
 from netlog.log.series import listing, readSegment, segmentPath
@@ -80,11 +80,12 @@ class LogReader:
     rotation.
 
     A file cut in place that still holds the last line read, byte for byte,
-    goes on from it (its writer wrote the lines after the copy again). One that
-    begins past the cursor with lines between that no copy beside it holds
-    is waited for, up to L{WRITTEN_AGAIN_WITHIN} seconds: logrotate's cut
-    landed between the writer's look and its write, and the writer is about
-    to write those lines again. Only then is the reader told they are gone.
+    goes on from it (its writer wrote the lines after the copy again). One
+    that begins past the cursor this reader handed out, with lines between
+    that no copy beside it holds, is waited for, up to
+    L{WRITTEN_AGAIN_WITHIN} seconds: logrotate's cut landed between the
+    writer's look and its write, and the writer is about to write those
+    lines again. Only then is the reader told they are gone.
 
     @param clock: the time now, in seconds (for that wait).
     """
@@ -97,7 +98,7 @@ class LogReader:
         self._offset = 0
         self._fileFirst: int | None = None
         self._lastLine: bytes | None = None
-        self._gap: tuple[tuple[int, int], int, float] | None = None
+        self._gap: tuple[tuple[int, int] | None, int, float] | None = None
         self._unpacked: tuple[str, bytes] | None = None
 
     def read(self, after: int = 0, limit: int = DEFAULT_LIMIT) -> Page:
@@ -128,7 +129,7 @@ class LogReader:
             raise _ListAgain()
         while True:
             if index < len(segments):
-                result = self._readClosed(segments[index], cursor, limit)
+                result = self._readClosed(segments[index], cursor, limit, goesOn=index + 1 < len(starts))
             elif liveFirst is None:
                 # Rotated a moment ago: no line after the closed ones yet.
                 return Page(next=cursor, removedUpTo=removed)
@@ -149,11 +150,20 @@ class LogReader:
             if index < len(starts) and starts[index] > cursor + 1:
                 if not final:
                     raise _ListAgain()
+                if index == len(segments) and after == self._cursor and self._toBeWrittenAgain(None, starts[index]):
+                    # (Waited for only by a reader that read up to here.)
+                    return Page(next=cursor, removedUpTo=removed)
                 # Lines between the two segments are not kept (an outside
                 # rotation cut the live file).
                 removed, cursor = starts[index] - 1, 0
 
-    def _readClosed(self, segment: Segment, after: int, limit: int) -> Page:
+    def _readClosed(self, segment: Segment, after: int, limit: int, goesOn: bool) -> Page:
+        """
+        The page of a closed segment from C{after}; with C{goesOn} (a later
+        file begins past the cursor), an empty page when the cursor is at
+        or past the segment's last line (the lines after it were cut away
+        from the live file by an outside rotation), not one begun again.
+        """
         if segment.compressed:
             if self._unpacked is None or self._unpacked[0] != segment.name:
                 try:
@@ -161,13 +171,14 @@ class LogReader:
                 except FileNotFoundError:
                     raise _ListAgain() from None
             data = self._unpacked[1]
-            return page(lambda offset, size: data[offset : offset + size], len(data), after, limit)
+            return _pastItsEnd(lambda offset, size: data[offset : offset + size], len(data), after, limit, goesOn)
         try:
             fd = os.open(segmentPath(self.path, segment), os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             raise _ListAgain() from None
         try:
-            return page(lambda offset, size: os.pread(fd, size, offset), os.fstat(fd).st_size, after, limit)
+            return _pastItsEnd(lambda offset, size: os.pread(fd, size, offset), os.fstat(fd).st_size, after, limit,
+                               goesOn)
         finally:
             os.close(fd)
 
@@ -255,12 +266,14 @@ class LogReader:
         self._gap = None
         return result
 
-    def _toBeWrittenAgain(self, identity: tuple[int, int], first: int) -> bool:
+    def _toBeWrittenAgain(self, identity: tuple[int, int] | None, first: int) -> bool:
         """
         Whether the lines before C{first}, the first line of the live file
         cut under the reader, are still to be written again: no copy beside
         it ends just before C{first}, and the cut is younger than
         L{WRITTEN_AGAIN_WITHIN} seconds (as first seen).
+
+        @param identity: the live file's, when known.
         """
         copy = copiedUpTo(self.path, first - 1)
         if copy is not None and copy[1] == first - 1:
@@ -270,7 +283,7 @@ class LogReader:
             self._gap = (identity, first, now)
         return now - self._gap[2] < WRITTEN_AGAIN_WITHIN
 
-    def _holdsLastLine(self, readAt: Callable[[int, int], bytes], size: int, after: int) -> bool:
+    def _holdsLastLine(self, readAt: ReadAt, size: int, after: int) -> bool:
         """
         Whether the file's line C{after} is the last line read, byte for
         byte: the same log, going on.
@@ -279,6 +292,19 @@ class LogReader:
             return False
         found = page(readAt, size, after - 1, 1)
         return not found.begunAgain and found.lines[:1] == [self._lastLine]
+
+
+def _pastItsEnd(readAt: ReadAt, size: int, after: int, limit: int, goesOn: bool) -> Page:
+    """
+    L{page}, but an empty page rather than one begun again when C{goesOn}
+    and the file's lines end at or before C{after}.
+    """
+    result = page(readAt, size, after, limit)
+    if result.begunAgain and goesOn and after > 0:
+        last = lastNumber(readAt, size)
+        if last is not None and last <= after:
+            return Page(next=after)
+    return result
 
 
 def _firstLineNumber(readAt: Callable[[int, int], bytes], size: int) -> int | None:

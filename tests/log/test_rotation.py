@@ -468,6 +468,70 @@ class OutsideRotationTests(_Logs):
         page = reader.read(13)
         self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo), ([14], False, None))
 
+    def segmentsThenLive(self) -> tuple[LogWriter, list[int]]:
+        """
+        A writer closing segments by size, and the numbers of the lines its
+        live file holds after the first closed segment.
+        """
+        writer = self.writer(Rotation(size=3000))
+        self.fill(writer, 12)
+        self.assertEqual(len(listing(self.path).segments), 1)
+        live = [r["n"] for r in readLines(self.path)]
+        self.assertGreater(len(live), 1)
+        return writer, live
+
+    def test_copytruncateAfterSegments(self) -> None:
+        """
+        logrotate's C{copytruncate} of a log whose writer closes segments
+        too: a reader whose cursor was inside the live file when it was cut
+        is told the lines only logrotate's copy holds were removed, and
+        reads on from the lines written again; one at the live file's end
+        reads on. Neither is told the log was begun again.
+        """
+        path = self.path
+        writer, live = self.segmentsThenLive()
+        self.copyThenTruncate(lambda: writer.refuse({"i": 0}, {}))
+        writer.refuse({"i": 1}, {})
+        after = [r["n"] for r in readLines(path)]
+        self.assertEqual(after, list(range(live[-1] + 1, live[-1] + 5)))
+        page = LogReader(path).read(live[0])
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo),
+                         (after, False, live[-1]))
+        page = LogReader(path).read(live[-1])
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo), (after, False, None))
+
+    def test_cutBetweenLookAndWriteAfterSegments(self) -> None:
+        """
+        The cut between the writer's look and its write, in a log with
+        closed segments: a reader at the live file's end waits for the
+        lines no file holds yet, then reads them.
+        """
+        path = self.path
+        writer, live = self.segmentsThenLive()
+        clock = Clock()
+        reader = LogReader(path, clock.seconds)
+        self.assertEqual(readAll(reader)[0], list(range(1, live[-1] + 1)))
+        shutil.copyfile(path, path + ".1")
+        writer.refuse({"i": 0}, {})
+        self.cutAfterTheWritersLook()
+        exchangeId = writer.open({"i": 1})
+        self.assertEqual([r["n"] for r in readLines(path)], [live[-1] + 3])
+        for waited in (0.0, WRITTEN_AGAIN_WITHIN / 2):
+            clock.advance(waited)
+            page = reader.read(live[-1])
+            self.assertEqual((page.lines, page.next, page.begunAgain, page.removedUpTo),
+                             ([], live[-1], False, None))
+        # A reader that hands out no cursor of its own (a one-off read)
+        # doesn't wait: it can't tell the moment from lines lost for good.
+        page = LogReader(path).read(live[-1])
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo),
+                         ([live[-1] + 3], False, live[-1] + 2))
+        writer.end(exchangeId, {})
+        self.assertEqual(len(listing(path).segments), 1)
+        page = reader.read(live[-1])
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo),
+                         (list(range(live[-1] + 1, live[-1] + 5)), False, None))
+
     def test_cutWhileIdle(self) -> None:
         """
         Cut while nothing is written: within a second the lost lines are on
