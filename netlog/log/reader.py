@@ -60,7 +60,8 @@ class _ListAgain(Exception):
     """
     The segments changed under the reader: one went (compressed or removed)
     between listing and opening it, or lines seem missing, which a rotation
-    between listing and reading also looks like. List again.
+    between listing and reading also looks like, or the live file was cut
+    while it was read. List again.
     """
 
 
@@ -85,7 +86,9 @@ class LogReader:
     that no copy beside it holds, is waited for, up to
     L{WRITTEN_AGAIN_WITHIN} seconds: logrotate's cut landed between the
     writer's look and its write, and the writer is about to write those
-    lines again. Only then is the reader told they are gone.
+    lines again. Only then is the reader told they are gone. A file cut
+    while a page was read from it (shorter after than before, or begun with
+    another line) is read again.
 
     @param clock: the time now, in seconds (for that wait).
     """
@@ -118,7 +121,7 @@ class LogReader:
                 return self._readSeries(found.segments, after, limit, final)
             except _ListAgain:
                 continue
-        raise LogUnreadable(f"the segments of the log {self.path} keep changing under the reader")
+        raise LogUnreadable(f"the log {self.path} keeps changing under the reader (cut or rotated at every look)")
 
     def _readSeries(self, segments: tuple[Segment, ...], after: int, limit: int, final: bool) -> Page:
         liveFirst = self._liveFirst()
@@ -253,6 +256,11 @@ class LogReader:
             elif result is None:
                 hint = self._offset if same and not shrunk else None
                 result = page(readAt, st.st_size, after, limit, hint=hint)
+            if _cutSince(fd, readAt, st.st_size, fileFirst):
+                # Cut in place (copytruncate) between the look above and the
+                # page's reads, which then found too little or other lines:
+                # look again.
+                raise _ListAgain()
         finally:
             os.close(fd)
         self._identity = identity
@@ -305,6 +313,16 @@ def _pastItsEnd(readAt: ReadAt, size: int, after: int, limit: int, goesOn: bool)
         if last is not None and last <= after:
             return Page(next=after)
     return result
+
+
+def _cutSince(fd: int, readAt: ReadAt, size: int, first: int | None) -> bool:
+    """
+    Whether the file open at C{fd}, which was C{size} bytes long and began
+    with line C{first}, was cut in place since: it is shorter now, or
+    begins with another line.
+    """
+    now = os.fstat(fd).st_size
+    return now < size or _firstLineNumber(readAt, now) != first
 
 
 def _firstLineNumber(readAt: Callable[[int, int], bytes], size: int) -> int | None:

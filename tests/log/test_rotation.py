@@ -468,6 +468,32 @@ class OutsideRotationTests(_Logs):
         page = reader.read(13)
         self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo), ([14], False, None))
 
+    def test_cutWhileRead(self) -> None:
+        """
+        logrotate's cut lands while a reader reads a page (after it looked
+        at the file's size and first line, before the page's reads): the
+        reader reads again and finds the file cut, waits for the writer, and
+        reads on from the copy's end; nothing is begun again.
+        """
+        path = self.path
+        writer, reader = self.tenLinesRead()
+        shutil.copyfile(path, path + ".1")
+        pread = os.pread
+        reads = []
+
+        def readThenCut(fd: int, size: int, offset: int) -> bytes:
+            reads.append(offset)
+            if len(reads) == 2:
+                os.truncate(path, 0)
+            return pread(fd, size, offset)
+
+        self.patch(os, "pread", readThenCut)
+        page = reader.read(10)
+        self.assertEqual((page.lines, page.next, page.begunAgain, page.removedUpTo), ([], 10, False, None))
+        writer.refuse({"i": 5}, {})
+        page = reader.read(10)
+        self.assertEqual(([r["n"] for r in page.records()], page.begunAgain, page.removedUpTo), ([11, 12], False, None))
+
     def segmentsThenLive(self) -> tuple[LogWriter, list[int]]:
         """
         A writer closing segments by size, and the numbers of the lines its
