@@ -38,9 +38,11 @@ from netlog.proxy.contracts import IAnswerSink, IAnswerSource, IWaiter
 
 _log = Logger()
 
-#: Idle connections kept per upstream (address, port, TLS name): as many as
-#: a burst of browsers (sessions running side by side, 6 connections each)
-#: had open to one site at once, so the next burst finds them.
+#: Idle connections kept per upstream (address, port, TLS name) at least:
+#: as many as a burst of browsers (sessions running side by side, 6
+#: connections each) had open to one site at once, so the next burst finds
+#: them; more when the upstream's cap allowed more open (all that were
+#: counted are kept).
 MAX_IDLE_PER_UPSTREAM = 64
 #: Seconds an idle upstream connection is kept before it is closed.
 IDLE_UPSTREAM_TIMEOUT = 30.0
@@ -478,7 +480,8 @@ class Pool:
                 waiter.handed(protocol)
                 return
         idle = self._idle.setdefault(protocol.key, [])
-        if not protocol.reusable or len(idle) >= self.maxIdle:
+        # Those counted are within the upstream's cap: each may be kept.
+        if not protocol.reusable or len(idle) >= max(self.maxIdle, self._open.get(protocol.key, 0)):
             protocol.transport.loseConnection()
             return
         protocol.pool = self

@@ -167,6 +167,27 @@ class PoolCapTests(SynchronousTestCase):
         protocol.connectionLost(Failure(error.ConnectionDone()))
         self.assertEqual(self.pool.openTo(KEY), 0)
 
+    def test_idleKeptUpToCap(self) -> None:
+        """
+        With a cap above the idle connections kept by default, every
+        connection counted is kept idle when given back (the next page
+        finds them all, rather than connecting anew beyond the default);
+        one more, not counted, is closed.
+        """
+        cap = self.pool.maxIdle + 10
+        protocols = []
+        for waiter in self.waiters(*map(str, range(cap))):
+            self.assertTrue(self.pool.claim(KEY, cap, waiter))
+            protocols.append(connection(self.pool))
+        for protocol in protocols:
+            self.pool.put(protocol)
+        self.assertEqual([p.transport.disconnecting for p in protocols], [False] * cap)
+        self.assertEqual(len(self.pool._idle[KEY]), cap)
+        extra = UpstreamProtocol(self.pool.reactor, KEY)
+        extra.makeConnection(StringTransport())
+        self.pool.put(extra)
+        self.assertTrue(extra.transport.disconnecting)
+
 
 class ExchangeWaitsTests(SynchronousTestCase):
     """
