@@ -53,7 +53,11 @@ class IdleTimer:
         if call is None or not call.active():
             self._call = self._reactor.callLater(delay, self._fire)
         elif call.getTime() > when:
-            call.reset(delay)
+            # A new call rather than reset(): the reactor finds a call
+            # moved sooner by a search of its list of every timer (every
+            # connection's), and pushes a new one in log time.
+            call.cancel()
+            self._call = self._reactor.callLater(delay, self._fire)
 
     def cancel(self) -> None:
         """
