@@ -407,6 +407,30 @@ async def download100Tunnel(env: Environment, target: Target) -> None:
     await download100(env, target, tls=True)
 
 
+#: Keep-alive connections held open, idle, beside L{burstBesideIdle}'s burst.
+IDLE_HELD = 500
+
+
+async def burstBesideIdle(env: Environment, target: Target) -> None:
+    """
+    500 GETs, each on a new connection kept open after it, 64 at a time, then
+    1,024 GETs each on a new connection, 64 at a time, beside those 500
+    idle ones: what a new connection costs while many are held open.
+    """
+    held: list[Client] = []
+    try:
+        for start in range(0, IDLE_HELD, 64):
+            opened = await asyncio.gather(
+                *(Client(env, target, False).open() for _ in range(min(64, IDLE_HELD - start))))
+            held.extend(opened)
+            for status, _ in await asyncio.gather(*(client.request("/small") for client in opened)):
+                _check(status)
+        await _burst(env, target, False)
+    finally:
+        for client in held:
+            await client.close()
+
+
 #: Every scenario, by name, in the order of the table.
 SCENARIOS: dict[str, Scenario] = {
     "keep-alive small GETs (1,000)": keepAliveSmall,
@@ -415,6 +439,7 @@ SCENARIOS: dict[str, Scenario] = {
     "HTTPS through CONNECT (400)": httpsConnect,
     "burst, new connections (1,024 / 64)": burstPlain,
     "burst, CONNECT+TLS (1,024 / 64)": burstTLS,
+    "burst beside 500 idle connections (1,524 / 64)": burstBesideIdle,
     "100 MB up": upload100,
     "100 MB down": download100,
     "100 MB down through CONNECT": download100Tunnel,
@@ -425,7 +450,8 @@ MEMORY_SCENARIOS = {"100 MB up", "100 MB down", "100 MB down through CONNECT"}
 REQUESTS = {
     "keep-alive small GETs (1,000)": 1000, "1 MiB GETs (64)": 64, "gzip JSON GETs (400)": 400,
     "HTTPS through CONNECT (400)": 400, "burst, new connections (1,024 / 64)": 1024,
-    "burst, CONNECT+TLS (1,024 / 64)": 1024, "100 MB up": 1, "100 MB down": 1,
+    "burst, CONNECT+TLS (1,024 / 64)": 1024, "burst beside 500 idle connections (1,524 / 64)": 1524,
+    "100 MB up": 1, "100 MB down": 1,
     "100 MB down through CONNECT": 1,
 }
 
