@@ -211,7 +211,10 @@ def findExchanges(readAt: ReadAt, size: int, wanted: Filter, after: int = 0, lim
     read = 0
     while read < maxSearch:
         got = page(readAt, size, cursor, min(BLOCK, maxSearch - read), hint)
-        if got.begunAgain:
+        # Begun again with no line to read is nothing to tell yet: a log
+        # cut while it was read (logrotate's copytruncate), or one begun
+        # again that has no line yet; the next search sees its lines.
+        if got.begunAgain and got.lines:
             found.begunAgain = True
             opens.clear()
         if not got.lines:

@@ -84,6 +84,17 @@ class FindTests(SynchronousTestCase):
         self.assertTrue(found.begunAgain)
         self.assertEqual([s["id"] for s in found.summaries], [1, 2, 4])
 
+    def test_cutWhileSearched(self) -> None:
+        """
+        A log cut to nothing after its size was taken (logrotate's
+        copytruncate during the search), or begun again with no line yet,
+        says nothing yet: no exchange, the cursor where it was, not begun
+        again.
+        """
+        for size in (len(LOG), 0):
+            found = findExchanges(reader(b""), size, parseFilter(""), 3, 50)
+            self.assertEqual((found.summaries, found.next, found.begunAgain), ([], 3, False))
+
     def test_searchBound(self) -> None:
         """A search reads at most its bound of bytes, and hands back the cursor it reached."""
         found = findExchanges(reader(LOG), len(LOG), parseFilter("status:404"), 0, 50, maxSearch=1)
