@@ -98,9 +98,9 @@ def _forgetParent() -> None:
     sys.modules.pop("twisted.internet.reactor", None)
     if hasattr(twisted.internet, "reactor"):
         del twisted.internet.reactor
-    from twisted.internet import default
+    from netlog.net.reactors import install
 
-    default.install()
+    install()
 
 
 def runWorker(spec: str) -> None:

@@ -37,7 +37,7 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from netlog.net.reactors import IProxyReactor, theReactor
+from netlog.net.reactors import IProxyReactor, install, theReactor
 from netlog.state import stateFileReader
 
 if TYPE_CHECKING:
@@ -425,6 +425,9 @@ def main(argv: list[str], forked: bool = False) -> int:
     # supervisor alone decide, and stop its workers with SIGTERM. (Twisted
     # leaves an ignored SIGINT ignored.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A worker started afresh installs netlog's reactor as twistd's plugins
+    # do (a forked one has, in fork.py).
+    install()
     _startLogging(forked)
 
     from twisted.application.service import MultiService
