@@ -42,9 +42,14 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_MISTAKE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def makeParser() -> argparse.ArgumentParser:
+def makeParser(only: str | None = None) -> argparse.ArgumentParser:
     """
     The parser of C{netlog} and its subcommands.
+
+    @param only: the subcommand whose arguments to add (its module alone
+        imported: C{netlog read} need not load the WACZ writer's
+        dependencies); the others are named, with their help, but take
+        none. L{None}: every subcommand's.
     """
     parser = OneLineParser(prog="netlog")
     from netlog.version import versionLine
@@ -52,13 +57,27 @@ def makeParser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=versionLine())
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (moduleName, helpText) in _COMMANDS.items():
-        module = importlib.import_module(moduleName)
-        module.addArguments(sub.add_parser(name, help=helpText, description=helpText))
+        subparser = sub.add_parser(name, help=helpText, description=helpText)
+        if only is None or name == only:
+            importlib.import_module(moduleName).addArguments(subparser)
     return parser
 
 
+def _subcommand(argv: list[str]) -> str | None:
+    """
+    The subcommand C{argv} names (its first word that isn't an option), if
+    it names one.
+    """
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in _COMMANDS else None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = makeParser().parse_args(argv)
+    if argv is None:
+        argv = sys.argv[1:]
+    args = makeParser(_subcommand(argv)).parse_args(argv)
     module = importlib.import_module(_COMMANDS[args.command][0])
     return int(module.run(args) or 0)
 

@@ -13,9 +13,8 @@ import os
 import sys
 from typing import BinaryIO
 
-from netlog.log.reader import DEFAULT_LIMIT, FOLLOW_INTERVAL, LogReader, LogUnreadable, Page, follow
+from netlog.log.reader import DEFAULT_LIMIT, FOLLOW_INTERVAL, LogReader, LogUnreadable, Page, follow, lastLineOf
 from netlog.log.sniff import notALog
-from netlog.log.writer import lastLineOf
 
 
 def addArguments(parser: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ from typing import Callable, Iterator
 
 from netlog.core.logline import decodeLine
 from netlog.core.paging import DEFAULT_LIMIT, Page, ReadAt, lastNumber, page
+from netlog.core.recovery import recover
 from netlog.core.segments import Segment, locate
 from netlog.log.cut import WRITTEN_AGAIN_WITHIN, copiedUpTo
 from netlog.log.series import listing, readSegment, segmentPath
@@ -337,6 +338,14 @@ def _firstLineNumber(readAt: Callable[[int, int], bytes], size: int) -> int | No
         return int(record["n"])
     first = page(readAt, size, 0, 1)
     return int(first.records()[0]["n"]) if first.lines else None
+
+
+def lastLineOf(fd: int) -> int:
+    """
+    The number of the last whole line of the log open at C{fd} (0 for
+    none): a session's lines begin after it.
+    """
+    return recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size, onlyLast=True).lastNumber
 
 
 def read(path: str, after: int = 0, limit: int = DEFAULT_LIMIT) -> Page:

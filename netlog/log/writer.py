@@ -16,7 +16,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from twisted.application.service import Service
 from twisted.logger import Logger
@@ -39,7 +39,9 @@ from netlog.core.segments import Rotation, closingSize, segmentName
 from netlog.log.logfile import UnsafeLogPath, openLogFile
 from netlog.log.cut import CUT_CHECK_INTERVAL, copiedUpTo
 from netlog.log.series import Housekeeper, SeriesBytes, followRotation, listing
-from netlog.net.reactors import IProxyReactor
+
+if TYPE_CHECKING:
+    from netlog.net.reactors import IProxyReactor
 
 _log = Logger()
 
@@ -55,14 +57,6 @@ RETRY_INTERVAL = 1.0
 RECENT_BYTES = 512 * 1024
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 16, 1024) or 16
 _NEWLINE = b"\n"
-
-
-def lastLineOf(fd: int) -> int:
-    """
-    The number of the last whole line of the log open at C{fd} (0 for
-    none): a session's lines begin after it.
-    """
-    return recover(lambda offset, length: os.pread(fd, length, offset), os.fstat(fd).st_size, onlyLast=True).lastNumber
 
 
 class LogWriter(Service):

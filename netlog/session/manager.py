@@ -26,8 +26,9 @@ from twisted.logger import Logger
 
 from netlog.core.rules import NO_RULES, ReadFile, Rules, compileRules
 from netlog.log.logfile import UnsafeLogPath, openLogFile
+from netlog.log.reader import lastLineOf
 from netlog.log.series import removeSeries
-from netlog.log.writer import LogWriter, lastLineOf
+from netlog.log.writer import LogWriter
 from netlog.net.options import LISTEN_BACKLOG
 from netlog.net.reactors import IProxyReactor
 from netlog.proxy.service import ProxyService

@@ -32,9 +32,10 @@ from netlog.core.logline import REASON_STOPPED
 from netlog.core.recovery import recover
 from netlog.core.rules import NO_RULES, Rules
 from netlog.log.logfile import openLogFile
+from netlog.log.reader import lastLineOf
 from netlog.log.series import followRotation
 from netlog.log.supervised import followRotations, unfollowRotations
-from netlog.log.writer import LogWriter, lastLineOf
+from netlog.log.writer import LogWriter
 from netlog.net.chatter import quietPortChatter
 from netlog.net.reactors import IProxyReactor
 from netlog.supervise.adopt import BoundListener, bindListener
