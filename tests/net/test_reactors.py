@@ -12,10 +12,11 @@ import unittest
 from typing import Any, Callable
 
 from twisted.internet.test import test_fdset, test_tcp
+from twisted.internet.test.reactormixins import ReactorBuilder
 from twisted.logger import LogEvent, globalLogPublisher
 from twisted.trial.unittest import SynchronousTestCase
 
-from netlog.net.reactors import ProxyReactor, install
+from netlog.net.reactors import install
 from tests.standin.support import tempDirectory
 from tests.support import freePort, startTwistd
 
@@ -80,17 +81,14 @@ class _Reader:
         self.lost(reason)
 
 
-def _unbuild(reactor: ProxyReactor) -> None:
+class DispatchErrorTestsBuilder(ReactorBuilder):
     """
-    Close what a reactor built for a test holds: its waker, its epoll.
+    Made into a test class on netlog's reactor alone, built (and its waker
+    closed after) by Twisted's own builder.
     """
-    for reader in reactor._internalReaders:
-        reactor.removeReader(reader)
-        reader.connectionLost(None)
-    reactor._poller.close()
 
+    _reactors = ["netlog.net.reactors.ProxyReactor"]
 
-class DispatchErrorTests(SynchronousTestCase):
     def test_errorsLoggedAndNextHandled(self) -> None:
         """
         A descriptor whose C{doRead} raises is logged and lost as Twisted's
@@ -99,12 +97,12 @@ class DispatchErrorTests(SynchronousTestCase):
         descriptor's prefix as the system, and the reactor goes on: another
         descriptor ready in the same poll is read.
         """
-        reactor = ProxyReactor()
-        self.addCleanup(_unbuild, reactor)
         pairs = [socket.socketpair() for _ in range(2)]
         for a, b in pairs:
             self.addCleanup(a.close)
             self.addCleanup(b.close)
+        # built after: its readers are taken off it before their sockets close
+        reactor = self.buildReactor()
         happened: list[str] = []
 
         def brokenRead() -> None:
@@ -131,6 +129,8 @@ class DispatchErrorTests(SynchronousTestCase):
         self.assertEqual([r for r in reactor.getReaders() if isinstance(r, _Reader)], [second])
         self.flushLoggedErrors(ValueError, RuntimeError)
 
+
+globals().update(DispatchErrorTestsBuilder.makeTestCaseClasses())
 
 class InstalledTests(SynchronousTestCase):
     def test_installLeavesAnInstalledReactor(self) -> None:
