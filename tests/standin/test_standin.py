@@ -460,7 +460,7 @@ class TunnelTests(unittest.TestCase):
                     pass
             return count
 
-        before = pipes()
+        before: list[int] = []
 
         def fetch() -> tuple[list[int], int]:
             conn = http.client.HTTPSConnection(
@@ -472,9 +472,16 @@ class TunnelTests(unittest.TestCase):
             for path in ["/hello"] * 12 + ["/size/300000"]:
                 conn.request("GET", path)
                 sizes.append(len(conn.getresponse().read()))
+                if not before:
+                    # Counted once the stand-in has answered: it accepts
+                    # connections before its reactor runs, and Twisted
+                    # makes a pipe of its own (SIGCHLD's) as it starts to.
+                    # The tunnel's first few reads are still relayed in
+                    # Python (KERNEL_AFTER_READS).
+                    before.append(pipes())
             held = pipes()
             conn.close()
-            return sizes, held - before
+            return sizes, held - before[0]
 
         sizes, during = yield inThread(fetch)
         self.assertEqual(sizes, [5] * 12 + [300000])
@@ -482,7 +489,7 @@ class TunnelTests(unittest.TestCase):
         entries = yield self.standin.waitEnded(1)
         [(_, ended)] = entries.values()
         self.assertGreater(ended["bytes"]["down"], 300000)
-        self.assertEqual(pipes(), before)
+        self.assertEqual(pipes(), before[0])
 
     @defer.inlineCallbacks
     def test_portNotAllowed(self) -> Any:
